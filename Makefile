@@ -1,0 +1,57 @@
+# hookline: one command checks everything.
+#
+#   make check   gofmt, go vet, staticcheck, the rest package's Go 1.14 language
+#                check, and the whole test suite with -race (interop included)
+#   make test    the test suite only (installs the interop node packages first)
+#   make bench   the Go micro-benchmarks
+#
+# Tools are installed by this Makefile itself, pinned, into ./.bin and
+# interop/node_modules; nothing beyond Go, node/npm and gcc is needed.
+
+GO              ?= go
+STATICCHECK_VER := v0.8.2
+BIN             := $(CURDIR)/.bin
+STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
+MODULE          := github.com/hookline/hookline
+NODE_MODULES    := interop/node_modules/.package-lock.json
+
+.PHONY: check test fmt-check vet staticcheck lang-check bench interop-deps clean
+
+check: fmt-check vet staticcheck lang-check test
+
+test: interop-deps
+	$(GO) test -race -count=1 ./...
+
+fmt-check:
+	@out="$$(gofmt -l $$(find . -name '*.go' -not -path '*/node_modules/*' -not -path './.bin/*'))"; \
+	if [ -n "$$out" ]; then echo "gofmt: these files need formatting (run gofmt -w):"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
+	mv $(BIN)/staticcheck $@
+
+# The rest package keeps compiling for code written for Go 1.14-1.17.
+lang-check:
+	$(GO) build -gcflags=$(MODULE)/rest=-lang=go1.14 ./rest
+
+interop-deps: $(NODE_MODULES)
+
+# npm ci writes node_modules/.package-lock.json; reinstall when the lockfile
+# is newer than the installed tree.
+$(NODE_MODULES): interop/package-lock.json interop/package.json
+	@command -v npm >/dev/null || { echo "npm is required for the interop suite (node 20+)"; exit 1; }
+	npm ci --prefix interop
+	@touch $@
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
+
+clean:
+	rm -rf $(BIN) interop/node_modules

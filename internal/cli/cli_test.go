@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"bytes"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+// run runs the CLI with args and returns its exit code, stdout and stderr.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Run(t.Context(), append([]string{"hookline"}, args...), strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// setVersion sets the ldflags variables for one test.
+func setVersion(t *testing.T, v, c, d string) {
+	t.Helper()
+	oldV, oldC, oldD := version, commit, date
+	version, commit, date = v, c, d
+	t.Cleanup(func() { version, commit, date = oldV, oldC, oldD })
+}
+
+func TestVersion(t *testing.T) {
+	setVersion(t, "v1.2.3", "abc1234", "2026-11-22T10:00:00Z")
+	for _, args := range [][]string{{"version"}, {"--version"}, {"-v"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := run(t, args...)
+			if code != ExitOK {
+				t.Fatalf("exit code = %d, want 0 (stderr %q)", code, errOut)
+			}
+			for _, want := range []string{"hookline v1.2.3\n", "commit: abc1234\n", "built:  2026-11-22T10:00:00Z\n"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output %q does not contain %q", out, want)
+				}
+			}
+			if errOut != "" {
+				t.Errorf("stderr = %q, want empty", errOut)
+			}
+		})
+	}
+}
+
+func TestFillFromBuildInfo(t *testing.T) {
+	tests := []struct {
+		name string
+		in   versionInfo
+		info debug.BuildInfo
+		want versionInfo
+	}{
+		{
+			name: "go install records the module version",
+			info: debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}},
+			want: versionInfo{Version: "v0.3.0"},
+		},
+		{
+			name: "devel build in a checkout records the revision",
+			info: debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+				{Key: "vcs.revision", Value: "0123abcd"},
+				{Key: "vcs.time", Value: "2026-11-20T08:00:00Z"},
+				{Key: "vcs.modified", Value: "true"},
+			}},
+			want: versionInfo{Commit: "0123abcd-dirty", Date: "2026-11-20T08:00:00Z"},
+		},
+		{
+			name: "ldflags win over build info",
+			in:   versionInfo{Version: "v9.9.9", Commit: "feed", Date: "yesterday"},
+			info: debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}, Settings: []debug.BuildSetting{
+				{Key: "vcs.revision", Value: "0123abcd"},
+				{Key: "vcs.time", Value: "2026-11-20T08:00:00Z"},
+			}},
+			want: versionInfo{Version: "v9.9.9", Commit: "feed", Date: "yesterday"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.in
+			fillFromBuildInfo(&got, &tt.info)
+			if got != tt.want {
+				t.Errorf("fillFromBuildInfo = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"unknown command", []string{"frobnicate"}, `hookline: unknown command "frobnicate"; run 'hookline --help' for the list of commands` + "\n"},
+		{"unknown flag", []string{"--frobnicate"}, "hookline: flag provided but not defined: -frobnicate; run 'hookline --help' for usage\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := run(t, tt.args...)
+			if code != ExitUsage {
+				t.Errorf("exit code = %d, want %d", code, ExitUsage)
+			}
+			if errOut != tt.wantErr {
+				t.Errorf("stderr = %q, want %q", errOut, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestHelpListsCommands(t *testing.T) {
+	code, out, _ := run(t)
+	if code != ExitOK {
+		t.Fatalf("exit code = %d, want 0", code)
+	}
+	if !strings.Contains(out, "version") || !strings.Contains(out, "--no-color") {
+		t.Errorf("help output lacks the version command or --no-color:\n%s", out)
+	}
+}
+
+func TestUseColor(t *testing.T) {
+	tests := []struct {
+		flag, env, tty bool
+		want           bool
+	}{
+		{flag: false, env: false, tty: true, want: true},
+		{flag: true, env: false, tty: true, want: false},
+		{flag: false, env: true, tty: true, want: false},
+		{flag: false, env: false, tty: false, want: false},
+		{flag: true, env: true, tty: false, want: false},
+	}
+	for _, tt := range tests {
+		if got := useColor(tt.flag, tt.env, tt.tty); got != tt.want {
+			t.Errorf("useColor(flag=%v, NO_COLOR=%v, tty=%v) = %v, want %v", tt.flag, tt.env, tt.tty, got, tt.want)
+		}
+	}
+}
+
+func TestStreamsAreNeverColouredWhenNotATerminal(t *testing.T) {
+	s := &streams{out: &bytes.Buffer{}, err: &bytes.Buffer{}}
+	s.decideColor(false)
+	if s.outColor || s.errColor {
+		t.Errorf("buffers coloured: out=%v err=%v, want false, false", s.outColor, s.errColor)
+	}
+}
+
+func TestPaint(t *testing.T) {
+	if got, want := paint(true, 31).Sprint("x"), "\x1b[31mx\x1b[0m"; got != want {
+		t.Errorf("paint(true) = %q, want %q", got, want)
+	}
+	if got, want := paint(false, 31).Sprint("x"), "x"; got != want {
+		t.Errorf("paint(false) = %q, want %q", got, want)
+	}
+}
