@@ -1,0 +1,222 @@
+package rest
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"math/rand"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RetryPolicy says when and how long a Client waits to resend a failed
+// request. The zero value is a usable policy with the defaults given for each
+// field. Set Client.Retry to enable it.
+//
+// An attempt is retried when it fails with a network error (a refused or
+// reset connection, a timeout, a body cut short; not a certificate error, a
+// cancelled context or ErrResponseTooLarge) or when the status is 408, 425,
+// 429, 500, 502, 503 or 504. Every method is retried, POST included: the
+// policy is opt-in, and callers that cannot tolerate a duplicate should make
+// their requests idempotent (for example with an idempotency key header) or
+// not set a policy.
+//
+// Before retry n (n = 1, 2, …) the client waits for the response's
+// Retry-After (delay-seconds or HTTP-date, at most MaxRetryAfter) when it has
+// a valid one, and otherwise for a random duration between zero and
+// min(MaxDelay, BaseDelay·2^(n-1)) ("full jitter"). A request is never resent
+// when its body cannot be recreated (see Client.MakeRequest). Retries stop
+// after MaxAttempts attempts, when ctx is done (the error wraps ctx's error),
+// or when the wait would end after ctx's deadline (the last response or
+// error is returned, as if no retries were left). After the last attempt a
+// retryable status is returned as a normal Response.
+//
+// HTTPClient.Timeout bounds each attempt, not the whole call; bound the call
+// with the context. A RetryPolicy is safe for concurrent use once its fields
+// are no longer modified.
+type RetryPolicy struct {
+	// MaxAttempts is the largest number of attempts, the first included. If
+	// less than 1, 4.
+	MaxAttempts int
+	// BaseDelay is the backoff ceiling before the first retry; it doubles for
+	// each later retry. If zero or negative, 250 ms.
+	BaseDelay time.Duration
+	// MaxDelay caps the backoff ceiling. If zero or negative, 10 s.
+	MaxDelay time.Duration
+	// MaxRetryAfter caps a wait asked for by a Retry-After header. If zero or
+	// negative, 60 s.
+	MaxRetryAfter time.Duration
+
+	clock *retryClock // tests only; nil means the real clock
+}
+
+// retryClock replaces time and randomness in tests.
+type retryClock struct {
+	now    func() time.Time
+	random func() float64 // in [0, 1)
+	sleep  func(ctx context.Context, d time.Duration) error
+}
+
+func (p *RetryPolicy) attempts() int {
+	if p.MaxAttempts < 1 {
+		return 4
+	}
+	return p.MaxAttempts
+}
+
+func (p *RetryPolicy) baseDelay() time.Duration {
+	if p.BaseDelay <= 0 {
+		return 250 * time.Millisecond
+	}
+	return p.BaseDelay
+}
+
+func (p *RetryPolicy) maxDelay() time.Duration {
+	if p.MaxDelay <= 0 {
+		return 10 * time.Second
+	}
+	return p.MaxDelay
+}
+
+func (p *RetryPolicy) maxRetryAfter() time.Duration {
+	if p.MaxRetryAfter <= 0 {
+		return 60 * time.Second
+	}
+	return p.MaxRetryAfter
+}
+
+// delay returns the wait before retry number attempt; header is the failed
+// attempt's response header, nil after a network error.
+func (p *RetryPolicy) delay(attempt int, header http.Header) time.Duration {
+	if header != nil {
+		if d, ok := p.retryAfter(header.Get("Retry-After")); ok {
+			return d
+		}
+	}
+	ceiling, limit := p.baseDelay(), p.maxDelay()
+	for i := 1; i < attempt && ceiling < limit; i++ {
+		if ceiling > limit/2 {
+			ceiling = limit
+			break
+		}
+		ceiling *= 2
+	}
+	if ceiling > limit {
+		ceiling = limit
+	}
+	return time.Duration(p.random() * float64(ceiling))
+}
+
+// retryAfter parses a Retry-After value, capped by MaxRetryAfter.
+func (p *RetryPolicy) retryAfter(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	limit := p.maxRetryAfter()
+	var d time.Duration
+	if v[0] >= '0' && v[0] <= '9' {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			var numErr *strconv.NumError
+			if !errors.As(err, &numErr) || numErr.Err != strconv.ErrRange {
+				return 0, false
+			}
+			return limit, true
+		}
+		if secs > int64(limit/time.Second) {
+			return limit, true
+		}
+		d = time.Duration(secs) * time.Second
+	} else {
+		t, err := http.ParseTime(v)
+		if err != nil {
+			return 0, false
+		}
+		d = t.Sub(p.now())
+	}
+	if d < 0 {
+		d = 0
+	}
+	if d > limit {
+		d = limit
+	}
+	return d, true
+}
+
+func (p *RetryPolicy) now() time.Time {
+	if p.clock != nil && p.clock.now != nil {
+		return p.clock.now()
+	}
+	return time.Now()
+}
+
+func (p *RetryPolicy) random() float64 {
+	if p.clock != nil && p.clock.random != nil {
+		return p.clock.random()
+	}
+	jitterMu.Lock()
+	defer jitterMu.Unlock()
+	return jitter.Float64()
+}
+
+// wait sleeps for d or until ctx is done, returning ctx's error then.
+func (p *RetryPolicy) wait(ctx context.Context, d time.Duration) error {
+	if p.clock != nil && p.clock.sleep != nil {
+		return p.clock.sleep(ctx, d)
+	}
+	return sleepContext(ctx, d)
+}
+
+// jitter is seeded once: the global source of math/rand is not seeded
+// before Go 1.20, which would give every process the same delays.
+var (
+	jitterMu sync.Mutex
+	jitter   = rand.New(rand.NewSource(time.Now().UnixNano()))
+)
+
+// sleepContext waits for d or until ctx is done, returning ctx's error then.
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil || d <= 0 {
+		return err
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retryableStatus reports whether a response status is worth retrying.
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests,
+		http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// retryableError reports whether err, from an attempt made with ctx, is a
+// network error worth retrying.
+func retryableError(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, ErrResponseTooLarge) {
+		return false
+	}
+	var (
+		unknownAuthority x509.UnknownAuthorityError
+		invalidCert      x509.CertificateInvalidError
+		wrongHost        x509.HostnameError
+		notTLS           tls.RecordHeaderError
+	)
+	return !errors.As(err, &unknownAuthority) && !errors.As(err, &invalidCert) &&
+		!errors.As(err, &wrongHost) && !errors.As(err, &notTLS)
+}
