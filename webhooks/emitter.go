@@ -1,0 +1,351 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+)
+
+// Reserved names under which OnAny and OnError register; RemoveListener
+// accepts them.
+const (
+	// AnyEventName is the name OnAny registers under ("*").
+	AnyEventName = "*"
+	// ErrorEventName is the name OnError registers under ("error").
+	ErrorEventName = "error"
+)
+
+// Handler handles one event. A returned error (or a panic, which is
+// recovered) makes Receive fail. ctx is the context passed to Receive.
+type Handler func(ctx context.Context, e Event) error
+
+// ErrorHandler is told about a failed Receive or VerifyAndReceive. err holds
+// every error and the untransformed event (err.Event). Error handlers run in
+// their own goroutines after the failure and never delay Receive; ctx carries
+// the values of Receive's context but is never cancelled. A panic in an
+// error handler is recovered and logged.
+type ErrorHandler func(ctx context.Context, err *AggregateError)
+
+// TransformFunc turns an event into the one passed to the handlers
+// registered with On, OnEach and OnAny. It runs once per Receive, only when
+// at least one such handler matches. If it returns an error (or panics),
+// every one of those handlers fails with that error and none runs.
+type TransformFunc func(ctx context.Context, e Event) (Event, error)
+
+// Registration identifies one call of On, OnEach, OnAny or OnError; pass it
+// to RemoveListener to remove the handler again. Go functions cannot be
+// compared, so the registration, not the function, is the identity.
+type Registration struct {
+	h  Handler
+	eh ErrorHandler
+}
+
+// EmitterOptions configures NewEmitter.
+type EmitterOptions struct {
+	// Transform, if not nil, rewrites each event before the handlers
+	// registered with On, OnEach and OnAny see it (see TransformFunc).
+	Transform TransformFunc
+	// Logger receives warnings (unknown event names) and errors (panics).
+	// If nil, slog.Default() is used at the time of logging.
+	Logger *slog.Logger
+}
+
+// Emitter registers handlers by event name and dispatches events to them:
+// the event-handler module of @octokit/webhooks (createEventHandler), usable
+// without signatures or HTTP. Webhooks embeds one.
+//
+// The zero Emitter is ready to use (no transform, default logger). An
+// Emitter is safe for concurrent use: handlers may be registered and
+// removed while events are received; a Receive sees the handlers registered
+// when it starts. An Emitter must not be copied after first use.
+type Emitter struct {
+	transform TransformFunc
+	logger    *slog.Logger
+
+	mu sync.RWMutex
+	// hooks maps a name ("push", "issues.opened", "*", "error") to its
+	// registrations in order. The slices are copy-on-write: never modified
+	// once stored, so Receive can use them after releasing mu.
+	hooks map[string][]*Registration
+}
+
+// NewEmitter returns an Emitter configured by opts.
+func NewEmitter(opts EmitterOptions) *Emitter {
+	return &Emitter{transform: opts.Transform, logger: opts.Logger}
+}
+
+func (em *Emitter) log() *slog.Logger {
+	if em.logger != nil {
+		return em.logger
+	}
+	return slog.Default()
+}
+
+// On registers h for the event or event.action name. It returns
+// ErrMissingName for "", an error wrapping ErrReservedEventName for "*" and
+// "error" (use OnAny and OnError), and ErrNilHandler for a nil h. A name
+// that is not in EmitterEventNames logs a warning and is registered anyway.
+func (em *Emitter) On(name string, h Handler) (*Registration, error) {
+	return em.OnEach([]string{name}, h)
+}
+
+// OnEach registers h once for every name in names, in order; a name listed
+// twice registers h twice. The returned Registration stands for all of
+// them. Names are checked as by On before anything is registered: on error
+// nothing is. An empty names is ErrMissingName.
+func (em *Emitter) OnEach(names []string, h Handler) (*Registration, error) {
+	if h == nil {
+		return nil, ErrNilHandler
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("%w: no event names given", ErrMissingName)
+	}
+	for _, name := range names {
+		err := ValidateEventName(name, ValidateOptions{OnUnknownEventName: "warn", Logger: em.log()})
+		if err != nil {
+			return nil, err
+		}
+	}
+	r := &Registration{h: h}
+	em.mu.Lock()
+	for _, name := range names {
+		em.add(name, r)
+	}
+	em.mu.Unlock()
+	return r, nil
+}
+
+// OnAny registers h for every event (under the name "*"). It panics if h is
+// nil.
+func (em *Emitter) OnAny(h Handler) *Registration {
+	if h == nil {
+		panic("webhooks: OnAny: nil handler")
+	}
+	r := &Registration{h: h}
+	em.mu.Lock()
+	em.add(AnyEventName, r)
+	em.mu.Unlock()
+	return r
+}
+
+// OnError registers h to be told about every failed Receive and
+// VerifyAndReceive (under the name "error"). It panics if h is nil.
+func (em *Emitter) OnError(h ErrorHandler) *Registration {
+	if h == nil {
+		panic("webhooks: OnError: nil handler")
+	}
+	r := &Registration{eh: h}
+	em.mu.Lock()
+	em.add(ErrorEventName, r)
+	em.mu.Unlock()
+	return r
+}
+
+// add appends r under name; em.mu is held.
+func (em *Emitter) add(name string, r *Registration) {
+	if em.hooks == nil {
+		em.hooks = make(map[string][]*Registration)
+	}
+	old := em.hooks[name]
+	regs := make([]*Registration, len(old), len(old)+1)
+	copy(regs, old)
+	em.hooks[name] = append(regs, r)
+}
+
+// RemoveListener removes the most recent registration of r under name,
+// which may also be "*" (OnAny) or "error" (OnError). When r was registered
+// several times under name, each call removes one. Removing a registration
+// that is not there is a no-op. It returns ErrMissingName for an empty name
+// and an error for a nil r.
+func (em *Emitter) RemoveListener(name string, r *Registration) error {
+	return em.RemoveListenerEach([]string{name}, r)
+}
+
+// RemoveListenerEach calls RemoveListener for every name in names, in
+// order; it checks its arguments before removing anything.
+func (em *Emitter) RemoveListenerEach(names []string, r *Registration) error {
+	if r == nil {
+		return errors.New("webhooks: RemoveListener: nil registration")
+	}
+	for _, name := range names {
+		if name == "" {
+			return ErrMissingName
+		}
+	}
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	for _, name := range names {
+		old := em.hooks[name]
+		for i := len(old) - 1; i >= 0; i-- {
+			if old[i] == r {
+				if len(old) == 1 {
+					delete(em.hooks, name)
+					break
+				}
+				regs := make([]*Registration, 0, len(old)-1)
+				regs = append(regs, old[:i]...)
+				em.hooks[name] = append(regs, old[i+1:]...)
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// Receive dispatches e: it runs the handlers registered for
+// "<name>.<action>" (only when the payload has a non-empty string action),
+// for "<name>", and with OnAny, all concurrently, and waits for all of them.
+// Handlers receive ctx; Receive does not stop early when ctx is cancelled.
+//
+// It returns nil when no handler fails (or none matches). Otherwise it
+// returns an *AggregateError holding every handler's error in registration
+// order (see AggregateError.Errors) and starts the OnError handlers without
+// waiting for them.
+//
+// An empty e.Name is ErrMissingName; an empty e.Payload is
+// ErrMissingPayload; a payload that is not a JSON object is
+// ErrInvalidPayload. These errors have StatusCode 400 and do not reach the
+// OnError handlers.
+func (em *Emitter) Receive(ctx context.Context, e Event) error {
+	if e.Name == "" {
+		return badRequest(ErrMissingName)
+	}
+	action, err := checkPayload(e.Payload)
+	if err != nil {
+		return err
+	}
+	return em.dispatch(ctx, e, action)
+}
+
+// dispatch runs the handlers for e, whose payload has been checked.
+func (em *Emitter) dispatch(ctx context.Context, e Event, action []byte) error {
+	em.mu.RLock()
+	var actionHooks []*Registration
+	if len(action) > 0 {
+		var buf [96]byte
+		key := append(append(append(buf[:0], e.Name...), '.'), action...)
+		actionHooks = em.hooks[string(key)]
+	}
+	nameHooks := em.hooks[e.Name]
+	anyHooks := em.hooks[AnyEventName]
+	em.mu.RUnlock()
+
+	n := len(actionHooks) + len(nameHooks) + len(anyHooks)
+	if n == 0 {
+		return nil
+	}
+	he := e
+	if em.transform != nil {
+		var err error
+		if he, err = em.runTransform(ctx, e); err != nil {
+			errs := make([]error, n)
+			for i := range errs {
+				errs[i] = err
+			}
+			return em.fail(ctx, e, errs)
+		}
+	}
+
+	if n == 1 {
+		h := first(actionHooks, nameHooks, anyHooks).h
+		if err := em.call(ctx, h, he); err != nil {
+			return em.fail(ctx, e, []error{err})
+		}
+		return nil
+	}
+
+	return em.runAll(ctx, e, he, n, actionHooks, nameHooks, anyHooks)
+}
+
+// runAll runs the n handlers of lists concurrently with event he and
+// reports their failures for e.
+func (em *Emitter) runAll(ctx context.Context, e, he Event, n int, lists ...[]*Registration) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	i := 0
+	for _, regs := range lists {
+		for _, r := range regs {
+			if i == n-1 {
+				errs[i] = em.call(ctx, r.h, he) // the last one runs here
+				break
+			}
+			j := i
+			wg.Go(func() { errs[j] = em.call(ctx, r.h, he) })
+			i++
+		}
+	}
+	wg.Wait()
+
+	failed := errs[:0]
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return em.fail(ctx, e, failed)
+}
+
+func first(lists ...[]*Registration) *Registration {
+	for _, l := range lists {
+		if len(l) > 0 {
+			return l[0]
+		}
+	}
+	return nil
+}
+
+// call runs h, turning a panic into an error.
+func (em *Emitter) call(ctx context.Context, h Handler, e Event) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicError(v)
+			em.log().Error("webhooks: handler panicked", "event", e.Name, "id", e.ID, "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	return h(ctx, e)
+}
+
+// runTransform runs the transform, turning a panic into an error.
+func (em *Emitter) runTransform(ctx context.Context, e Event) (out Event, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicError(v)
+			em.log().Error("webhooks: transform panicked", "event", e.Name, "id", e.ID, "panic", v, "stack", string(debug.Stack()))
+		}
+	}()
+	return em.transform(ctx, e)
+}
+
+// fail builds the aggregate error for e and notifies the error handlers.
+func (em *Emitter) fail(ctx context.Context, e Event, errs []error) error {
+	agg := &AggregateError{Event: e, Errors: errs}
+	em.notify(ctx, agg)
+	return agg
+}
+
+// notify starts every OnError handler in its own goroutine.
+func (em *Emitter) notify(ctx context.Context, agg *AggregateError) {
+	em.mu.RLock()
+	regs := em.hooks[ErrorEventName]
+	em.mu.RUnlock()
+	if len(regs) == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	for _, r := range regs {
+		go func() {
+			defer func() {
+				if v := recover(); v != nil {
+					em.log().Error("webhooks: error handler panicked", "event", agg.Event.Name, "id", agg.Event.ID, "panic", v, "stack", string(debug.Stack()))
+				}
+			}()
+			r.eh(ctx, agg)
+		}()
+	}
+}
