@@ -1,0 +1,574 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/rest"
+	"github.com/hookline/hookline/webhooks"
+)
+
+// pushRelay is a relay channel on loopback in hookline's format: the test
+// pushes deliveries; every subscriber gets them as SSE messages with ids.
+type pushRelay struct {
+	*httptest.Server
+	frames chan string
+	subs   atomic.Int32
+}
+
+func newPushRelay(t *testing.T) *pushRelay {
+	t.Helper()
+	r := &pushRelay{frames: make(chan string, 1024)}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "event: ready\ndata: {}\n\n")
+		http.NewResponseController(w).Flush()
+		r.subs.Add(1)
+		for {
+			select {
+			case f := <-r.frames:
+				io.WriteString(w, f)
+				http.NewResponseController(w).Flush()
+			case <-req.Context().Done():
+				return
+			}
+		}
+	}))
+	t.Cleanup(r.Server.Close)
+	return r
+}
+
+// push sends one delivery: headers as lowercase keys, the exact body in
+// bodyB, the query object, and the SSE id.
+func (r *pushRelay) push(id int, headers map[string]string, query map[string]string, body []byte) {
+	msg := map[string]any{}
+	for k, v := range headers {
+		msg[strings.ToLower(k)] = v
+	}
+	msg["bodyB"] = base64.StdEncoding.EncodeToString(body)
+	msg["query"] = query
+	msg["timestamp"] = 1763805600000
+	var parsed any
+	if json.Unmarshal(body, &parsed) == nil {
+		msg["body"] = parsed
+	}
+	data, err := json.Marshal(msg)
+	if err != nil {
+		panic(err)
+	}
+	r.frames <- fmt.Sprintf("id: %d\ndata: %s\n\n", id, data)
+}
+
+// hmacSHA256 signs independently of the code under test.
+func hmacSHA256(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// githubHeaders returns the headers GitHub sends with a delivery.
+func githubHeaders(id, event, secret string, body []byte) map[string]string {
+	h := map[string]string{
+		"X-GitHub-Delivery": id,
+		"X-GitHub-Event":    event,
+		"Content-Type":      "application/json",
+		"User-Agent":        "GitHub-Hookshot/abc123",
+	}
+	if secret != "" {
+		h["X-Hub-Signature-256"] = hmacSHA256(secret, body)
+	}
+	return h
+}
+
+// results collects a Client's Results.
+type results struct {
+	mu  sync.Mutex
+	all []proxy.Result
+	ch  chan struct{}
+}
+
+func newResults() *results { return &results{ch: make(chan struct{}, 4096)} }
+
+func (r *results) add(res proxy.Result) {
+	r.mu.Lock()
+	r.all = append(r.all, res)
+	r.mu.Unlock()
+	r.ch <- struct{}{}
+}
+
+func (r *results) wait(t *testing.T, n int) []proxy.Result {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for i := 0; i < n; i++ {
+		select {
+		case <-r.ch:
+		case <-deadline:
+			t.Fatalf("got %d results, want %d", i, n)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]proxy.Result(nil), r.all...)
+}
+
+// startClient runs a Client until the test ends. wait returns Run's error
+// once it has returned (it may be called more than once).
+func startClient(t *testing.T, opts proxy.Options) (c *proxy.Client, cancel context.CancelFunc, wait func() error) {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := proxy.New(opts)
+	if err != nil {
+		t.Fatalf("proxy.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	var runErr error
+	go func() { runErr = c.Run(ctx); close(done) }()
+	wait = func() error {
+		select {
+		case <-done:
+			return runErr
+		case <-time.After(20 * time.Second):
+			t.Error("Client.Run did not return after cancel")
+			return nil
+		}
+	}
+	t.Cleanup(func() { cancel(); wait() })
+	return c, cancel, wait
+}
+
+// A delivery signed by GitHub's secret reaches a target running our
+// middleware with the same secret and verifies: the body is byte-exact.
+// With a different target secret, ResignSecret makes it verify too.
+func TestClientForwardsByteExactAndVerifies(t *testing.T) {
+	const githubSecret, targetSecret = "github-secret", "local-secret"
+	// Bytes that re-serialisation would change: escapes, spacing, key order.
+	body := []byte("{\"action\":\"opened\",  \"z\":1,\"a\":\"\\u00e9\\/\",\"n\":1.0e2 }")
+	tests := []struct {
+		name         string
+		targetSecret string
+		resign       string
+	}{
+		{"same secret", githubSecret, ""},
+		{"resigned for the target", targetSecret, targetSecret},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wh, err := webhooks.New(webhooks.Options{Secret: tt.targetSecret, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got atomic.Value
+			wh.On("issues.opened", func(_ context.Context, e webhooks.Event) error {
+				got.Store(string(e.Payload))
+				return nil
+			})
+			target := httptest.NewServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}))
+			t.Cleanup(target.Close)
+
+			relay := newPushRelay(t)
+			res := newResults()
+			startClient(t, proxy.Options{
+				URL: relay.URL + "/chan", Secret: githubSecret, Target: target.URL + "/api/github/webhooks",
+				ResignSecret: tt.resign, OnResult: res.add,
+			})
+			relay.push(1, githubHeaders("d-1", "issues", githubSecret, body), nil, body)
+			r := res.wait(t, 1)[0]
+			if r.Verification != proxy.Verified {
+				t.Errorf("Verification = %q (%s), want verified", r.Verification, r.VerifyNote)
+			}
+			if r.Target == nil || r.Target.Status != 200 {
+				t.Fatalf("Target = %+v, want status 200", r.Target)
+			}
+			if got.Load() != string(body) {
+				t.Errorf("handler payload = %q, want %q", got.Load(), body)
+			}
+			if r.Action != "opened" {
+				t.Errorf("Action = %q, want opened", r.Action)
+			}
+		})
+	}
+}
+
+func TestClientNeverPassesOnABadSignature(t *testing.T) {
+	var hits atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(target.Close)
+	var ran atomic.Int32
+	handlers := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: slog.New(slog.DiscardHandler)})
+	handlers.OnAny(func(context.Context, webhooks.Event) error { ran.Add(1); return nil })
+
+	relay := newPushRelay(t)
+	res := newResults()
+	c, _, _ := startClient(t, proxy.Options{URL: relay.URL + "/c", Secret: "right", Target: target.URL, Handlers: handlers, OnResult: res.add})
+	body := []byte(`{"zen":"x"}`)
+	relay.push(1, githubHeaders("bad", "ping", "wrong", body), nil, body)
+	noSig := githubHeaders("nosig", "ping", "", body)
+	relay.push(2, noSig, nil, body)
+	relay.push(3, githubHeaders("good", "ping", "right", body), nil, body)
+	all := res.wait(t, 3)
+	want := []proxy.Verification{proxy.Failed, proxy.Failed, proxy.Verified}
+	for i, r := range all {
+		if r.Verification != want[i] {
+			t.Errorf("delivery %s: Verification = %q, want %q", r.Delivery.ID, r.Verification, want[i])
+		}
+	}
+	if !strings.Contains(all[1].VerifyNote, "no X-Hub-Signature-256") {
+		t.Errorf("note for a missing signature = %q", all[1].VerifyNote)
+	}
+	if all[0].Target != nil || hits.Load() != 1 || ran.Load() != 1 {
+		t.Errorf("target hits = %d, handler runs = %d, want 1 and 1 (only the good delivery)", hits.Load(), ran.Load())
+	}
+	if s := c.Stats(); s.VerifyFailed != 2 || s.Verified != 1 || s.Forwarded != 1 {
+		t.Errorf("Stats = %+v, want 2 failed, 1 verified, 1 forwarded", s)
+	}
+}
+
+func TestClientLegacySHA1Signature(t *testing.T) {
+	relay := newPushRelay(t)
+	res := newResults()
+	startClient(t, proxy.Options{URL: relay.URL + "/c", Secret: "It's a Secret to Everybody", OnResult: res.add})
+	body := []byte("Hello, World!")
+	h := map[string]string{"X-GitHub-Event": "ping", "X-GitHub-Delivery": "sha1",
+		// HMAC-SHA1 of "Hello, World!" under the secret, computed with openssl:
+		// printf 'Hello, World!' | openssl dgst -sha1 -hmac "It's a Secret to Everybody"
+		"X-Hub-Signature": "sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59"}
+	relay.push(1, h, nil, body)
+	h["X-Hub-Signature"] = "sha1=0000000000000000000000000000000000000000"
+	relay.push(2, h, nil, body)
+	all := res.wait(t, 2)
+	if all[0].Verification != proxy.Verified || !strings.Contains(all[0].VerifyNote, "legacy SHA-1") {
+		t.Errorf("good sha1: %q %q, want verified with a legacy warning", all[0].Verification, all[0].VerifyNote)
+	}
+	if all[1].Verification != proxy.Failed {
+		t.Errorf("bad sha1: %q, want failed", all[1].Verification)
+	}
+}
+
+func TestClientHeaderMappingAndQuery(t *testing.T) {
+	type seen struct {
+		method, query, host string
+		header              http.Header
+		body                []byte
+	}
+	got := make(chan seen, 2)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.Method, r.URL.RawQuery, r.Host, r.Header.Clone(), b}
+	}))
+	t.Cleanup(target.Close)
+	body := []byte("payload=%7B%22a%22%3A1%7D")
+	h := map[string]string{
+		"X-GitHub-Event": "push", "X-GitHub-Delivery": "q-1",
+		"Content-Type":      "application/x-www-form-urlencoded",
+		"Host":              "smee.example",
+		"Content-Length":    "999",
+		"Connection":        "keep-alive, X-Hop",
+		"X-Hop":             "drop me",
+		"Keep-Alive":        "timeout=5",
+		"Transfer-Encoding": "chunked",
+		"Upgrade":           "h2c",
+		"X-Custom":          "kept",
+	}
+	for _, tt := range []struct {
+		name      string
+		noQuery   bool
+		wantQuery string
+	}{
+		{"query forwarded", false, "base=1&a=b+c&x=%2F"},
+		{"no query", true, "base=1"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			relay := newPushRelay(t)
+			res := newResults()
+			startClient(t, proxy.Options{URL: relay.URL + "/c", Target: target.URL + "/hook?base=1", NoQuery: tt.noQuery, OnResult: res.add})
+			relay.push(1, h, map[string]string{"a": "b c", "x": "/"}, body)
+			res.wait(t, 1)
+			s := <-got
+			if s.query != tt.wantQuery {
+				t.Errorf("query = %q, want %q", s.query, tt.wantQuery)
+			}
+			if !bytes.Equal(s.body, body) || s.method != "POST" {
+				t.Errorf("%s body %q, want POST %q", s.method, s.body, body)
+			}
+			if ct := s.header.Get("Content-Type"); ct != "application/x-www-form-urlencoded" {
+				t.Errorf("Content-Type = %q, want the original", ct)
+			}
+			if s.header.Get("X-Custom") != "kept" || s.header.Get("X-Github-Event") != "push" {
+				t.Errorf("forwarded headers lost something: %v", s.header)
+			}
+			if ua, ok := s.header["User-Agent"]; ok {
+				t.Errorf("User-Agent = %q, want none (the delivery had none)", ua)
+			}
+			for _, hop := range []string{"X-Hop", "Keep-Alive", "Upgrade"} {
+				if v := s.header.Get(hop); v != "" {
+					t.Errorf("hop-by-hop header %s = %q was forwarded", hop, v)
+				}
+			}
+			if s.host == "smee.example" || s.header.Get("Content-Length") == "999" {
+				t.Errorf("Host %q / Content-Length %q came from the relay, want the target's", s.host, s.header.Get("Content-Length"))
+			}
+		})
+	}
+}
+
+func TestClientRetriesTransientTargetFailures(t *testing.T) {
+	tests := []struct {
+		name       string
+		retryAfter string
+	}{
+		{"seconds", "0"},
+		{"http date", time.Now().Add(-time.Second).UTC().Format(http.TimeFormat)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if calls.Add(1) == 1 {
+					w.Header().Set("Retry-After", tt.retryAfter)
+					w.WriteHeader(http.StatusServiceUnavailable)
+					return
+				}
+				io.WriteString(w, "ok")
+			}))
+			t.Cleanup(target.Close)
+			relay := newPushRelay(t)
+			res := newResults()
+			startClient(t, proxy.Options{URL: relay.URL + "/c", Target: target.URL, OnResult: res.add,
+				Retry: &rest.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+			relay.push(1, githubHeaders("r", "ping", "", []byte(`{}`)), nil, []byte(`{}`))
+			r := res.wait(t, 1)[0]
+			if r.Target.Status != 200 || calls.Load() != 2 {
+				t.Errorf("status %d after %d calls, want 200 after 2", r.Target.Status, calls.Load())
+			}
+		})
+	}
+}
+
+func TestClientTargetDownIsReportedAndCounted(t *testing.T) {
+	target := httptest.NewServer(http.NotFoundHandler())
+	url := target.URL
+	target.Close() // nothing listens there now
+	relay := newPushRelay(t)
+	res := newResults()
+	c, _, _ := startClient(t, proxy.Options{URL: relay.URL + "/c", Target: url, OnResult: res.add,
+		Retry: &rest.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+	relay.push(1, githubHeaders("down", "ping", "", []byte(`{}`)), nil, []byte(`{}`))
+	r := res.wait(t, 1)[0]
+	if r.Target == nil || r.Target.Err == nil || r.OK() {
+		t.Fatalf("Target = %+v, want a transport error", r.Target)
+	}
+	if c.Stats().TargetFails != 1 {
+		t.Errorf("TargetFails = %d, want 1", c.Stats().TargetFails)
+	}
+}
+
+// With Concurrency 1 a slow target sees deliveries strictly in order and
+// one at a time; with Concurrency 4 it sees several at once.
+func TestClientOrderingAndConcurrency(t *testing.T) {
+	for _, tt := range []struct {
+		concurrency  int
+		wantInFlight int32 // at most (1) or at least (4)
+	}{{1, 1}, {4, 2}} {
+		t.Run("concurrency "+strconv.Itoa(tt.concurrency), func(t *testing.T) {
+			var inFlight, maxInFlight atomic.Int32
+			var mu sync.Mutex
+			var order []string
+			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := inFlight.Add(1)
+				for {
+					m := maxInFlight.Load()
+					if n <= m || maxInFlight.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				time.Sleep(30 * time.Millisecond)
+				mu.Lock()
+				order = append(order, r.Header.Get("X-Github-Delivery"))
+				mu.Unlock()
+				inFlight.Add(-1)
+			}))
+			t.Cleanup(target.Close)
+			relay := newPushRelay(t)
+			res := newResults()
+			startClient(t, proxy.Options{URL: relay.URL + "/c", Target: target.URL, Concurrency: tt.concurrency, OnResult: res.add})
+			var want []string
+			for i := 1; i <= 8; i++ {
+				id := fmt.Sprintf("d%d", i)
+				want = append(want, id)
+				relay.push(i, githubHeaders(id, "ping", "", []byte(`{}`)), nil, []byte(`{}`))
+			}
+			res.wait(t, 8)
+			mu.Lock()
+			defer mu.Unlock()
+			if tt.concurrency == 1 {
+				if !reflect.DeepEqual(order, want) {
+					t.Errorf("target order = %v, want %v", order, want)
+				}
+				if maxInFlight.Load() != 1 {
+					t.Errorf("max in flight = %d, want 1", maxInFlight.Load())
+				}
+			} else if maxInFlight.Load() < tt.wantInFlight {
+				t.Errorf("max in flight = %d, want at least %d", maxInFlight.Load(), tt.wantInFlight)
+			}
+		})
+	}
+}
+
+func TestClientFilters(t *testing.T) {
+	relay := newPushRelay(t)
+	res := newResults()
+	c, _, _ := startClient(t, proxy.Options{URL: relay.URL + "/c", Events: []string{"issues", "pull_request.closed"}, Ignore: []string{"issues.deleted"}, OnResult: res.add})
+	cases := []struct {
+		event, action string
+		keep          bool
+	}{
+		{"issues", "opened", true},
+		{"issues", "deleted", false},
+		{"pull_request", "opened", false},
+		{"pull_request", "closed", true},
+		{"push", "", false},
+	}
+	for i, cs := range cases {
+		body := []byte(`{}`)
+		if cs.action != "" {
+			body = []byte(`{"action":"` + cs.action + `"}`)
+		}
+		relay.push(i+1, githubHeaders(strconv.Itoa(i), cs.event, "", body), nil, body)
+	}
+	all := res.wait(t, len(cases))
+	for i, cs := range cases {
+		if all[i].Filtered == cs.keep {
+			t.Errorf("%s.%s: Filtered = %v, want %v", cs.event, cs.action, all[i].Filtered, !cs.keep)
+		}
+	}
+	if c.Stats().Filtered != 3 {
+		t.Errorf("Stats.Filtered = %d, want 3", c.Stats().Filtered)
+	}
+	if _, err := proxy.New(proxy.Options{URL: relay.URL + "/c", Events: []string{"*"}}); !errors.Is(err, proxy.ErrInvalidOptions) {
+		t.Errorf("New with Events [*] error = %v, want ErrInvalidOptions", err)
+	}
+}
+
+func TestClientSavesEveryDeliveryAndReportsSaveFailures(t *testing.T) {
+	dir := t.TempDir()
+	relay := newPushRelay(t)
+	res := newResults()
+	startClient(t, proxy.Options{URL: relay.URL + "/c", SaveDir: dir, Secret: "s", OnResult: res.add})
+	body := []byte{0xff, 0x00, 'x'}
+	relay.push(1, githubHeaders("../../evil", "ping", "s", body), nil, body)
+	r := res.wait(t, 1)[0]
+	if r.SaveErr != nil || filepath.Dir(r.Saved) != dir {
+		t.Fatalf("Saved = %q, SaveErr = %v; want a file in %s", r.Saved, r.SaveErr, dir)
+	}
+	d, err := capture.Read(r.Saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(d.Body, body) || d.ID != "../../evil" || d.Headers.Get("X-Hub-Signature-256") != hmacSHA256("s", body) {
+		t.Errorf("capture = %+v, want the exact delivery", d)
+	}
+
+	// A save directory that disappears: the failure is reported, the
+	// delivery still handled.
+	gone := filepath.Join(t.TempDir(), "gone")
+	if err := os.Mkdir(gone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	relay2 := newPushRelay(t)
+	res2 := newResults()
+	c2, _, _ := startClient(t, proxy.Options{URL: relay2.URL + "/c", SaveDir: gone, OnResult: res2.add})
+	os.Remove(gone)
+	relay2.push(1, githubHeaders("x", "ping", "", []byte(`{}`)), nil, []byte(`{}`))
+	r2 := res2.wait(t, 1)[0]
+	if r2.SaveErr == nil || c2.Stats().SaveFails != 1 {
+		t.Errorf("SaveErr = %v, SaveFails = %d; want an error and 1", r2.SaveErr, c2.Stats().SaveFails)
+	}
+}
+
+// On cancel the client stops reading, lets the delivery in flight finish
+// at a slow target, and Run returns nil.
+func TestClientDrainsOnCancel(t *testing.T) {
+	started := make(chan struct{})
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		time.Sleep(200 * time.Millisecond)
+		io.WriteString(w, "done")
+	}))
+	t.Cleanup(target.Close)
+	relay := newPushRelay(t)
+	res := newResults()
+	_, cancel, wait := startClient(t, proxy.Options{URL: relay.URL + "/c", Target: target.URL, OnResult: res.add})
+	relay.push(1, githubHeaders("slow", "ping", "", []byte(`{}`)), nil, []byte(`{}`))
+	<-started
+	cancel()
+	r := res.wait(t, 1)[0]
+	if r.Target == nil || r.Target.Status != 200 {
+		t.Errorf("in-flight delivery after cancel: %+v, want 200", r.Target)
+	}
+	if err := wait(); err != nil {
+		t.Errorf("Run = %v, want nil after cancel", err)
+	}
+}
+
+func TestClientStopsOnAMissingChannel(t *testing.T) {
+	relay := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(relay.Close)
+	c, err := proxy.New(proxy.Options{URL: relay.URL + "/nope", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Run(t.Context())
+	if !errors.Is(err, proxy.ErrPermanent) {
+		t.Errorf("Run = %v, want ErrPermanent", err)
+	}
+}
+
+func TestParseTarget(t *testing.T) {
+	tests := []struct {
+		in, wantErr string
+	}{
+		{"http://127.0.0.1:3000/hook", ""},
+		{"localhost:3000/hook", `"localhost:3000/hook" has no scheme; did you mean http://localhost:3000/hook?`},
+		{"127.0.0.1:3000", `"127.0.0.1:3000" has no scheme; did you mean http://127.0.0.1:3000?`},
+		{"ftp://x/y", "the scheme must be http or https"},
+		{"http:///path", "has no host"},
+	}
+	for _, tt := range tests {
+		_, err := proxy.ParseTarget(tt.in)
+		if tt.wantErr == "" {
+			if err != nil {
+				t.Errorf("ParseTarget(%q) = %v, want nil", tt.in, err)
+			}
+			continue
+		}
+		if !errors.Is(err, proxy.ErrInvalidTarget) || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("ParseTarget(%q) = %v, want ErrInvalidTarget saying %q", tt.in, err, tt.wantErr)
+		}
+	}
+}

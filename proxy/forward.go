@@ -1,0 +1,152 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/hookline/hookline/webhooks"
+)
+
+// hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1 (as in
+// net/http/httputil's ReverseProxy): they describe one connection and are
+// never forwarded. Headers named in Connection are dropped too.
+var hopHeaders = []string{
+	"Connection",
+	"Proxy-Connection", // non-standard, sent by old clients
+	"Keep-Alive",
+	"Proxy-Authenticate",
+	"Proxy-Authorization",
+	"Te",
+	"Trailer",
+	"Transfer-Encoding",
+	"Upgrade",
+}
+
+// droppedHeaders describe the request as it reached the relay, not as it
+// reaches the target: the target's own Host and Content-Length apply.
+var droppedHeaders = []string{"Host", "Content-Length"}
+
+// ForwardOptions adjust ForwardRequest.
+type ForwardOptions struct {
+	// NoQuery drops the delivery's query string.
+	NoQuery bool
+	// ResignSecret, if not empty, sets X-Hub-Signature-256 to the body's
+	// signature under this secret and removes the legacy X-Hub-Signature
+	// (SHA-1, which hookline does not make).
+	ResignSecret string
+}
+
+// ForwardRequest returns the request that replays d to target: d's method
+// (POST if none), its exact body, and its headers except hop-by-hop ones,
+// Host and Content-Length; the delivery's query is added to target's own
+// unless opts.NoQuery. The request can be resent (GetBody is set).
+func ForwardRequest(ctx context.Context, target *url.URL, d *Delivery, opts ForwardOptions) (*http.Request, error) {
+	u := *target
+	if !opts.NoQuery && len(d.Query) > 0 {
+		q := d.Query.Encode()
+		if u.RawQuery != "" {
+			u.RawQuery += "&" + q
+		} else {
+			u.RawQuery = q
+		}
+	}
+	method := d.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), bytes.NewReader(d.Body))
+	if err != nil {
+		return nil, fmt.Errorf("building the request to the target: %w", err)
+	}
+	req.Header = ForwardHeader(d.Headers)
+	if _, ok := req.Header["User-Agent"]; !ok {
+		// Send none rather than Go's default, as the sender did.
+		req.Header.Set("User-Agent", "")
+	}
+	if opts.ResignSecret != "" {
+		sig, err := webhooks.Sign(opts.ResignSecret, d.Body)
+		if err != nil {
+			return nil, fmt.Errorf("re-signing: %w", err)
+		}
+		req.Header.Set("X-Hub-Signature-256", sig)
+		req.Header.Del("X-Hub-Signature")
+	}
+	return req, nil
+}
+
+// ForwardHeader returns a copy of h without hop-by-hop headers (those of
+// RFC 9110 and those named in Connection), Host and Content-Length.
+func ForwardHeader(h http.Header) http.Header {
+	out := h.Clone()
+	if out == nil {
+		out = http.Header{}
+	}
+	for _, v := range out.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				out.Del(name)
+			}
+		}
+	}
+	for _, name := range hopHeaders {
+		out.Del(name)
+	}
+	for _, name := range droppedHeaders {
+		out.Del(name)
+	}
+	return out
+}
+
+// filter keeps or drops deliveries by event and event.action name.
+type filter struct {
+	events, ignore map[string]bool
+}
+
+// newFilter validates the names: "*" and "error" are errors, unknown names
+// a warning.
+func newFilter(events, ignore []string, logger *slog.Logger) (filter, error) {
+	f := filter{}
+	var err error
+	if f.events, err = nameSet("events", events, logger); err != nil {
+		return f, err
+	}
+	f.ignore, err = nameSet("ignore", ignore, logger)
+	return f, err
+}
+
+func nameSet(what string, names []string, logger *slog.Logger) (map[string]bool, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	set := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if n == webhooks.AnyEventName || n == webhooks.ErrorEventName {
+			return nil, fmt.Errorf("%w: %s: %q is not an event name", ErrInvalidOptions, what, n)
+		}
+		if err := webhooks.ValidateEventName(n, webhooks.ValidateOptions{}); err != nil {
+			logger.Warn("filter names an event GitHub is not known to send; keeping it", "filter", what, "name", n)
+		}
+		set[n] = true
+	}
+	return set, nil
+}
+
+// keep reports whether a delivery of event (with action) passes.
+func (f filter) keep(event, action string) bool {
+	match := func(set map[string]bool) bool {
+		return set[event] || (action != "" && set[event+"."+action])
+	}
+	if f.events != nil && !match(f.events) {
+		return false
+	}
+	return !match(f.ignore)
+}

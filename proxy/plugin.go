@@ -1,0 +1,317 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hookline/hookline/webhooks"
+)
+
+// AnyPluginName is the plugin file name that runs for every delivery.
+const AnyPluginName = "_any"
+
+// DefaultPluginTimeout is how long a plugin may run when
+// PluginOptions.Timeout is zero.
+const DefaultPluginTimeout = time.Minute
+
+// ErrPluginFailed is wrapped by the error of a plugin that exited non-zero,
+// could not start, or ran past its timeout.
+var ErrPluginFailed = errors.New("plugin failed")
+
+// pluginEnvAllowList is the part of the parent environment a plugin sees:
+// enough to find programs, read the user's files and format text, nothing
+// that usually carries a credential (HOOKLINE_SECRET, GITHUB_TOKEN, AWS_*).
+// LC_* variables pass too.
+var pluginEnvAllowList = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ",
+	"TMPDIR", "TEMP", "TMP", "TERM", "NO_COLOR",
+	// Windows needs these to start most programs.
+	"SYSTEMROOT", "SYSTEMDRIVE", "COMSPEC", "PATHEXT", "WINDIR", "USERPROFILE", "APPDATA", "LOCALAPPDATA",
+}
+
+// Plugin is a local program run for matching deliveries: the payload on its
+// standard input and the delivery described by environment variables
+// (HOOKLINE_EVENT, HOOKLINE_ACTION, HOOKLINE_DELIVERY and
+// HOOKLINE_PAYLOAD_FILE, a file holding the payload). A non-zero exit is a
+// handler error.
+type Plugin struct {
+	// Name identifies the plugin in the trace: the file name for a plugin
+	// directory entry, the command line for an --exec command.
+	Name string
+	// On is the event name the plugin is registered under: "<event>",
+	// "<event>.<action>" or "*" for every delivery.
+	On string
+	// Path is the program to run and Args its arguments (without Path).
+	Path string
+	Args []string
+}
+
+// PluginDir returns the plugins in dir: every executable regular file named
+// `<event>`, `<event>.<action>` or `_any` (on Windows the extension, such as
+// .exe or .cmd, is not part of the name). Hidden files, directories, files
+// that are not executable and names that cannot be event names are skipped
+// with a warning on logger (nil means slog.Default()). Names that are not
+// known GitHub events are loaded with a warning: GitHub adds events faster
+// than hookline releases. The plugins are sorted by name.
+func PluginDir(dir string, logger *slog.Logger) ([]Plugin, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading plugin directory: %w", err)
+	}
+	var plugins []Plugin
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		info, err := os.Stat(path) // follows symlinks
+		if err != nil || !info.Mode().IsRegular() {
+			logger.Warn("skipping plugin: not a regular file", "path", path)
+			continue
+		}
+		on := name
+		if runtime.GOOS == "windows" {
+			on = strings.TrimSuffix(name, filepath.Ext(name))
+		} else if info.Mode().Perm()&0o111 == 0 {
+			logger.Warn("skipping plugin: not executable (chmod +x it)", "path", path)
+			continue
+		}
+		switch {
+		case on == AnyPluginName:
+			on = webhooks.AnyEventName
+		case webhooks.ValidateEventName(on, webhooks.ValidateOptions{OnUnknownEventName: "ignore"}) != nil:
+			logger.Warn("skipping plugin: its file name cannot be an event name", "path", path)
+			continue
+		case webhooks.ValidateEventName(on, webhooks.ValidateOptions{}) != nil:
+			logger.Warn("plugin name is not a known GitHub event; loading it anyway", "path", path, "event", on)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, err
+		}
+		plugins = append(plugins, Plugin{Name: name, On: on, Path: abs})
+	}
+	sort.Slice(plugins, func(i, j int) bool { return plugins[i].Name < plugins[j].Name })
+	return plugins, nil
+}
+
+// ExecPlugin returns a plugin that runs command through the shell (sh -c, or
+// cmd /C on Windows) for every delivery.
+func ExecPlugin(command string) Plugin {
+	if runtime.GOOS == "windows" {
+		return Plugin{Name: command, On: webhooks.AnyEventName, Path: "cmd", Args: []string{"/C", command}}
+	}
+	return Plugin{Name: command, On: webhooks.AnyEventName, Path: "/bin/sh", Args: []string{"-c", command}}
+}
+
+// PluginOptions configure how plugins run.
+type PluginOptions struct {
+	// Timeout bounds one run; the plugin is killed after it. If zero,
+	// DefaultPluginTimeout.
+	Timeout time.Duration
+	// Env lists extra variables passed to plugins: "NAME" passes the
+	// parent's value, "NAME=value" sets one. The rest of the parent
+	// environment is withheld except an allow-list (PATH, HOME, LANG, LC_*,
+	// TZ, TMPDIR, ...).
+	Env []string
+	// Environ is the parent environment; if nil, os.Environ().
+	Environ []string
+	// Output receives what plugins write to stdout and stderr, each line
+	// prefixed with the plugin name. If nil, the output is discarded (the
+	// last line of stderr still appears in the error of a failed run).
+	Output io.Writer
+}
+
+// RegisterPlugins registers each plugin as a handler on w under its On name
+// (for a *webhooks.Webhooks, pass &wh.Emitter).
+// Each run's outcome is reported with ReportHandler, so a Client's Result
+// lists every plugin that ran.
+func RegisterPlugins(w *webhooks.Emitter, plugins []Plugin, opts PluginOptions) error {
+	env := pluginEnv(opts)
+	var outMu sync.Mutex
+	for _, p := range plugins {
+		p := p
+		h := func(ctx context.Context, e webhooks.Event) error {
+			start := time.Now()
+			err := runPlugin(ctx, p, e, env, opts, &outMu)
+			ReportHandler(ctx, HandlerResult{Name: p.Name, Err: err, Duration: time.Since(start)})
+			return err
+		}
+		if p.On == webhooks.AnyEventName {
+			w.OnAny(h)
+			continue
+		}
+		if _, err := w.On(p.On, h); err != nil {
+			return fmt.Errorf("registering plugin %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// pluginEnv builds the environment shared by every run.
+func pluginEnv(opts PluginOptions) []string {
+	parent := opts.Environ
+	if parent == nil {
+		parent = os.Environ()
+	}
+	lookup := map[string]string{}
+	for _, kv := range parent {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			lookup[k] = v
+		}
+	}
+	var env []string
+	for _, k := range pluginEnvAllowList {
+		if v, ok := lookup[k]; ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for k, v := range lookup {
+		if strings.HasPrefix(k, "LC_") {
+			env = append(env, k+"="+v)
+		}
+	}
+	for _, kv := range opts.Env {
+		if strings.Contains(kv, "=") {
+			env = append(env, kv)
+		} else if v, ok := lookup[kv]; ok {
+			env = append(env, kv+"="+v)
+		}
+	}
+	sort.Strings(env)
+	return env
+}
+
+// runPlugin runs p once for e.
+func runPlugin(ctx context.Context, p Plugin, e webhooks.Event, env []string, opts PluginOptions, outMu *sync.Mutex) error {
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultPluginTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	f, err := os.CreateTemp("", "hookline-payload-*.json")
+	if err != nil {
+		return fmt.Errorf("%w: %s: writing the payload file: %v", ErrPluginFailed, p.Name, err)
+	}
+	defer os.Remove(f.Name())
+	_, werr := f.Write(e.Payload)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("%w: %s: writing the payload file: %v", ErrPluginFailed, p.Name, werr)
+	}
+
+	cmd := exec.CommandContext(ctx, p.Path, p.Args...)
+	cmd.Env = append(env[:len(env):len(env)],
+		"HOOKLINE_EVENT="+e.Name,
+		"HOOKLINE_ACTION="+e.Action(),
+		"HOOKLINE_DELIVERY="+e.ID,
+		"HOOKLINE_PAYLOAD_FILE="+f.Name(),
+	)
+	cmd.Stdin = bytes.NewReader(e.Payload)
+	cmd.WaitDelay = time.Second
+	tail := &tailBuffer{max: 2048}
+	stdout, stderr := io.Discard, io.Discard
+	var flush []*prefixWriter
+	if opts.Output != nil {
+		o := &prefixWriter{w: opts.Output, prefix: p.Name + ": ", mu: outMu}
+		e := &prefixWriter{w: opts.Output, prefix: p.Name + ": ", mu: outMu}
+		stdout, stderr, flush = o, e, []*prefixWriter{o, e}
+	}
+	cmd.Stdout = stdout
+	cmd.Stderr = io.MultiWriter(stderr, tail)
+	err = cmd.Run()
+	for _, pw := range flush {
+		pw.flush()
+	}
+	if err == nil {
+		return nil
+	}
+	switch msg := lastLine(strings.TrimSpace(tail.String())); {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("%w: %s: killed after %v", ErrPluginFailed, p.Name, timeout)
+	case msg != "":
+		return fmt.Errorf("%w: %s: %v: %s", ErrPluginFailed, p.Name, err, msg)
+	default:
+		return fmt.Errorf("%w: %s: %v", ErrPluginFailed, p.Name, err)
+	}
+}
+
+func lastLine(s string) string {
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string { return string(t.buf) }
+
+// prefixWriter writes whole lines to w, each prefixed, holding a partial
+// line until it ends or flush is called. Writers share mu so lines of
+// several plugins never interleave.
+type prefixWriter struct {
+	w       io.Writer
+	prefix  string
+	mu      *sync.Mutex
+	partial []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.partial = append(p.partial, b...)
+	for {
+		i := bytes.IndexByte(p.partial, '\n')
+		if i < 0 {
+			break
+		}
+		p.emit(p.partial[:i+1])
+		p.partial = p.partial[i+1:]
+	}
+	return len(b), nil
+}
+
+func (p *prefixWriter) flush() {
+	if len(p.partial) > 0 {
+		p.emit(append(p.partial, '\n'))
+		p.partial = nil
+	}
+}
+
+func (p *prefixWriter) emit(line []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	io.WriteString(p.w, p.prefix)
+	p.w.Write(line)
+}

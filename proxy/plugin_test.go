@@ -1,0 +1,193 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/webhooks"
+)
+
+func pluginTestLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// writeScript writes an executable shell script into dir.
+func writeScript(t *testing.T, dir, name, body string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func skipOnWindows(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("plugin scripts in these tests are POSIX shell")
+	}
+}
+
+func TestPluginDirSelectsExecutableEventNames(t *testing.T) {
+	skipOnWindows(t)
+	dir := t.TempDir()
+	writeScript(t, dir, "push", "true\n", 0o755)
+	writeScript(t, dir, "issues.opened", "true\n", 0o755)
+	writeScript(t, dir, "_any", "true\n", 0o755)
+	writeScript(t, dir, "brand_new_event", "true\n", 0o755) // unknown: loaded, with a warning
+	writeScript(t, dir, "README", "not a plugin\n", 0o644)  // not executable
+	writeScript(t, dir, ".hidden", "true\n", 0o755)
+	writeScript(t, dir, "*", "true\n", 0o755) // reserved name
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	plugins, err := PluginDir(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range plugins {
+		got = append(got, p.Name+"->"+p.On)
+	}
+	want := []string{"_any->*", "brand_new_event->brand_new_event", "issues.opened->issues.opened", "push->push"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("PluginDir = %v, want %v", got, want)
+	}
+	for _, w := range []string{"not executable (chmod +x it)", "not a known GitHub event", "cannot be an event name"} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("warnings lack %q:\n%s", w, logs.String())
+		}
+	}
+	if _, err := PluginDir(filepath.Join(dir, "missing"), nil); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("PluginDir(missing) error = %v, want os.ErrNotExist", err)
+	}
+}
+
+// receiveWithPlugins registers plugins on a fresh Webhooks and receives one event,
+// returning Receive's error and the reported handler results.
+func receiveWithPlugins(t *testing.T, plugins []Plugin, opts PluginOptions, e webhooks.Event) ([]HandlerResult, error) {
+	t.Helper()
+	w := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: pluginTestLogger()})
+	if err := RegisterPlugins(w, plugins, opts); err != nil {
+		t.Fatal(err)
+	}
+	ctx, log := withHandlerLog(t.Context())
+	err := w.Receive(ctx, e)
+	results := log.list()
+	sort.Slice(results, func(i, j int) bool { return results[i].Name < results[j].Name })
+	return results, err
+}
+
+func TestPluginRunsWithPayloadAndEnvironment(t *testing.T) {
+	skipOnWindows(t)
+	dir, out := t.TempDir(), t.TempDir()
+	// The plugin copies what it was given into files the test reads back.
+	writeScript(t, dir, "issues.opened", `cat > "$OUT/stdin"
+cp "$HOOKLINE_PAYLOAD_FILE" "$OUT/file"
+env | sort > "$OUT/env"
+`, 0o755)
+	plugins, err := PluginDir(dir, pluginTestLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte(`{"action":"opened","issue":{"title":"é \u00e9"}}`)
+	opts := PluginOptions{
+		Env:     []string{"OUT=" + out, "PASSED"},
+		Environ: []string{"PATH=" + os.Getenv("PATH"), "HOOKLINE_SECRET=hunter2", "GITHUB_TOKEN=ghp_x", "PASSED=yes", "LC_ALL=C", "HOME=/home/u"},
+	}
+	results, err := receiveWithPlugins(t, plugins, opts, webhooks.Event{ID: "d-1", Name: "issues", Payload: payload})
+	if err != nil {
+		t.Fatalf("Receive = %v, want nil", err)
+	}
+	for _, f := range []string{"stdin", "file"} {
+		got, err := os.ReadFile(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, payload) {
+			t.Errorf("plugin %s = %q, want %q", f, got, payload)
+		}
+	}
+	env, err := os.ReadFile(filepath.Join(out, "env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"HOOKLINE_EVENT=issues\n", "HOOKLINE_ACTION=opened\n", "HOOKLINE_DELIVERY=d-1\n", "PASSED=yes\n", "LC_ALL=C\n", "HOME=/home/u\n"} {
+		if !strings.Contains(string(env), want) {
+			t.Errorf("plugin environment lacks %q:\n%s", want, env)
+		}
+	}
+	for _, leaked := range []string{"hunter2", "ghp_x"} {
+		if strings.Contains(string(env), leaked) {
+			t.Errorf("plugin environment leaks %q:\n%s", leaked, env)
+		}
+	}
+	if len(results) != 1 || results[0].Name != "issues.opened" || results[0].Err != nil {
+		t.Errorf("results = %+v, want one successful issues.opened", results)
+	}
+}
+
+func TestPluginFailures(t *testing.T) {
+	skipOnWindows(t)
+	tests := []struct {
+		name    string
+		script  string
+		timeout time.Duration
+		wantMsg string
+	}{
+		{"non-zero exit", "echo starting >&2\necho 'database is locked' >&2\nexit 3\n", 0, "plugin failed: push: exit status 3: database is locked"},
+		{"silent failure", "exit 1\n", 0, "plugin failed: push: exit status 1"},
+		{"timeout", "sleep 5\n", 100 * time.Millisecond, "plugin failed: push: killed after 100ms"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeScript(t, dir, "push", tt.script, 0o755)
+			plugins, err := PluginDir(dir, pluginTestLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := receiveWithPlugins(t, plugins, PluginOptions{Timeout: tt.timeout}, webhooks.Event{ID: "d", Name: "push", Payload: []byte(`{}`)})
+			if !errors.Is(err, ErrPluginFailed) {
+				t.Fatalf("Receive error = %v, want ErrPluginFailed", err)
+			}
+			if err.Error() != tt.wantMsg {
+				t.Errorf("error = %q, want %q", err, tt.wantMsg)
+			}
+			if len(results) != 1 || !errors.Is(results[0].Err, ErrPluginFailed) {
+				t.Errorf("results = %+v, want one failed push", results)
+			}
+		})
+	}
+}
+
+func TestExecPluginRunsForEveryEventWithPrefixedOutput(t *testing.T) {
+	skipOnWindows(t)
+	var out bytes.Buffer
+	p := ExecPlugin(`echo "got $HOOKLINE_EVENT"; printf 'no newline' >&2`)
+	for _, name := range []string{"push", "ping"} {
+		results, err := receiveWithPlugins(t, []Plugin{p}, PluginOptions{Output: &out}, webhooks.Event{Name: name, Payload: []byte(`{}`)})
+		if err != nil || len(results) != 1 {
+			t.Fatalf("Receive(%s) = %v, results %+v; want nil and one result", name, err, results)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	sort.Strings(lines)
+	prefix := p.Name + ": "
+	want := []string{prefix + "got ping", prefix + "got push", prefix + "no newline", prefix + "no newline"}
+	sort.Strings(want)
+	if !reflect.DeepEqual(lines, want) {
+		t.Errorf("output lines = %q, want %q", lines, want)
+	}
+}
+
+func TestReportHandlerOutsideADeliveryIsANoOp(t *testing.T) {
+	ReportHandler(context.Background(), HandlerResult{Name: "x"}) // must not panic
+}

@@ -1,0 +1,113 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/proxy"
+	"github.com/r3labs/sse/v2"
+)
+
+// Benchmarks of the relay client's receiving side: SSE transport (r3labs)
+// plus Decode, through a local httptest server (the server's writing cost is
+// in the figures too).
+//
+//	go test ./proxy/ -run '^$' -bench 'Relay|R3labs' -benchmem
+
+// BenchmarkRelayStream streams b.N gosmee-format events of one size over one
+// connection and decodes each.
+func BenchmarkRelayStream(b *testing.B) {
+	for _, size := range []int{4 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			frame := bigEvent("1", randomBytes(size*3/4, 7)) // bodyB of about size bytes
+			n := b.N
+			srv := newSSEServer(b, func(_ int, w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				for range n {
+					if _, err := w.Write(frame); err != nil {
+						return
+					}
+				}
+			})
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			got := 0
+			b.ResetTimer()
+			start := time.Now()
+			err := (&proxy.SSETransport{}).Subscribe(context.Background(), proxy.SubscribeRequest{URL: srv.URL}, func(ev proxy.SSEEvent) {
+				if m, err := proxy.Decode(ev); err != nil || m.Kind != proxy.KindDelivery {
+					b.Fatalf("Decode: %v", err)
+				}
+				got++
+			})
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if !errors.Is(err, io.EOF) || got != n {
+				b.Fatalf("Subscribe = %v after %d of %d events", err, got, n)
+			}
+			b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkRelay25MiB sends one delivery with the largest body (25 MiB,
+// 33.3 MiB of base64 in bodyB) per connection and decodes it.
+func BenchmarkRelay25MiB(b *testing.B) {
+	body := randomBytes(25<<20, 25)
+	frame := bigEvent("1", body)
+	srv := newSSEServer(b, func(_ int, w http.ResponseWriter, _ *http.Request) { writeStream(w, frame) })
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var d *proxy.Delivery
+		err := (&proxy.SSETransport{}).Subscribe(context.Background(), proxy.SubscribeRequest{URL: srv.URL}, func(ev proxy.SSEEvent) {
+			m, err := proxy.Decode(ev)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d = m.Delivery
+		})
+		if !errors.Is(err, io.EOF) || d == nil || !bytes.Equal(d.Body, body) {
+			b.Fatalf("Subscribe = %v; delivery arrived intact: %v", err, d != nil && bytes.Equal(d.Body, body))
+		}
+	}
+}
+
+// chunkReader returns at most chunk bytes per Read, like a socket.
+type chunkReader struct {
+	r     io.Reader
+	chunk int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(p) > c.chunk {
+		p = p[:c.chunk]
+	}
+	return c.r.Read(p)
+}
+
+// BenchmarkR3labsEventStreamReader measures r3labs' EventStreamReader alone
+// on one event of growing size, read 64 KiB at a time. Its split function
+// searches the whole buffered event for a blank line after every read, so
+// the time per event grows with the square of its size: compare ns/op
+// across sizes (a linear reader would scale like the size).
+func BenchmarkR3labsEventStreamReader(b *testing.B) {
+	for _, mib := range []int{1, 4, 16, 33} {
+		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
+			event := append(append([]byte("data: "), bytes.Repeat([]byte("A"), mib<<20)...), "\n\n"...)
+			b.SetBytes(int64(len(event)))
+			for b.Loop() {
+				r := sse.NewEventStreamReader(&chunkReader{r: bytes.NewReader(event), chunk: 64 << 10}, proxy.DefaultMaxEventSize)
+				if ev, err := r.ReadEvent(); err != nil || len(ev) != len(event)-2 {
+					b.Fatalf("ReadEvent: %d bytes, %v", len(ev), err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,382 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"github.com/r3labs/sse/v2"
+	"gopkg.in/cenkalti/backoff.v1"
+)
+
+// DefaultMaxEventSize is the largest event SSETransport accepts when
+// MaxEventSize is zero: 64 MiB, counted as sent (field names and newlines
+// included).
+//
+// The largest delivery is 25 MiB (26,214,400 bytes). In "bodyB" it takes
+// 4/3 of that in base64: 34,952,536 bytes (33.3 MiB). hookline's relay may
+// send the body twice, as "body" JSON text (about 25 MiB more) and as
+// "bodyB", which makes 58.3 MiB, plus the request headers (at most 1 MiB in
+// net/http servers) and the JSON punctuation: 59.4 MiB in the worst case.
+// 64 MiB covers that with room to spare. The buffer grows by doubling from
+// 4 KiB as an event needs it, so small events never allocate it.
+const DefaultMaxEventSize = 64 << 20
+
+// DefaultIdleTimeout is SSETransport's idle timeout when IdleTimeout is
+// zero: three missed 30-second keepalives (smee.io, gosmee and hookline all
+// send one every 30 s).
+const DefaultIdleTimeout = 90 * time.Second
+
+// truncatedEvent is the event name that watchedBody gives to an event cut
+// off by the end of the stream, so that it is recognised and dropped.
+const truncatedEvent = "hookline-truncated-event"
+
+// SSETransport is the Transport built on github.com/r3labs/sse/v2. The zero
+// value is ready to use. It is safe for concurrent use; every Subscribe call
+// uses its own sse.Client.
+//
+// It neutralises r3labs' defects (see the package documentation): each call
+// is one attempt (no retries inside r3labs), a clean EOF, an idle stream and
+// a cancelled context come back as distinct results, a 64 KiB event is not
+// dropped, a response that is not an event stream is refused, and an event
+// cut off by the end of the stream is dropped rather than passed on.
+type SSETransport struct {
+	// Client makes the requests. If nil, a client using
+	// http.DefaultTransport is used. Its Timeout is ignored (a stream has no
+	// overall deadline: IdleTimeout and the context bound it) and its
+	// Transport is wrapped to watch the stream.
+	Client *http.Client
+	// MaxEventSize is the largest event accepted, in bytes as sent. A larger
+	// one ends the attempt with an error wrapping bufio.ErrTooLong. If zero,
+	// DefaultMaxEventSize.
+	MaxEventSize int
+	// IdleTimeout ends an attempt with ErrIdle when no byte arrives for that
+	// long, keepalive comments and pings included; the clock does not run
+	// while fn handles an event. It also bounds the wait for the response
+	// headers. If zero, DefaultIdleTimeout; if negative, no idle timeout.
+	IdleTimeout time.Duration
+}
+
+// Subscribe implements Transport: it makes one connection attempt to
+// req.URL and passes each event to fn until the stream ends. See Transport
+// for the errors. fn must not retain ev.Data beyond what it owns (it owns
+// it) and must not panic.
+func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn func(SSEEvent)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	shown := RedactURL(req.URL)
+	if u, err := url.Parse(req.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, shown)
+	}
+	maxSize := t.MaxEventSize
+	if maxSize <= 0 {
+		maxSize = DefaultMaxEventSize
+	}
+	idle := t.IdleTimeout
+	if idle == 0 {
+		idle = DefaultIdleTimeout
+	}
+
+	attemptCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := newStreamWatch(idle, cancel)
+	defer w.stop()
+
+	c := sse.NewClient(req.URL, sse.ClientMaxBufferSize(maxSize))
+	c.Connection = t.httpClient(w)
+	// One attempt per call: the caller's loop owns retries, and r3labs'
+	// default backoff gives up after 15 minutes and ignores cancellation.
+	c.ReconnectStrategy = &backoff.StopBackOff{}
+	for k, vs := range req.Header {
+		k = http.CanonicalHeaderKey(k)
+		if k == "Accept" || k == "Last-Event-Id" || len(vs) == 0 {
+			continue
+		}
+		c.Headers[k] = strings.Join(vs, ", ")
+	}
+	c.Headers["Accept"] = "text/event-stream" // exactly this: smee.io serves HTML otherwise
+	if req.LastEventID != "" {
+		c.Headers["Last-Event-Id"] = req.LastEventID
+	}
+	c.ResponseValidator = func(_ *sse.Client, resp *http.Response) error {
+		if err := checkResponse(resp, shown); err != nil {
+			resp.Body.Close() // r3labs leaves the body open when a validator fails
+			return err
+		}
+		if req.OnOpen != nil {
+			req.OnOpen()
+		}
+		return nil
+	}
+
+	err := c.SubscribeRawWithContext(attemptCtx, func(m *sse.Event) {
+		if ctx.Err() != nil {
+			return // the caller has gone; r3labs may still hand over one event
+		}
+		name := string(m.Event)
+		if name == truncatedEvent || len(m.Data) == 0 {
+			// A cut-off event, or one without data (only an id, a name or
+			// a retry field): the SSE specification dispatches neither.
+			return
+		}
+		w.busy.Store(true)
+		fn(SSEEvent{ID: string(m.ID), Event: name, Data: m.Data})
+		w.touch() // before clearing busy, so the idle check never sees neither
+		w.busy.Store(false)
+	})
+
+	// r3labs returns nil for a clean EOF and for a cancelled context alike;
+	// tell them apart here.
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(context.Cause(attemptCtx), ErrIdle):
+		return fmt.Errorf("%w: nothing received from %s for %v", ErrIdle, shown, idle)
+	case err != nil:
+		return describeStreamError(err, shown, maxSize)
+	case w.truncated.Load():
+		return fmt.Errorf("relay closed the stream from %s in the middle of an event: %w", shown, io.ErrUnexpectedEOF)
+	default:
+		return fmt.Errorf("relay closed the stream from %s: %w", shown, io.EOF)
+	}
+}
+
+// httpClient returns a copy of t.Client whose transport reports the stream's
+// activity to w.
+func (t *SSETransport) httpClient(w *streamWatch) *http.Client {
+	var hc http.Client
+	if t.Client != nil {
+		hc = *t.Client
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = &watchTransport{base: base, w: w}
+	hc.Timeout = 0
+	return &hc
+}
+
+// checkResponse classifies a relay's response to a subscription.
+func checkResponse(resp *http.Response, shown string) error {
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		ct := resp.Header.Get("Content-Type")
+		if ct == "" {
+			return nil // some minimal servers omit it; the content decides
+		}
+		if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "text/event-stream" {
+			return nil
+		}
+		hint := "check the channel URL"
+		if gs, err := StreamURL(shown, FormatGosmee); err == nil && gs != shown {
+			hint = fmt.Sprintf("for a gosmee server subscribe to %s (--format gosmee)", gs)
+		}
+		return fmt.Errorf("%w: %s answered %d with Content-Type %q; %s", ErrNotEventStream, shown, resp.StatusCode, ct, hint)
+	}
+	e := &StatusError{StatusCode: resp.StatusCode, URL: shown, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	if b, _ := io.ReadAll(io.LimitReader(resp.Body, 512)); len(b) > 0 {
+		e.Message = excerpt(b, 120)
+	}
+	return e
+}
+
+// excerpt returns the start of b as one line of printable text, or "" when
+// b does not look like text.
+func excerpt(b []byte, max int) string {
+	s := strings.ToValidUTF8(string(b), "")
+	s = strings.Join(strings.Fields(s), " ")
+	if strings.HasPrefix(s, "<") { // an HTML page says nothing in one line
+		return ""
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return -1
+	}, s)
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "…"
+	}
+	return s
+}
+
+// retryAfter parses a Retry-After value (seconds or an HTTP date).
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// describeStreamError turns what r3labs returned into an error that names
+// the (redacted) URL and keeps the cause for errors.Is.
+func describeStreamError(err error, shown string, maxSize int) error {
+	var se *StatusError
+	if errors.As(err, &se) || errors.Is(err, ErrPermanent) {
+		return err // from checkResponse, already described
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// net/http names the URL with its query; name it redacted instead.
+		return fmt.Errorf("connect to %s: %w", shown, ue.Err)
+	}
+	if errors.Is(err, bufio.ErrTooLong) {
+		return fmt.Errorf("an event from %s is larger than the %d-byte limit: %w", shown, maxSize, err)
+	}
+	return fmt.Errorf("stream from %s broke: %w", shown, err)
+}
+
+// streamWatch follows one connection attempt: it cancels the attempt with
+// ErrIdle when no byte arrives for idle (unless an event is being handled)
+// and notes whether the stream ended in the middle of an event.
+//
+// Activity is a timestamp stored on every read (cheap); the timer checks it
+// when it fires and re-arms itself for the rest of the idle period.
+type streamWatch struct {
+	idle      time.Duration
+	start     time.Time    // for monotonic offsets
+	last      atomic.Int64 // time.Since(start) at the last activity
+	timer     *time.Timer  // nil without an idle timeout
+	busy      atomic.Bool  // fn is handling an event
+	truncated atomic.Bool
+}
+
+func newStreamWatch(idle time.Duration, cancel context.CancelCauseFunc) *streamWatch {
+	w := &streamWatch{idle: idle, start: time.Now()}
+	if idle > 0 {
+		w.timer = time.AfterFunc(idle, func() {
+			if w.busy.Load() {
+				w.timer.Reset(w.idle) // a slow handler is not an idle stream
+				return
+			}
+			if quiet := time.Since(w.start) - time.Duration(w.last.Load()); quiet < w.idle {
+				w.timer.Reset(w.idle - quiet)
+				return
+			}
+			cancel(ErrIdle)
+		})
+	}
+	return w
+}
+
+// touch records activity now.
+func (w *streamWatch) touch() {
+	w.last.Store(int64(time.Since(w.start)))
+}
+
+func (w *streamWatch) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// watchTransport wraps every response body in a watchedBody.
+type watchTransport struct {
+	base http.RoundTripper
+	w    *streamWatch
+}
+
+func (t *watchTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	t.w.touch()
+	resp.Body = &watchedBody{rc: resp.Body, w: t.w, stream: resp.StatusCode >= 200 && resp.StatusCode < 300}
+	return resp, nil
+}
+
+// watchedBody resets the idle clock on every byte read. When a stream ends
+// (EOF or error) without a blank line after its last event, it first
+// returns one more line naming the event truncatedEvent, so r3labs, which
+// would otherwise dispatch the partial event, hands it over with a name that
+// Subscribe drops.
+type watchedBody struct {
+	rc      io.ReadCloser
+	w       *streamWatch
+	stream  bool    // a 2xx response: watch event boundaries
+	tail    [3]byte // the last bytes read, newest last
+	n       int64   // bytes read so far
+	pending []byte  // the truncation marker still to return
+	err     error   // the error to return once pending is drained
+
+	closeOnce sync.Once
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	if len(b.pending) > 0 {
+		n := copy(p, b.pending)
+		b.pending = b.pending[n:]
+		return n, nil
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.w.touch()
+		b.remember(p[:n])
+	}
+	if err != nil && b.stream && !b.atBoundary() {
+		b.w.truncated.Store(true)
+		b.err = err
+		marker := "event: " + truncatedEvent + "\n\n"
+		if last := b.tail[2]; last != '\n' && last != '\r' {
+			marker = "\n" + marker
+		}
+		b.pending = []byte(marker)
+		return n, nil
+	}
+	return n, err
+}
+
+func (b *watchedBody) remember(p []byte) {
+	b.n += int64(len(p))
+	if len(p) >= 3 {
+		copy(b.tail[:], p[len(p)-3:])
+		return
+	}
+	for _, c := range p {
+		b.tail[0], b.tail[1], b.tail[2] = b.tail[1], b.tail[2], c
+	}
+}
+
+// atBoundary reports whether the bytes so far end with a blank line (or are
+// none), that is, no event is half received.
+func (b *watchedBody) atBoundary() bool {
+	if b.n == 0 {
+		return true
+	}
+	t := b.tail
+	if b.n >= 2 && ((t[1] == '\n' && t[2] == '\n') || (t[1] == '\r' && t[2] == '\r')) {
+		return true
+	}
+	return b.n >= 3 && t[0] == '\n' && t[1] == '\r' && t[2] == '\n'
+}
+
+func (b *watchedBody) Close() error {
+	var err error
+	b.closeOnce.Do(func() { err = b.rc.Close() })
+	return err
+}

@@ -1,0 +1,338 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Defaults for StreamOptions.
+const (
+	// DefaultMinBackoff is the first wait after a failed attempt.
+	DefaultMinBackoff = 250 * time.Millisecond
+	// DefaultMaxBackoff caps the wait between attempts.
+	DefaultMaxBackoff = 30 * time.Second
+	// DefaultStableAfter is how long a connection must last to count as
+	// good when it delivered nothing.
+	DefaultStableAfter = 10 * time.Second
+)
+
+// maxRetryAfter bounds how long a relay's Retry-After can hold the loop.
+const maxRetryAfter = 10 * time.Minute
+
+// Resume says when Subscribe sends Last-Event-ID on a reconnect.
+type Resume int
+
+// The resume modes.
+const (
+	// ResumeAuto sends Last-Event-ID once the relay's ids look durable: a
+	// delivery came with an id, and no control event (ready, ping, …) ever
+	// set a new one. smee.io numbers every event of a connection from 0,
+	// ready included, so its ids are never sent back; gosmee with Redis
+	// and hookline number only deliveries, so theirs are.
+	ResumeAuto Resume = iota
+	// ResumeAlways sends the last id seen, whatever the relay.
+	ResumeAlways
+	// ResumeNever never sends Last-Event-ID (StreamOptions.LastEventID
+	// included).
+	ResumeNever
+)
+
+// State is the state of a relay subscription.
+type State int
+
+// The subscription states, in the order a connection goes through them.
+const (
+	StateConnecting   State = iota + 1 // an attempt has started
+	StateConnected                     // the relay answered with an event stream
+	StateDisconnected                  // the attempt ended; the loop retries after RetryIn
+	StateStopped                       // the loop returned; Err says why
+)
+
+// String returns the state's name in lower case, as a trace shows it.
+func (s State) String() string {
+	switch s {
+	case StateConnecting:
+		return "connecting"
+	case StateConnected:
+		return "connected"
+	case StateDisconnected:
+		return "disconnected"
+	case StateStopped:
+		return "stopped"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// StateChange reports one change of a subscription's state.
+type StateChange struct {
+	// State is the new state.
+	State State
+	// URL is the stream URL, credentials redacted.
+	URL string
+	// Attempt counts connection attempts since the last good connection,
+	// from 1.
+	Attempt int
+	// LastEventID is the Last-Event-ID sent (Connecting), if any.
+	LastEventID string
+	// Err is why the connection ended (Disconnected) or the loop returned
+	// (Stopped).
+	Err error
+	// RetryIn is the wait before the next attempt (Disconnected).
+	RetryIn time.Duration
+}
+
+// StreamOptions configures Subscribe.
+type StreamOptions struct {
+	// URL is the stream URL (see StreamURL). Required.
+	URL string
+	// Header holds extra request headers sent with every attempt.
+	Header http.Header
+	// LastEventID, if not empty, is sent on the first attempt, to resume
+	// after an id saved by an earlier run; ids are then taken as durable.
+	LastEventID string
+	// Resume says when to send Last-Event-ID on reconnects. The zero value
+	// is ResumeAuto.
+	Resume Resume
+
+	// MinBackoff and MaxBackoff bound the wait between attempts: the n-th
+	// consecutive failure waits a random duration up to
+	// min(MaxBackoff, MinBackoff·2ⁿ) ("full jitter"). If zero,
+	// DefaultMinBackoff and DefaultMaxBackoff. A relay's Retry-After on a
+	// 429 or 503 is honoured when longer (up to 10 minutes).
+	MinBackoff, MaxBackoff time.Duration
+	// StableAfter is how long a connection must stay up to count as good
+	// when it delivered nothing; a good connection resets the backoff. A
+	// connection that delivered a non-control event is good at once. If
+	// zero, DefaultStableAfter.
+	StableAfter time.Duration
+
+	// OnState, if not nil, is called on every state change, synchronously
+	// from Subscribe's goroutine.
+	OnState func(StateChange)
+
+	// Sleep waits d or until ctx is done, returning ctx.Err() then. If nil,
+	// a timer is used. Tests inject it to avoid waiting.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a random duration in [0, max]. If nil, uniform random.
+	// Tests inject it to make backoff deterministic.
+	Jitter func(max time.Duration) time.Duration
+}
+
+// Subscribe follows a relay stream until ctx ends: it opens a connection
+// with t (nil means &SSETransport{}), passes every event to fn, and
+// reconnects forever after EOF, network errors, idle streams and non-2xx
+// answers, waiting a jittered exponential backoff between attempts (reset
+// after a good connection). It tracks the last event id and sends it as
+// Last-Event-ID when the relay's ids are durable (see Resume).
+//
+// fn is called sequentially on Subscribe's goroutine; while it runs, no
+// further event is read (and the idle clock is paused).
+//
+// Subscribe returns ctx.Err() when ctx is done, promptly, even during a
+// backoff wait. It returns early only for an error wrapping ErrPermanent (a
+// 4xx other than 408 and 429, an invalid URL, a response that is not an
+// event stream), after two remedies: if the first such answer came while
+// Last-Event-ID was sent, it retries once without it (gosmee answers 400 to
+// an id it does not know); if the URL answered with something that is not
+// an event stream, it retries once at the gosmee stream URL (see StreamURL).
+func Subscribe(ctx context.Context, t Transport, opts StreamOptions, fn func(SSEEvent)) error {
+	if t == nil {
+		t = &SSETransport{}
+	}
+	l := loop{opts: opts, fn: fn, t: t}
+	l.setDefaults()
+	return l.run(ctx)
+}
+
+// durability is what the loop has learned about the relay's event ids.
+type durability int
+
+const (
+	idsUnknown durability = iota
+	idsDurable
+	idsPerConnection
+)
+
+type loop struct {
+	opts StreamOptions
+	fn   func(SSEEvent)
+	t    Transport
+
+	url      string
+	lastID   string
+	ids      durability
+	failures int // consecutive attempts that were not good
+}
+
+func (l *loop) setDefaults() {
+	o := &l.opts
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = DefaultMinBackoff
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = o.MinBackoff
+	}
+	if o.StableAfter <= 0 {
+		o.StableAfter = DefaultStableAfter
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleepContext
+	}
+	if o.Jitter == nil {
+		o.Jitter = func(max time.Duration) time.Duration {
+			if max <= 0 {
+				return 0
+			}
+			return rand.N(max + 1)
+		}
+	}
+	l.url = o.URL
+	if o.LastEventID != "" {
+		l.lastID, l.ids = o.LastEventID, idsDurable
+	}
+}
+
+func (l *loop) notify(c StateChange) {
+	if l.opts.OnState != nil {
+		c.URL = RedactURL(l.url)
+		l.opts.OnState(c)
+	}
+}
+
+func (l *loop) stop(err error) error {
+	l.notify(StateChange{State: StateStopped, Attempt: l.failures + 1, Err: err})
+	return err
+}
+
+func (l *loop) run(ctx context.Context) error {
+	if u, err := url.Parse(l.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return l.stop(fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, RedactURL(l.url)))
+	}
+	triedGosmee, droppedID := false, false
+	for {
+		if err := ctx.Err(); err != nil {
+			return l.stop(err)
+		}
+		sent := l.resumeID()
+		attempt := l.failures + 1
+		l.notify(StateChange{State: StateConnecting, Attempt: attempt, LastEventID: sent})
+
+		var opened time.Time
+		good := false
+		prevID := "" // the id in force on this connection
+		req := SubscribeRequest{URL: l.url, LastEventID: sent, Header: l.opts.Header, OnOpen: func() {
+			opened = time.Now()
+			l.notify(StateChange{State: StateConnected, Attempt: attempt, LastEventID: sent})
+		}}
+		err := l.t.Subscribe(ctx, req, func(ev SSEEvent) {
+			control := isControlEvent(ev)
+			if ev.ID != "" && ev.ID != prevID { // this event set a new id
+				switch {
+				case control:
+					l.ids = idsPerConnection
+				case l.ids == idsUnknown:
+					l.ids = idsDurable
+				}
+			}
+			prevID = ev.ID
+			if !control {
+				good = true
+			}
+			l.fn(ev)
+			if ev.ID != "" {
+				l.lastID = ev.ID
+			}
+		})
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return l.stop(ctxErr)
+		}
+		if err == nil { // a Transport that reports a clean end as nil
+			err = errors.New("relay closed the stream")
+		}
+		if good || (!opened.IsZero() && time.Since(opened) >= l.opts.StableAfter) {
+			l.failures = 0
+		}
+
+		if errors.Is(err, ErrPermanent) {
+			switch {
+			case sent != "" && !droppedID:
+				// The relay may reject an id it does not know (a stale one,
+				// or one from another server); try once without it.
+				droppedID = true
+				l.lastID, l.ids = "", idsUnknown
+				l.notify(StateChange{State: StateDisconnected, Attempt: attempt, Err: err})
+				continue
+			case errors.Is(err, ErrNotEventStream) && !triedGosmee:
+				triedGosmee = true
+				if gs, gerr := StreamURL(l.url, FormatGosmee); gerr == nil && gs != l.url {
+					l.notify(StateChange{State: StateDisconnected, Attempt: attempt, Err: err})
+					l.url, l.ids = gs, idsUnknown
+					continue
+				}
+			}
+			return l.stop(err)
+		}
+
+		delay := l.backoff()
+		var se *StatusError
+		if errors.As(err, &se) && se.RetryAfter > delay {
+			delay = min(se.RetryAfter, maxRetryAfter)
+		}
+		l.failures++
+		l.notify(StateChange{State: StateDisconnected, Attempt: attempt, Err: err, RetryIn: delay})
+		if err := l.opts.Sleep(ctx, delay); err != nil || ctx.Err() != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return l.stop(err)
+		}
+	}
+}
+
+// resumeID returns the Last-Event-ID to send on the next attempt.
+func (l *loop) resumeID() string {
+	switch l.opts.Resume {
+	case ResumeAlways:
+		return l.lastID
+	case ResumeNever:
+		return ""
+	}
+	if l.ids == idsDurable {
+		return l.lastID
+	}
+	return ""
+}
+
+// backoff returns the wait after l.failures consecutive failures.
+func (l *loop) backoff() time.Duration {
+	ceiling := l.opts.MinBackoff
+	for i := 0; i < l.failures && ceiling < l.opts.MaxBackoff; i++ {
+		ceiling *= 2
+	}
+	ceiling = min(ceiling, l.opts.MaxBackoff)
+	d := l.opts.Jitter(ceiling)
+	return max(0, min(d, ceiling))
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,416 @@
+package proxy_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/proxy"
+)
+
+func TestTransportDeliversEveryFixture(t *testing.T) {
+	for name := range fixtureWant {
+		t.Run(name, func(t *testing.T) {
+			srv := serveFixture(t, name)
+			got := newCollect()
+			tr := &proxy.SSETransport{}
+			err := tr.Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL + "/chan"}, got.add)
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("Subscribe = %v, want an error wrapping io.EOF", err)
+			}
+			if want := fixtureEvents(t, name); !eventsEqual(got.all(), want) {
+				t.Errorf("events =\n%q\nwant\n%q", got.all(), want)
+			}
+			r := srv.request(0)
+			if accept := r.Header.Values("Accept"); len(accept) != 1 || accept[0] != "text/event-stream" {
+				t.Errorf("Accept = %q, want exactly [text/event-stream]", accept)
+			}
+			if id := r.Header.Get("Last-Event-ID"); id != "" {
+				t.Errorf("Last-Event-ID = %q on a first connection", id)
+			}
+		})
+	}
+}
+
+func TestTransportRequestHeaders(t *testing.T) {
+	srv := serveFixture(t, "hookline.txt")
+	tr := &proxy.SSETransport{}
+	req := proxy.SubscribeRequest{
+		URL:         srv.URL + "/chan",
+		LastEventID: "41",
+		Header:      http.Header{"accept": {"application/json"}, "Last-Event-Id": {"999"}, "X-Relay-Token": {"t1"}},
+	}
+	if err := tr.Subscribe(t.Context(), req, func(proxy.SSEEvent) {}); !errors.Is(err, io.EOF) {
+		t.Fatalf("Subscribe = %v, want EOF", err)
+	}
+	r := srv.request(0)
+	got := []string{strings.Join(r.Header.Values("Accept"), ","), strings.Join(r.Header.Values("Last-Event-Id"), ","), r.Header.Get("X-Relay-Token")}
+	if want := []string{"text/event-stream", "41", "t1"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Accept, Last-Event-ID, X-Relay-Token = %q, want %q", got, want)
+	}
+}
+
+func TestTransportOnOpen(t *testing.T) {
+	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		writeStream(w, []byte("data: {\"x-a\":\"1\"}\n\n"))
+	})
+	var order []string
+	tr := &proxy.SSETransport{}
+	err := tr.Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL, OnOpen: func() { order = append(order, "open") }},
+		func(proxy.SSEEvent) { order = append(order, "event") })
+	if !errors.Is(err, io.EOF) || strings.Join(order, ",") != "open,event" {
+		t.Errorf("Subscribe = %v with calls %q; want EOF with [open event]", err, order)
+	}
+}
+
+// bigEvent returns an SSE frame holding a gosmee-format delivery of body,
+// written out by hand (base64 needs no JSON escaping) so that building a
+// 33 MiB frame stays cheap under the race detector.
+func bigEvent(id string, body []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("id: " + id + "\ndata: {\"bodyB\":\"")
+	b.WriteString(base64.StdEncoding.EncodeToString(body))
+	b.WriteString(`","content-type":"application/octet-stream","timestamp":"1700000000000",`)
+	b.WriteString(`"x-github-delivery":"big-` + id + `","x-github-event":"push"}` + "\n\n")
+	return b.Bytes()
+}
+
+// randomBytes returns n reproducible pseudo-random bytes.
+func randomBytes(n int, seed uint64) []byte {
+	var key [32]byte
+	key[0], key[1] = byte(seed), byte(seed>>8)
+	b := make([]byte, n)
+	_, _ = rand.NewChaCha8(key).Read(b)
+	return b
+}
+
+func TestTransportLargeEvents(t *testing.T) {
+	tests := []struct {
+		name string
+		size int
+	}{
+		// r3labs' default 64 KiB buffer silently drops this one.
+		{"70 KiB event", 70 << 10},
+		// The largest delivery hookline accepts, base64 in bodyB (33.3 MiB).
+		{"25 MiB body", 25 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := randomBytes(tt.size, uint64(tt.size))
+			want := sha256Hex(body) // computed here, from the bytes the test made
+			frame := bigEvent("1", body)
+			srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+				writeStream(w, append([]byte("event: ready\ndata: {}\n\n"), frame...))
+			})
+			got := newCollect()
+			err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, got.add)
+			if !errors.Is(err, io.EOF) {
+				t.Fatalf("Subscribe = %v, want EOF", err)
+			}
+			evs := got.all()
+			if len(evs) != 2 {
+				t.Fatalf("got %d events, want 2", len(evs))
+			}
+			m, err := proxy.Decode(evs[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := m.Delivery; sha256Hex(d.Body) != want || !bytes.Equal(d.Body, body) || d.BodySource != proxy.BodyBase64 {
+				t.Errorf("body: %d bytes, sha256 %s, source %q; want %d bytes, sha256 %s, bodyB", len(d.Body), sha256Hex(d.Body), d.BodySource, len(body), want)
+			}
+		})
+	}
+}
+
+// TestTransportR3labsDefaultBufferDropsLargeEvents documents the defect
+// that DefaultMaxEventSize neutralises: with r3labs' default 64 KiB buffer a
+// 70 KiB event never arrives.
+func TestTransportR3labsDefaultBufferDropsLargeEvents(t *testing.T) {
+	frame := bigEvent("1", randomBytes(70<<10, 1))
+	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeStream(w, frame) })
+	got := newCollect()
+	err := (&proxy.SSETransport{MaxEventSize: 64 << 10}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, got.add)
+	if !errors.Is(err, bufio.ErrTooLong) || len(got.all()) != 0 {
+		t.Errorf("with a 64 KiB limit: Subscribe = %v after %d events, want ErrTooLong after 0", err, len(got.all()))
+	}
+}
+
+func TestTransportEventTooLarge(t *testing.T) {
+	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		writeStream(w, []byte("data: "+strings.Repeat("x", 4096)+"\n\n"))
+	})
+	err := (&proxy.SSETransport{MaxEventSize: 1024}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) {})
+	if !errors.Is(err, bufio.ErrTooLong) || errors.Is(err, proxy.ErrPermanent) {
+		t.Errorf("Subscribe = %v, want a retryable error wrapping bufio.ErrTooLong", err)
+	}
+}
+
+func TestTransportIdle(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	t.Run("silent stream", func(t *testing.T) {
+		srv := newSSEServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			writeStream(w, []byte("event: ready\ndata: {}\n\n"))
+			holdOpen(r)
+		})
+		got := newCollect()
+		err := (&proxy.SSETransport{IdleTimeout: idle}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, got.add)
+		if !errors.Is(err, proxy.ErrIdle) || errors.Is(err, proxy.ErrPermanent) {
+			t.Errorf("Subscribe = %v, want a retryable ErrIdle", err)
+		}
+		if len(got.all()) != 1 {
+			t.Errorf("got %d events before going idle, want 1", len(got.all()))
+		}
+	})
+	t.Run("no response headers", func(t *testing.T) {
+		srv := newSSEServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { holdOpen(r) })
+		err := (&proxy.SSETransport{IdleTimeout: idle}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) {})
+		if !errors.Is(err, proxy.ErrIdle) {
+			t.Errorf("Subscribe = %v, want ErrIdle", err)
+		}
+	})
+	t.Run("keepalive comments are activity", func(t *testing.T) {
+		const idle = 250 * time.Millisecond // roomy: a late keepalive must not fail the test
+		srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+			writeStream(w, []byte("event: ready\ndata: {}\n\n"))
+			for range 12 { // 300 ms in all, longer than idle
+				time.Sleep(idle / 10)
+				_, _ = io.WriteString(w, ": keepalive\n\n")
+				http.NewResponseController(w).Flush()
+			}
+		})
+		err := (&proxy.SSETransport{IdleTimeout: idle}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) {})
+		if !errors.Is(err, io.EOF) {
+			t.Errorf("Subscribe = %v, want EOF (keepalives kept it alive)", err)
+		}
+	})
+	t.Run("a slow handler is not an idle stream", func(t *testing.T) {
+		srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+			writeStream(w, []byte("data: {\"x-a\":\"1\"}\n\ndata: {\"x-a\":\"2\"}\n\n"))
+		})
+		got := newCollect()
+		err := (&proxy.SSETransport{IdleTimeout: idle}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, func(ev proxy.SSEEvent) {
+			if len(got.all()) == 0 {
+				time.Sleep(3 * idle)
+			}
+			got.add(ev)
+		})
+		if !errors.Is(err, io.EOF) || len(got.all()) != 2 {
+			t.Errorf("Subscribe = %v after %d events, want EOF after 2", err, len(got.all()))
+		}
+	})
+}
+
+func TestTransportTruncatedEvent(t *testing.T) {
+	complete := "id: 1\ndata: {\"x-a\":\"1\"}\n\n"
+	tests := []struct {
+		name, tail string
+		abort      bool // cut the TCP connection instead of ending the response
+	}{
+		{"mid-line", `data: {"x-github-event":"pu`, false},
+		{"without the blank line", "id: 2\ndata: {\"x-a\":\"2\"}\n", false},
+		{"CRLF without the blank line", "data: {\"x-a\":\"2\"}\r\n", false},
+		{"connection reset mid-line", `data: {"x-github-event":"pu`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+				writeStream(w, []byte(complete+tt.tail))
+				if tt.abort {
+					panic(http.ErrAbortHandler) // net/http drops the connection
+				}
+			})
+			got := newCollect()
+			err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, got.add)
+			if !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, proxy.ErrPermanent) {
+				t.Errorf("Subscribe = %v, want a retryable error wrapping io.ErrUnexpectedEOF", err)
+			}
+			if evs := got.all(); len(evs) != 1 || evs[0].ID != "1" {
+				t.Errorf("events = %q, want only the complete one", evs)
+			}
+		})
+	}
+}
+
+func TestTransportStatus(t *testing.T) {
+	tests := []struct {
+		status      int
+		contentType string
+		body        string
+		permanent   bool
+		inMessage   string
+	}{
+		{404, "text/plain", "Not Found", true, "relay answered 404 Not Found for "},
+		{410, "", "", true, "check the channel URL"},
+		{400, "text/plain", "invalid Last-Event-ID", true, `"invalid Last-Event-ID"`},
+		{401, "", "", true, "credentials"},
+		{403, "text/html", "Channel has been disabled due to too many connections.", true, "Channel has been disabled"},
+		{408, "", "", false, "408 Request Timeout"},
+		{429, "", "", false, "429 Too Many Requests"},
+		{500, "", "", false, "500 Internal Server Error"},
+		{502, "text/html", "<html><body>Bad Gateway</body></html>", false, "502 Bad Gateway for"},
+		{503, "", "", false, "503"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
+			srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+				if tt.contentType != "" {
+					w.Header().Set("Content-Type", tt.contentType)
+				}
+				w.Header().Set("Retry-After", "7")
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.body)
+			})
+			err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL + "/chan"}, func(proxy.SSEEvent) {})
+			var se *proxy.StatusError
+			if !errors.As(err, &se) || se.StatusCode != tt.status {
+				t.Fatalf("Subscribe = %v, want a *StatusError with %d", err, tt.status)
+			}
+			if errors.Is(err, proxy.ErrPermanent) != tt.permanent || se.Permanent() != tt.permanent {
+				t.Errorf("errors.Is(%v, ErrPermanent) = %v, want %v", err, !tt.permanent, tt.permanent)
+			}
+			if !strings.Contains(err.Error(), tt.inMessage) || !strings.Contains(err.Error(), srv.URL+"/chan") {
+				t.Errorf("error %q does not say %q and name the URL", err, tt.inMessage)
+			}
+			if se.RetryAfter != 7*time.Second {
+				t.Errorf("RetryAfter = %v, want 7s", se.RetryAfter)
+			}
+		})
+	}
+}
+
+func TestTransportNotAnEventStream(t *testing.T) {
+	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<html>gosmee</html>")
+	})
+	err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL + "/abc"}, func(proxy.SSEEvent) {})
+	if !errors.Is(err, proxy.ErrNotEventStream) || !errors.Is(err, proxy.ErrPermanent) {
+		t.Fatalf("Subscribe = %v, want ErrNotEventStream (permanent)", err)
+	}
+	if want := srv.URL + "/events/abc"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not suggest %s", err, want)
+	}
+}
+
+func TestTransportRedactsURL(t *testing.T) {
+	notFound := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
+	closed := newSSEServer(t, nil)
+	closed.Close()
+	for name, base := range map[string]string{"status": notFound.URL, "connect": closed.URL} {
+		t.Run(name, func(t *testing.T) {
+			u := strings.Replace(base, "http://", "http://user:hunter2@", 1) + "/chan?token=s3cr3t&x=1"
+			err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: u}, func(proxy.SSEEvent) {})
+			if err == nil {
+				t.Fatal("Subscribe = nil")
+			}
+			if msg := err.Error(); strings.Contains(msg, "hunter2") || strings.Contains(msg, "s3cr3t") || !strings.Contains(msg, "/chan?token=xxxxx") {
+				t.Errorf("error %q leaks a credential or hides the channel", msg)
+			}
+		})
+	}
+}
+
+func TestTransportContext(t *testing.T) {
+	t.Run("cancel while streaming", func(t *testing.T) {
+		srv := newSSEServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			writeStream(w, []byte("event: ready\ndata: {}\n\n"))
+			holdOpen(r)
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		err := (&proxy.SSETransport{}).Subscribe(ctx, proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) { cancel() })
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Subscribe = %v, want context.Canceled", err)
+		}
+	})
+	t.Run("cancel while connecting", func(t *testing.T) {
+		srv := newSSEServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { holdOpen(r) })
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			for srv.count() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+		}()
+		if err := (&proxy.SSETransport{}).Subscribe(ctx, proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) {}); err != context.Canceled {
+			t.Errorf("Subscribe = %v, want context.Canceled", err)
+		}
+	})
+	t.Run("deadline", func(t *testing.T) {
+		srv := newSSEServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			writeStream(w, []byte("event: ready\ndata: {}\n\n"))
+			holdOpen(r)
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		if err := (&proxy.SSETransport{}).Subscribe(ctx, proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) {}); err != context.DeadlineExceeded {
+			t.Errorf("Subscribe = %v, want context.DeadlineExceeded", err)
+		}
+	})
+	t.Run("done before the call", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := (&proxy.SSETransport{}).Subscribe(ctx, proxy.SubscribeRequest{URL: "http://127.0.0.1:1/x"}, func(proxy.SSEEvent) {}); err != context.Canceled {
+			t.Errorf("Subscribe = %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestTransportBadURL(t *testing.T) {
+	for _, u := range []string{"", "smee.io/abc", "ftp://host/x", "http:///nohost", "http://h\x7f/"} {
+		err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: u}, func(proxy.SSEEvent) {})
+		if !errors.Is(err, proxy.ErrPermanent) {
+			t.Errorf("Subscribe(%q) = %v, want ErrPermanent", u, err)
+		}
+	}
+}
+
+func TestStreamURL(t *testing.T) {
+	tests := []struct {
+		in     string
+		format proxy.Format
+		want   string
+		ok     bool
+	}{
+		{"https://smee.io/abc", "", "https://smee.io/abc", true},
+		{"https://smee.io/abc/", proxy.FormatSmee, "https://smee.io/abc", true},
+		{"http://127.0.0.1:3333/abc", proxy.FormatHookline, "http://127.0.0.1:3333/abc", true},
+		{"https://hook.example/abcdefghijkl", proxy.FormatGosmee, "https://hook.example/events/abcdefghijkl", true},
+		{"https://hook.example/github/org/repo", proxy.FormatGosmee, "https://hook.example/events/github/org/repo", true},
+		{"https://hook.example/events/abc", proxy.FormatGosmee, "https://hook.example/events/abc", true},
+		{"https://hook.example/abc?pubkey=k", proxy.FormatGosmee, "https://hook.example/events/abc?pubkey=k", true},
+		{"https://smee.io/", "", "", false},
+		{"https://smee.io", proxy.FormatGosmee, "", false},
+		{"smee.io/abc", "", "", false},
+		{"ftp://smee.io/abc", "", "", false},
+		{"https://smee.io/abc", "websocket", "", false},
+	}
+	for _, tt := range tests {
+		got, err := proxy.StreamURL(tt.in, tt.format)
+		if got != tt.want || (err == nil) != tt.ok {
+			t.Errorf("StreamURL(%q, %q) = %q, %v; want %q, ok %v", tt.in, tt.format, got, err, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"https://smee.io/abc", "https://smee.io/abc"},
+		{"https://u:p@relay.example/abc?token=t&pubkey=k", "https://u:xxxxx@relay.example/abc?pubkey=xxxxx&token=xxxxx"},
+		{"https://u@relay.example/abc", "https://u@relay.example/abc"},
+		{"http://h\x7f/", "<invalid URL>"},
+	}
+	for _, tt := range tests {
+		if got := proxy.RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
