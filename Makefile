@@ -2,11 +2,13 @@
 #
 #   make check   gofmt, go vet, staticcheck, the rest package's Go 1.14 language
 #                check, and the whole test suite with -race (interop included)
-#   make test    the test suite only (installs the interop node packages first)
+#   make test    the test suite only (installs the interop node packages and
+#                Debian's chromium for the relay page test first)
 #   make bench   the Go micro-benchmarks
 #
 # Tools are installed by this Makefile itself, pinned, into ./.bin and
-# interop/node_modules; nothing beyond Go, node/npm and gcc is needed.
+# interop/node_modules, and chromium from Debian's packages; nothing beyond
+# Go, node/npm and gcc needs to be there first.
 
 GO              ?= go
 STATICCHECK_VER := v0.8.2
@@ -15,11 +17,11 @@ STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
 MODULE          := github.com/hookline/hookline
 NODE_MODULES    := interop/node_modules/.package-lock.json
 
-.PHONY: check test fmt-check vet staticcheck lang-check bench interop-deps clean
+.PHONY: check test fmt-check vet staticcheck lang-check bench interop-deps browser clean
 
 check: fmt-check vet staticcheck lang-check test
 
-test: interop-deps
+test: interop-deps browser
 	$(GO) test -race -count=1 ./...
 
 fmt-check:
@@ -49,6 +51,11 @@ $(NODE_MODULES): interop/package-lock.json interop/package.json
 	@command -v npm >/dev/null || { echo "npm is required for the interop suite (node 20+)"; exit 1; }
 	npm ci --prefix interop
 	@touch $@
+
+# The relay page is tested in a real headless Chromium (Debian's package,
+# installed when missing; needs root or sudo).
+browser:
+	sh interop/install-chromium.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./...

@@ -83,7 +83,7 @@ func (e *codeError) Error() string { return e.err.Error() }
 func (e *codeError) Unwrap() error { return e.err }
 
 func newApp(s *streams) *ucli.App {
-	return &ucli.App{
+	app := &ucli.App{
 		Name:    "hookline",
 		Usage:   "get real webhook deliveries onto your machine, verify them, see them, replay them",
 		Version: buildVersion().Version,
@@ -96,12 +96,14 @@ func newApp(s *streams) *ucli.App {
 		},
 		Commands: []*ucli.Command{
 			versionCommand(s),
+			serveCommand(s),
+			forwardCommand(s),
 		},
 		Reader:    s.in,
 		Writer:    s.out,
 		ErrWriter: s.err,
 		Before: func(c *ucli.Context) error {
-			s.decideColor(c.Bool("no-color"))
+			s.decideColor(noColorSet(c))
 			return nil
 		},
 		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
@@ -119,4 +121,25 @@ func newApp(s *streams) *ucli.App {
 		UseShortOptionHandling: true,
 		Suggest:                true,
 	}
+	// --no-color is accepted after the command name too
+	// (`hookline forward --no-color`), where people put it.
+	for _, cmd := range app.Commands {
+		cmd.Flags = append(cmd.Flags, &ucli.BoolFlag{Name: "no-color", Usage: "never colour output"})
+		cmd.Before = func(c *ucli.Context) error {
+			s.decideColor(noColorSet(c))
+			return nil
+		}
+	}
+	return app
+}
+
+// noColorSet reports whether --no-color was given before or after the
+// command name.
+func noColorSet(c *ucli.Context) bool {
+	for _, x := range c.Lineage() {
+		if x.Bool("no-color") {
+			return true
+		}
+	}
+	return false
 }

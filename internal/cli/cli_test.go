@@ -151,3 +151,19 @@ func TestPaint(t *testing.T) {
 		t.Errorf("paint(false) = %q, want %q", got, want)
 	}
 }
+
+func TestNoColorFlagBeforeOrAfterTheCommand(t *testing.T) {
+	for _, args := range [][]string{{"--no-color", "version"}, {"version", "--no-color"}} {
+		s := &streams{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &bytes.Buffer{}}
+		if err := newApp(s).Run(append([]string{"hookline"}, args...)); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if !s.noColor {
+			t.Errorf("%v: --no-color was not seen", args)
+		}
+	}
+	s := &streams{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &bytes.Buffer{}}
+	if err := newApp(s).Run([]string{"hookline", "version"}); err != nil || s.noColor {
+		t.Errorf("without the flag: noColor = %v, err = %v; want false, nil", s.noColor, err)
+	}
+}

@@ -17,10 +17,13 @@ type streams struct {
 	// outColor and errColor say whether escape codes may be written to out
 	// and err. They are decided once, in the app's Before hook.
 	outColor, errColor bool
+	// noColor records the --no-color flag the decision was made with.
+	noColor bool
 }
 
 // decideColor sets the colour decision for both output streams.
 func (s *streams) decideColor(noColorFlag bool) {
+	s.noColor = noColorFlag
 	_, noColorEnv := os.LookupEnv("NO_COLOR")
 	s.outColor = useColor(noColorFlag, noColorEnv, isTerminal(s.out))
 	s.errColor = useColor(noColorFlag, noColorEnv, isTerminal(s.err))

@@ -1,0 +1,328 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/webhooks"
+)
+
+// forwardOptions are the parsed flags of `hookline forward`.
+type forwardOptions struct {
+	url          string
+	newChannel   bool
+	server       string
+	format       proxy.Format
+	target       string
+	secret       string
+	targetSecret string
+	resign       bool
+	noQuery      bool
+	pluginDir    string
+	exec         []string
+	pluginEnv    []string
+	events       []string
+	ignore       []string
+	concurrency  int
+	timeout      time.Duration
+	saveDir      string
+	jsonOut      bool
+	verbose      bool
+	lastEventID  string
+	listen       string
+}
+
+func forwardCommand(s *streams) *ucli.Command {
+	return &ucli.Command{
+		Name:    "forward",
+		Aliases: []string{"client"},
+		Usage:   "receive deliveries from a relay channel, verify them, run plugins and replay them to a local server",
+		Description: `Subscribes to a relay channel (smee.io, a gosmee server or hookline serve),
+verifies each delivery's signature with --secret, runs local plugins and
+replays it byte-exact to --target, printing one trace line per delivery.
+
+   hookline forward --url https://smee.io/abc --target http://127.0.0.1:3000/api/github/webhooks --secret "$WEBHOOK_SECRET"
+
+With --new it creates a channel on --server first. With neither --url nor
+--new it starts a relay on this machine (--listen) and prints its channel
+URL: POST deliveries there (hookline send, curl), no internet needed.
+
+Stop it with Ctrl-C: it finishes the deliveries it has and prints a summary.`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "relay channel `URL` to subscribe to", EnvVars: []string{"HOOKLINE_URL"}},
+			&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it"},
+			&ucli.StringFlag{Name: "server", Value: "https://smee.io", Usage: "relay `URL` for --new"},
+			&ucli.StringFlag{Name: "format", Usage: "relay format: smee, gosmee or hookline (default: detect)"},
+			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "replay each delivery to this `URL`", EnvVars: []string{"HOOKLINE_TARGET"}},
+			&ucli.StringFlag{Name: "secret", Usage: "webhook `SECRET`: verify every delivery (failed ones are never passed on)", EnvVars: []string{"HOOKLINE_SECRET"}},
+			&ucli.StringFlag{Name: "target-secret", Usage: "re-sign deliveries with this `SECRET` for the target (implies --resign)", EnvVars: []string{"HOOKLINE_TARGET_SECRET"}},
+			&ucli.BoolFlag{Name: "resign", Usage: "re-sign deliveries for the target with --target-secret, or --secret"},
+			&ucli.BoolFlag{Name: "no-query", Usage: "do not forward the delivery's query string"},
+			&ucli.StringFlag{Name: "plugin-dir", Usage: "run executables in `DIR` named <event>, <event>.<action> or _any"},
+			&ucli.StringSliceFlag{Name: "exec", Usage: "run `COMMAND` (through the shell) for every delivery; repeatable"},
+			&ucli.StringSliceFlag{Name: "plugin-env", Usage: "pass environment variable `NAME` (or NAME=value) to plugins; repeatable"},
+			&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)"},
+			&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)"},
+			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries handled at once; above 1 the order is not kept"},
+			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
+			&ucli.StringFlag{Name: "save", Usage: "save every delivery as a capture file in `DIR`"},
+			&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},
+			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "address of the embedded relay started when neither --url nor --new is given (`ADDR`; a busy port falls back to a free one)"},
+			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
+			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers and the payload"},
+		},
+		Action: func(c *ucli.Context) error {
+			opts, err := parseForward(c)
+			if err != nil {
+				return err
+			}
+			return runForward(c.Context, opts, s)
+		},
+	}
+}
+
+// splitNames flattens repeated, comma-separated flag values.
+func splitNames(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+func parseForward(c *ucli.Context) (forwardOptions, error) {
+	o := forwardOptions{
+		url: c.String("url"), newChannel: c.Bool("new"), server: c.String("server"),
+		format: proxy.Format(c.String("format")), target: c.String("target"),
+		secret: c.String("secret"), targetSecret: c.String("target-secret"),
+		resign: c.Bool("resign") || c.String("target-secret") != "", noQuery: c.Bool("no-query"),
+		pluginDir: c.String("plugin-dir"), exec: c.StringSlice("exec"), pluginEnv: c.StringSlice("plugin-env"),
+		events: splitNames(c.StringSlice("events")), ignore: splitNames(c.StringSlice("ignore")),
+		concurrency: c.Int("concurrency"), timeout: c.Duration("timeout"), saveDir: c.String("save"),
+		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), lastEventID: c.String("last-event-id"),
+		listen: c.String("listen"),
+	}
+	if c.NArg() > 0 {
+		return o, usageErrorf("forward takes no arguments (got %q); did you mean --url %s?", c.Args().First(), c.Args().First())
+	}
+	if o.url != "" && o.newChannel {
+		return o, usageErrorf("--url and --new cannot be used together: --new creates a channel, --url uses an existing one")
+	}
+	switch o.format {
+	case "", proxy.FormatSmee, proxy.FormatGosmee, proxy.FormatHookline:
+	default:
+		return o, usageErrorf("--format %q: want smee, gosmee or hookline", o.format)
+	}
+	if o.target != "" {
+		if _, err := proxy.ParseTarget(o.target); err != nil {
+			return o, usageErrorf("--target: %v", err)
+		}
+	}
+	if o.url != "" {
+		if _, err := proxy.StreamURL(o.url, o.format); err != nil {
+			return o, usageErrorf("--url: %v", err)
+		}
+	}
+	if o.resign && o.secret == "" && o.targetSecret == "" {
+		return o, usageErrorf("--resign needs a secret to sign with: give --target-secret or --secret")
+	}
+	if o.concurrency < 1 {
+		return o, usageErrorf("--concurrency %d: must be at least 1", o.concurrency)
+	}
+	if o.timeout <= 0 {
+		return o, usageErrorf("--timeout %v: must be positive", o.timeout)
+	}
+	if o.saveDir != "" {
+		if st, err := os.Stat(o.saveDir); err != nil || !st.IsDir() {
+			if err := os.MkdirAll(o.saveDir, 0o755); err != nil {
+				return o, usageErrorf("--save %s: %v", o.saveDir, err)
+			}
+		}
+	}
+	return o, nil
+}
+
+// newLogger returns the logger for warnings on stderr.
+func newLogger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+func runForward(ctx context.Context, o forwardOptions, s *streams) error {
+	logger := newLogger(s.err, o.verbose)
+	channel := o.url
+	if o.newChannel {
+		u, err := createChannel(ctx, o.server)
+		if err != nil {
+			return err
+		}
+		channel = u
+		fmt.Fprintf(s.err, "created channel %s\n", channel)
+	}
+	if channel == "" {
+		u, stop, err := startEmbeddedRelay(ctx, o.listen, s)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		channel = u
+	}
+
+	var handlers *webhooks.Emitter
+	var plugins []proxy.Plugin
+	if o.pluginDir != "" {
+		p, err := proxy.PluginDir(o.pluginDir, logger)
+		if err != nil {
+			return fmt.Errorf("--plugin-dir: %w", err)
+		}
+		plugins = append(plugins, p...)
+	}
+	for _, cmd := range o.exec {
+		plugins = append(plugins, proxy.ExecPlugin(cmd))
+	}
+	if len(plugins) > 0 {
+		handlers = webhooks.NewEmitter(webhooks.EmitterOptions{Logger: logger})
+		if err := proxy.RegisterPlugins(handlers, plugins, proxy.PluginOptions{Env: o.pluginEnv, Output: s.err}); err != nil {
+			return err
+		}
+	}
+
+	resignSecret := ""
+	if o.resign {
+		resignSecret = o.targetSecret
+		if resignSecret == "" {
+			resignSecret = o.secret
+		}
+	}
+	tr := newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose, nil)
+	client, err := proxy.New(proxy.Options{
+		URL: channel, Format: o.format, LastEventID: o.lastEventID,
+		Secret: o.secret, Handlers: handlers,
+		Target: o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetTimeout: o.timeout,
+		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
+		OnResult: tr.result, OnState: tr.state, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	if o.secret == "" {
+		fmt.Fprintln(s.err, "no --secret: deliveries are not verified (set HOOKLINE_SECRET to the webhook's secret)")
+	}
+	fmt.Fprintf(s.err, "forwarding %s", channel)
+	if o.target != "" {
+		fmt.Fprintf(s.err, " → %s", proxy.RedactURL(o.target))
+	}
+	fmt.Fprintln(s.err)
+	err = client.Run(ctx)
+	tr.summary(client.Stats(), o.saveDir)
+	if errors.Is(err, proxy.ErrPermanent) {
+		return fmt.Errorf("%w\nthe relay refused the channel; check --url (a channel URL looks like https://smee.io/AbCdEf123)", err)
+	}
+	return err
+}
+
+// startEmbeddedRelay serves a hookline relay on addr (or, when that port is
+// taken, on a free loopback port) and returns a new channel's URL and a
+// function that shuts the relay down.
+func startEmbeddedRelay(ctx context.Context, addr string, s *streams) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fallback, ferr := net.Listen("tcp", "127.0.0.1:0")
+		if ferr != nil {
+			return "", nil, fmt.Errorf("starting the embedded relay on %s: %w", addr, err)
+		}
+		fmt.Fprintf(s.err, "%s is busy (%v); using %s\n", addr, err, fallback.Addr())
+		ln = fallback
+	}
+	srv := relay.New(relay.Options{})
+	// The relay outlives ctx until the client has drained.
+	relayCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(relayCtx, ln)
+	}()
+	channel := relay.ListenURL(ln.Addr()) + "/" + srv.NewChannel()
+	fmt.Fprintf(s.err, "embedded relay: POST deliveries to %s\n  try: hookline send --event ping --url %s\n", channel, channel)
+	return channel, func() { cancel(); <-done }, nil
+}
+
+// createChannel asks a relay for a new channel the way smee-client does:
+// HEAD <server>/new answers with a redirect whose Location is the channel.
+// A gosmee server answers GET /new with the URL as plain text instead.
+func createChannel(ctx context.Context, server string) (string, error) {
+	base, err := url.Parse(strings.TrimRight(server, "/"))
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+		return "", usageErrorf("--server %q: want an http(s) URL such as https://smee.io", server)
+	}
+	newURL := base.JoinPath("new")
+	client := &http.Client{
+		Timeout:       15 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	try := func(method string) (string, int, error) {
+		req, err := http.NewRequestWithContext(ctx, method, newURL.String(), nil)
+		if err != nil {
+			return "", 0, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", 0, err
+		}
+		defer resp.Body.Close()
+		if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode >= 300 && resp.StatusCode < 400 {
+			u, err := newURL.Parse(loc)
+			if err != nil {
+				return "", resp.StatusCode, err
+			}
+			return u.String(), resp.StatusCode, nil
+		}
+		if method == http.MethodGet && resp.StatusCode == http.StatusOK {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			text := strings.TrimSpace(string(body))
+			if u, err := url.Parse(text); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+				return u.String(), resp.StatusCode, nil
+			}
+		}
+		return "", resp.StatusCode, nil
+	}
+	if u, _, err := try(http.MethodHead); err == nil && u != "" {
+		return u, nil
+	}
+	u, status, err := try(http.MethodGet)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("creating a channel on %s: %w", proxy.RedactURL(server), err)
+	case u == "":
+		return "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", proxy.RedactURL(server), proxy.RedactURL(server), status)
+	}
+	return u, nil
+}

@@ -1,0 +1,330 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for a command writing while the test
+// reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testRelay serves one channel in hookline's SSE format; send pushes a
+// signed delivery to the subscriber.
+type testRelay struct {
+	*httptest.Server
+	frames chan string
+	next   int
+}
+
+func newTestRelay(t *testing.T) *testRelay {
+	r := &testRelay{frames: make(chan string, 64)}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: ready\ndata: {}\n\n")
+		http.NewResponseController(w).Flush()
+		for {
+			select {
+			case f := <-r.frames:
+				io.WriteString(w, f)
+				http.NewResponseController(w).Flush()
+			case <-req.Context().Done():
+				return
+			}
+		}
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *testRelay) send(id, event, secret string, body []byte) {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	msg, _ := json.Marshal(map[string]any{
+		"x-github-event": event, "x-github-delivery": id, "content-type": "application/json",
+		"x-hub-signature-256": "sha256=" + hex.EncodeToString(m.Sum(nil)),
+		"authorization":       "Bearer should-never-print",
+		"bodyB":               base64.StdEncoding.EncodeToString(body),
+		"query":               map[string]string{}, "timestamp": 1763805600000,
+	})
+	r.next++
+	r.frames <- fmt.Sprintf("id: %d\ndata: %s\n\n", r.next, msg)
+}
+
+func TestForwardEndToEnd(t *testing.T) {
+	const secret = "forward-secret-value"
+	got := make(chan []byte, 4)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- b
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(target.Close)
+	relay := newTestRelay(t)
+	saveDir := t.TempDir()
+	pluginDir := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	if err := os.WriteFile(filepath.Join(pluginDir, "issues.opened"), []byte("#!/bin/sh\ncat > \"$MARK\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"hookline", "forward", "--url", relay.URL + "/chan", "--target", target.URL + "/hook",
+			"--secret", secret, "--json", "--save", saveDir, "--plugin-dir", pluginDir, "--plugin-env", "MARK=" + marker},
+			strings.NewReader(""), &stdout, &stderr)
+	}()
+	good := []byte(`{"action":"opened","repository":{"full_name":"octo-org/hello-world"},"sender":{"login":"octocat"}}`)
+	relay.send("d-good", "issues", secret, good)
+	relay.send("d-bad", "issues", "not-the-secret", good)
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, good) {
+			t.Errorf("target body = %q, want %q", b, good)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("nothing reached the target; stderr:\n%s", stderr.String())
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(stdout.String(), "\n") < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if c := <-code; c != ExitOK {
+		t.Errorf("exit code = %d, want 0; stderr:\n%s", c, stderr.String())
+	}
+	select {
+	case b := <-got:
+		t.Errorf("the delivery with a bad signature reached the target: %q", b)
+	default:
+	}
+
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("stdout has %d lines, want 2:\n%s", len(lines), stdout.String())
+	}
+	var first, second struct {
+		Delivery, Verification, Repository, Sender string
+		Target                                     *struct{ Status int }
+		Handlers                                   []struct {
+			Name string
+			OK   bool
+		}
+		Saved string
+		OK    bool
+	}
+	for i, v := range []any{&first, &second} {
+		if err := json.Unmarshal([]byte(lines[i]), v); err != nil {
+			t.Fatalf("line %d is not JSON: %v\n%s", i+1, err, lines[i])
+		}
+	}
+	if first.Delivery != "d-good" || first.Verification != "verified" || first.Target == nil || first.Target.Status != 202 ||
+		first.Repository != "octo-org/hello-world" || first.Sender != "octocat" || !first.OK ||
+		len(first.Handlers) != 1 || first.Handlers[0].Name != "issues.opened" || !first.Handlers[0].OK {
+		t.Errorf("first line = %+v, want d-good verified, 202, plugin ok", first)
+	}
+	if second.Delivery != "d-bad" || second.Verification != "failed" || second.Target != nil || second.OK || len(second.Handlers) != 0 {
+		t.Errorf("second line = %+v, want d-bad failed, not forwarded nor dispatched", second)
+	}
+	if ran, err := os.ReadFile(marker); err != nil || !bytes.Equal(ran, good) {
+		t.Errorf("plugin stdin = %q (%v), want the payload", ran, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(saveDir, "*.json"))
+	if len(files) != 2 {
+		t.Errorf("saved %d capture files, want 2 (every delivery is saved)", len(files))
+	}
+	summary := stderr.String()
+	for _, want := range []string{"summary: 2 received, 1 forwarded, 1 bad signature(s)", "2 saved in " + saveDir} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, summary)
+		}
+	}
+	for _, secretText := range []string{secret, "should-never-print"} {
+		if strings.Contains(stdout.String()+stderr.String(), secretText) {
+			t.Errorf("output contains the secret %q", secretText)
+		}
+	}
+}
+
+func TestForwardUsageErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"target without scheme", []string{"--url", "http://127.0.0.1:1/c", "--target", "localhost:3000/hook"},
+			`--target: invalid target URL: "localhost:3000/hook" has no scheme; did you mean http://localhost:3000/hook?`},
+		{"url and new", []string{"--url", "http://127.0.0.1:1/c", "--new"}, "--url and --new cannot be used together"},
+		{"bad concurrency", []string{"--url", "http://127.0.0.1:1/c", "--concurrency", "0"}, "--concurrency 0: must be at least 1"},
+		{"resign without secret", []string{"--url", "http://127.0.0.1:1/c", "--resign"}, "--resign needs a secret"},
+		{"unknown format", []string{"--url", "http://127.0.0.1:1/c", "--format", "ngrok"}, `--format "ngrok": want smee, gosmee or hookline`},
+		{"relay url without scheme", []string{"--url", "smee.io/abc"}, "--url:"},
+		{"stray argument", []string{"https://smee.io/abc"}, `forward takes no arguments (got "https://smee.io/abc"); did you mean --url https://smee.io/abc?`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := run(t, append([]string{"forward"}, tt.args...)...)
+			if code != ExitUsage {
+				t.Errorf("exit code = %d, want %d", code, ExitUsage)
+			}
+			if !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("stderr = %q, want it to contain %q", errOut, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestForwardMissingChannelIsAClearError(t *testing.T) {
+	relay := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(relay.Close)
+	code, _, errOut := run(t, "forward", "--url", relay.URL+"/missing")
+	if code != ExitFailure {
+		t.Errorf("exit code = %d, want %d", code, ExitFailure)
+	}
+	if !strings.Contains(errOut, "404") || !strings.Contains(errOut, "check --url") {
+		t.Errorf("stderr = %q, want the 404 and a hint to check --url", errOut)
+	}
+}
+
+func TestCreateChannel(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		want    string // with %s for the server URL
+		wantErr string
+	}{
+		{"smee redirect", func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/new" || r.Method != http.MethodHead {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set("Location", "/AbCdEf123")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+		}, "%s/AbCdEf123", ""},
+		{"gosmee text body", func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodHead {
+				w.WriteHeader(http.StatusOK)
+				return
+			}
+			io.WriteString(w, "https://hook.example/XyZ\n")
+		}, "https://hook.example/XyZ", ""},
+		{"not a relay", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusNotFound)
+		}, "", "answered 404 without a channel URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.handler)
+			t.Cleanup(srv.Close)
+			got, err := createChannel(t.Context(), srv.URL)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("createChannel error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			want := tt.want
+			if strings.Contains(want, "%s") {
+				want = fmt.Sprintf(want, srv.URL)
+			}
+			if err != nil || got != want {
+				t.Errorf("createChannel = %q, %v; want %q", got, err, want)
+			}
+		})
+	}
+}
+
+// With neither --url nor --new, forward starts a relay on loopback and
+// prints its channel; a delivery POSTed there is forwarded byte-exact.
+func TestForwardEmbeddedRelay(t *testing.T) {
+	got := make(chan []byte, 1)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- b
+	}))
+	t.Cleanup(target.Close)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"hookline", "forward", "--listen", "127.0.0.1:0", "--target", target.URL, "--json"},
+			strings.NewReader(""), &stdout, &stderr)
+	}()
+	var channel string
+	deadline := time.Now().Add(20 * time.Second)
+	for channel == "" && time.Now().Before(deadline) {
+		if _, rest, ok := strings.Cut(stderr.String(), "POST deliveries to "); ok {
+			channel, _, _ = strings.Cut(rest, "\n")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.HasPrefix(channel, "http://127.0.0.1:") {
+		t.Fatalf("no channel URL printed; stderr:\n%s", stderr.String())
+	}
+	for !strings.Contains(stderr.String(), "connected to") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Bytes a re-encoding relay would change.
+	body := []byte("{\"action\":\"created\" , \"s\":\"\\u00e9\"}")
+	req, _ := http.NewRequest(http.MethodPost, channel, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "star")
+	req.Header.Set("X-GitHub-Delivery", "emb-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, body) {
+			t.Errorf("target body = %q, want %q", b, body)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("nothing forwarded; stderr:\n%s", stderr.String())
+	}
+	for !strings.Contains(stdout.String(), "\n") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if c := <-code; c != ExitOK {
+		t.Errorf("exit code = %d, want 0; stderr:\n%s", c, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), `"delivery":"emb-1"`) || !strings.Contains(stdout.String(), `"body_source":"bodyB"`) {
+		t.Errorf("trace = %s, want emb-1 with the exact body (bodyB)", stdout.String())
+	}
+}

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fatih/color"
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/hookline/hookline/relay"
+)
+
+// serveOptions are the parsed flags of `hookline serve`.
+type serveOptions struct {
+	addr  string
+	relay relay.Options
+}
+
+func serveCommand(s *streams) *ucli.Command {
+	return &ucli.Command{
+		Name:      "serve",
+		Usage:     "run a webhook relay that smee-client and hookline forward can subscribe to",
+		UsageText: "hookline serve [--addr 127.0.0.1:3333] [--public-url URL] [options]",
+		Description: "Runs a smee.io-compatible relay: GET /new makes a channel, POST /<channel> relays a\n" +
+			"delivery to every subscriber of GET /<channel> (Server-Sent Events), and a browser on\n" +
+			"the channel URL shows its deliveries live. Each channel keeps a history, so clients\n" +
+			"that reconnect with Last-Event-ID lose nothing. Stop it with Ctrl-C: streams end,\n" +
+			"deliveries in flight finish.",
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{
+				Name:    "addr",
+				Value:   "127.0.0.1:3333",
+				Usage:   "`host:port` to listen on (0.0.0.0:3333 for every interface)",
+				EnvVars: []string{"HOOKLINE_ADDR"},
+			},
+			&ucli.StringFlag{
+				Name:    "public-url",
+				Usage:   "`URL` clients reach the relay at, used in channel URLs (default: from each request's Host and X-Forwarded-* headers)",
+				EnvVars: []string{"HOOKLINE_PUBLIC_URL"},
+			},
+			&ucli.DurationFlag{
+				Name:    "ping-interval",
+				Value:   relay.DefaultPingInterval,
+				Usage:   "`duration` of silence after which a stream gets a ping event",
+				EnvVars: []string{"HOOKLINE_PING_INTERVAL"},
+			},
+			&ucli.IntFlag{
+				Name:    "history",
+				Value:   relay.DefaultHistoryCount,
+				Usage:   "number (`n`) of deliveries each channel keeps for subscribers that reconnect",
+				EnvVars: []string{"HOOKLINE_HISTORY"},
+			},
+			&ucli.StringFlag{
+				Name:    "history-bytes",
+				Value:   "50MiB",
+				Usage:   "`size` of the deliveries each channel keeps",
+				EnvVars: []string{"HOOKLINE_HISTORY_BYTES"},
+			},
+			&ucli.StringFlag{
+				Name:    "total-history-bytes",
+				Value:   "256MiB",
+				Usage:   "`size` of the deliveries all channels keep together",
+				EnvVars: []string{"HOOKLINE_TOTAL_HISTORY_BYTES"},
+			},
+			&ucli.IntFlag{
+				Name:    "max-subscribers",
+				Value:   relay.DefaultMaxSubscribers,
+				Usage:   "number (`n`) of streams one channel accepts at once",
+				EnvVars: []string{"HOOKLINE_MAX_SUBSCRIBERS"},
+			},
+		},
+		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
+			return usageErrorf("%v; run 'hookline serve --help' for usage", err)
+		},
+		Action: func(c *ucli.Context) error {
+			opts, err := parseServe(c)
+			if err != nil {
+				return err
+			}
+			return runServe(c.Context, opts, s)
+		},
+	}
+}
+
+// parseServe checks the flags of `hookline serve`.
+func parseServe(c *ucli.Context) (serveOptions, error) {
+	if c.NArg() > 0 {
+		return serveOptions{}, usageErrorf("serve takes no arguments, got %q; run 'hookline serve --help' for usage", c.Args().First())
+	}
+	opts := serveOptions{addr: c.String("addr")}
+	if err := checkListenAddr(opts.addr); err != nil {
+		return serveOptions{}, err
+	}
+	publicURL, err := checkPublicURL(c.String("public-url"))
+	if err != nil {
+		return serveOptions{}, err
+	}
+	opts.relay.PublicURL = publicURL
+	if opts.relay.PingInterval = c.Duration("ping-interval"); opts.relay.PingInterval <= 0 {
+		return serveOptions{}, usageErrorf("--ping-interval %s must be positive, such as 30s", opts.relay.PingInterval)
+	}
+	if opts.relay.HistoryCount = c.Int("history"); opts.relay.HistoryCount < 1 {
+		return serveOptions{}, usageErrorf("--history %d must be at least 1", opts.relay.HistoryCount)
+	}
+	if opts.relay.MaxSubscribers = c.Int("max-subscribers"); opts.relay.MaxSubscribers < 1 {
+		return serveOptions{}, usageErrorf("--max-subscribers %d must be at least 1", opts.relay.MaxSubscribers)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{
+		{"history-bytes", &opts.relay.HistoryBytes},
+		{"total-history-bytes", &opts.relay.TotalHistoryBytes},
+	} {
+		n, err := parseByteSize(c.String(f.name))
+		if err != nil {
+			return serveOptions{}, usageErrorf("--%s: %v", f.name, err)
+		}
+		*f.dst = n
+	}
+	return opts, nil
+}
+
+// checkListenAddr checks a --addr value, with a hint for the usual slips.
+func checkListenAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		if _, perr := strconv.Atoi(strings.TrimPrefix(addr, ":")); perr == nil {
+			return usageErrorf("--addr %q has no host; did you mean 127.0.0.1:%s?", addr, strings.TrimPrefix(addr, ":"))
+		}
+		return usageErrorf("--addr %q is not host:port; did you mean %s:3333?", addr, addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return usageErrorf("--addr %q has no valid port (0 to 65535)", addr)
+	}
+	return nil
+}
+
+// checkPublicURL checks a --public-url value and returns it without a
+// trailing slash.
+func checkPublicURL(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "", usageErrorf("--public-url %q is not a URL: %v", s, err)
+	case u.Scheme == "" || u.Host == "" && !strings.Contains(s, "://"):
+		return "", usageErrorf("--public-url %q has no scheme; did you mean https://%s?", s, s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", usageErrorf("--public-url %q must be an http or https URL", s)
+	case u.Host == "":
+		return "", usageErrorf("--public-url %q has no host", s)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return "", usageErrorf("--public-url %q must not have a user, query or fragment", s)
+	}
+	return strings.TrimRight(s, "/"), nil
+}
+
+// parseByteSize parses a size such as 1048576, 512KiB, 50MiB, 1GiB (binary
+// units, also written K, M, G) or 50MB (decimal units).
+func parseByteSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size; write it like 50MiB or 1048576", s)
+	}
+	units := map[string]int64{
+		"": 1, "b": 1,
+		"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
+		"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
+		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
+	}
+	mult, ok := units[strings.ToLower(strings.TrimSpace(t[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("%q has an unknown unit; use B, KiB, MiB, GiB (or KB, MB, GB)", s)
+	}
+	if n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q must be more than 0 and less than 4 EiB", s)
+	}
+	return n * mult, nil
+}
+
+// runServe runs the relay until ctx ends (SIGINT, SIGTERM), then shuts it
+// down gracefully.
+func runServe(ctx context.Context, opts serveOptions, s *streams) error {
+	ln, err := net.Listen("tcp", opts.addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w; is something else using it? pick another --addr", opts.addr, err)
+	}
+	opts.relay.Logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv := relay.New(opts.relay)
+	listen := relay.ListenURL(ln.Addr())
+	base := listen
+	if opts.relay.PublicURL != "" {
+		base = opts.relay.PublicURL
+	}
+	bold := paint(s.outColor, color.Bold)
+	fmt.Fprintf(s.out, "hookline relay listening on %s\n", listen)
+	if base != listen {
+		fmt.Fprintf(s.out, "public URL:  %s\n", base)
+	}
+	fmt.Fprintf(s.out, "new channel: %s\n", bold.Sprint(base+"/"+srv.NewChannel()))
+	fmt.Fprintf(s.out, "(open a channel URL in a browser to watch its deliveries; GET %s/new makes another; Ctrl-C stops)\n", base)
+
+	start := time.Now()
+	err = srv.Serve(ctx, ln)
+	st := srv.Stats()
+	fmt.Fprintf(s.out, "hookline relay stopped after %s: %d deliveries relayed\n", time.Since(start).Round(time.Second), st.Deliveries)
+	return err
+}

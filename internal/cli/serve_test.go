@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a bytes.Buffer safe to read while a command writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var (
+	listeningRE = regexp.MustCompile(`hookline relay listening on (http://127\.0\.0\.1:\d+)\n`)
+	channelRE   = regexp.MustCompile(`new channel: (\S+)\n`)
+)
+
+// startServe runs `hookline serve args...` until the returned stop is
+// called; it returns the relay's base URL, the printed channel URL, and stop,
+// which cancels the command and returns its exit code and output.
+func startServe(t *testing.T, args ...string) (base, channel string, stop func() (int, string, string)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var out, errOut lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(ctx, append([]string{"hookline", "serve"}, args...), strings.NewReader(""), &out, &errOut)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if m := listeningRE.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+			if c := channelRE.FindStringSubmatch(out.String()); c != nil {
+				channel = c[1]
+				break
+			}
+		}
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("serve exited with %d before listening:\n%s%s", code, out.String(), errOut.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("serve printed no URL:\n%s%s", out.String(), errOut.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var once sync.Once
+	var code int
+	stop = func() (int, string, string) {
+		once.Do(func() {
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("serve did not stop after its context ended")
+			}
+		})
+		return code, out.String(), errOut.String()
+	}
+	t.Cleanup(func() { stop() })
+	return base, channel, stop
+}
+
+func TestServeRelaysAndStops(t *testing.T) {
+	base, channel, stop := startServe(t, "--addr", "127.0.0.1:0", "--ping-interval", "1s", "--history", "5")
+	if !strings.HasPrefix(channel, base+"/") || len(channel) != len(base)+23 {
+		t.Errorf("channel URL %q, want %s/ and a 22-character name", channel, base)
+	}
+
+	req, _ := http.NewRequest(http.MethodGet, channel, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+
+	resp, err := http.Post(channel, "application/json", strings.NewReader(`{"zen":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("POST = %d, want 200", resp.StatusCode)
+	}
+	resp, err = http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /healthz = %d, want 200", resp.StatusCode)
+	}
+
+	code, out, errOut := stop()
+	if code != ExitOK {
+		t.Errorf("exit code = %d, want 0; stderr:\n%s", code, errOut)
+	}
+	// The stream ended cleanly on shutdown, after the delivery.
+	b, err := io.ReadAll(stream.Body)
+	if err != nil || !strings.Contains(string(b), "event: ready\n") || !strings.Contains(string(b), "id: 1\n") {
+		t.Errorf("stream read %q, %v; want ready, the delivery, then a clean end", b, err)
+	}
+	if !strings.Contains(out, "hookline relay stopped after") || !strings.Contains(out, "1 deliveries relayed") {
+		t.Errorf("output lacks the summary:\n%s", out)
+	}
+	if !strings.Contains(errOut, "msg=delivery") {
+		t.Errorf("stderr lacks the delivery log:\n%s", errOut)
+	}
+}
+
+func TestServePublicURL(t *testing.T) {
+	base, channel, _ := startServe(t, "--addr", "127.0.0.1:0", "--public-url", "https://relay.example.com/")
+	if !strings.HasPrefix(channel, "https://relay.example.com/") {
+		t.Errorf("channel URL %q, want it on the public URL", channel)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(base + "/new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "https://relay.example.com/") {
+		t.Errorf("GET /new Location = %q, want the public URL", loc)
+	}
+}
+
+func TestServeEnvironment(t *testing.T) {
+	t.Setenv("HOOKLINE_ADDR", "127.0.0.1:0")
+	t.Setenv("HOOKLINE_PUBLIC_URL", "http://env.example:8080")
+	_, channel, _ := startServe(t)
+	if !strings.HasPrefix(channel, "http://env.example:8080/") {
+		t.Errorf("channel URL %q, want HOOKLINE_PUBLIC_URL's", channel)
+	}
+}
+
+func TestServeListenError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, _, errOut := run(t, "serve", "--addr", ln.Addr().String())
+	if code != ExitFailure || !strings.Contains(errOut, "cannot listen on "+ln.Addr().String()) || !strings.Contains(errOut, "pick another --addr") {
+		t.Errorf("serve on a busy port: exit %d, stderr %q; want 1 and a hint", code, errOut)
+	}
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"port only", []string{"--addr", "3333"}, `--addr "3333" has no host; did you mean 127.0.0.1:3333?`},
+		{"host only", []string{"--addr", "localhost"}, `--addr "localhost" is not host:port; did you mean localhost:3333?`},
+		{"bad port", []string{"--addr", "127.0.0.1:99999"}, `--addr "127.0.0.1:99999" has no valid port (0 to 65535)`},
+		{"public URL without scheme", []string{"--public-url", "relay.example.com"}, `--public-url "relay.example.com" has no scheme; did you mean https://relay.example.com?`},
+		{"public URL host:port", []string{"--public-url", "localhost:3333"}, `--public-url "localhost:3333" has no scheme; did you mean https://localhost:3333?`},
+		{"public URL other scheme", []string{"--public-url", "ftp://x"}, `--public-url "ftp://x" must be an http or https URL`},
+		{"public URL with query", []string{"--public-url", "https://x/?a=1"}, `--public-url "https://x/?a=1" must not have a user, query or fragment`},
+		{"ping interval zero", []string{"--ping-interval", "0s"}, `--ping-interval 0s must be positive, such as 30s`},
+		{"ping interval bogus", []string{"--ping-interval", "soon"}, `invalid value "soon" for flag -ping-interval`},
+		{"history zero", []string{"--history", "0"}, `--history 0 must be at least 1`},
+		{"history bytes unit", []string{"--history-bytes", "10XB"}, `--history-bytes: "10XB" has an unknown unit; use B, KiB, MiB, GiB (or KB, MB, GB)`},
+		{"total history bytes", []string{"--total-history-bytes", "lots"}, `--total-history-bytes: "lots" is not a size; write it like 50MiB or 1048576`},
+		{"max subscribers", []string{"--max-subscribers", "0"}, `--max-subscribers 0 must be at least 1`},
+		{"argument", []string{"extra"}, `serve takes no arguments, got "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := run(t, append([]string{"serve"}, tt.args...)...)
+			if code != ExitUsage || !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("serve %v: exit %d, stderr %q; want %d and %q", tt.args, code, errOut, ExitUsage, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"1048576", 1048576},
+		{"512KiB", 512 << 10},
+		{"50MiB", 50 << 20},
+		{"50mib", 50 << 20},
+		{"1GiB", 1 << 30},
+		{"2G", 2 << 30},
+		{"64k", 64 << 10},
+		{"50MB", 50_000_000},
+		{"1 GB", 1_000_000_000},
+		{"100B", 100},
+	}
+	for _, tt := range tests {
+		if got, err := parseByteSize(tt.in); err != nil || got != tt.want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "MiB", "-1MiB", "0", "1.5MiB", "10XB", "99999999999GiB"} {
+		if got, err := parseByteSize(bad); err == nil {
+			t.Errorf("parseByteSize(%q) = %d, want an error", bad, got)
+		}
+	}
+}
+
+func TestServeHelp(t *testing.T) {
+	code, out, _ := run(t, "serve", "--help")
+	if code != ExitOK {
+		t.Fatalf("exit code %d", code)
+	}
+	for _, want := range []string{"--addr host:port", "--public-url URL", "HOOKLINE_ADDR", "--ping-interval", "--history-bytes size", "--max-subscribers"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("serve --help lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/webhooks"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// golden compares got with the named file under testdata/golden, or
+// rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("..", "..", "testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/cli -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s (run with -update if the change is intended)\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// traceResults are deliveries covering every part of a trace line.
+func traceResults() []proxy.Result {
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	d := func(id, event string, body string) *proxy.Delivery {
+		return &proxy.Delivery{
+			ID: id, Event: event, EventID: "7", BodySource: proxy.BodyBase64, Body: []byte(body),
+			Headers: http.Header{
+				"X-Github-Event":      {event},
+				"X-Github-Delivery":   {id},
+				"X-Hub-Signature-256": {"sha256=abc"},
+				"Authorization":       {"Bearer ghp_secret_token"},
+				"Content-Type":        {"application/json"},
+			},
+		}
+	}
+	return []proxy.Result{
+		{
+			Delivery: d("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues", `{"action":"opened","issue":{"number":1}}`), Received: at,
+			Action: "opened", Repository: "octo-org/hello-world", Sender: "octocat",
+			Verification: proxy.Verified,
+			Handlers:     []proxy.HandlerResult{{Name: "issues.opened", Duration: 12 * time.Millisecond}},
+			Target:       &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 3200 * time.Microsecond},
+		},
+		{
+			Delivery: d("9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d", "push", `{"ref":"refs/heads/main"}`), Received: at.Add(time.Second),
+			Repository: "octo-org/hello-world", Sender: "octocat",
+			Verification: proxy.Failed, VerifyNote: "signature does not match the body and secret: check --secret against the webhook's secret on GitHub",
+		},
+		{
+			Delivery: d("1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed", "pull_request", `{"action":"closed"}`), Received: at.Add(2 * time.Second),
+			Action: "closed", Verification: proxy.Unverified,
+			Handlers:   []proxy.HandlerResult{{Name: "_any", Err: errors.New("plugin failed: _any: exit status 3: database is locked"), Duration: time.Millisecond}},
+			HandlerErr: errors.New("plugin failed: _any: exit status 3: database is locked"),
+			Target:     &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 503, Duration: 1500 * time.Millisecond},
+		},
+		{
+			Delivery: d("6ec0bd7f-11c0-43da-975e-2a8ad9ebae0b", "workflow_run", `{"action":"completed"}`), Received: at.Add(3 * time.Second),
+			Action: "completed", Verification: proxy.Verified, VerifyNote: "legacy SHA-1 signature (X-Hub-Signature): the sender does not send X-Hub-Signature-256",
+			Target:  &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Err: errors.New(`rest: Post "http://127.0.0.1:3000/hook": dial tcp 127.0.0.1:3000: connect: connection refused (gave up after 4 attempts)`), Duration: 900 * time.Microsecond},
+			SaveErr: errors.New("saving delivery 6ec0bd7f: write: no space left on device"),
+		},
+		{
+			Delivery: d("0e2c3e4a", "star", `{"action":"created"}`), Received: at.Add(4 * time.Second),
+			Action: "created", Filtered: true,
+		},
+		{
+			Delivery: d("a3bb189e", "release", `{"action":"published"}`), Received: at.Add(5 * time.Second),
+			Action: "published", Verification: proxy.Verified,
+			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 404, Duration: 2 * time.Millisecond},
+		},
+	}
+}
+
+func TestTraceGolden(t *testing.T) {
+	stats := proxy.Stats{Received: 6, Filtered: 1, Verified: 3, VerifyFailed: 1, Unverified: 1, HandlerFails: 1, Forwarded: 1, TargetFails: 3, Saved: 4, SaveFails: 1}
+	tests := []struct {
+		file           string
+		color, jsonOut bool
+		verbose        bool
+	}{
+		{"trace.txt", false, false, false},
+		{"trace-color.txt", true, false, false},
+		{"trace-verbose.txt", false, false, true},
+		{"trace.jsonl", false, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			var out, info bytes.Buffer
+			tr := newTracer(&out, &info, tt.color, tt.jsonOut, tt.verbose, time.UTC)
+			tr.state(proxy.StateChange{State: proxy.StateConnecting, URL: "http://127.0.0.1:3333/abc", Attempt: 1})
+			tr.state(proxy.StateChange{State: proxy.StateConnected, URL: "http://127.0.0.1:3333/abc"})
+			for _, r := range traceResults() {
+				tr.result(r)
+			}
+			tr.state(proxy.StateChange{State: proxy.StateDisconnected, URL: "http://127.0.0.1:3333/abc", Attempt: 1, Err: errors.New("EOF"), RetryIn: 250 * time.Millisecond})
+			tr.summary(stats, "captures")
+			got := append(out.Bytes(), []byte("--- stderr ---\n")...)
+			got = append(got, info.Bytes()...)
+			golden(t, tt.file, got)
+			if strings.Contains(string(got), "ghp_secret_token") {
+				t.Error("the trace printed an Authorization value")
+			}
+		})
+	}
+}
+
+func TestFamiliesColourEveryKnownEvent(t *testing.T) {
+	// Every family has a colour, and the families split the catalogue:
+	// no known event falls through to a family without one.
+	tr := newTracer(&bytes.Buffer{}, &bytes.Buffer{}, true, false, false, time.UTC)
+	counts := map[string]int{}
+	for _, name := range webhooks.EmitterEventNames() {
+		event, _, _ := strings.Cut(name, ".")
+		f := family(event)
+		if tr.families[f] == nil {
+			t.Fatalf("family(%q) = %q has no colour", event, f)
+		}
+		counts[f]++
+	}
+	for _, f := range []string{"issues", "pull", "code", "ci", "release", "security", "admin"} {
+		if counts[f] == 0 {
+			t.Errorf("no known event is in family %q", f)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		800 * time.Microsecond:  "800µs",
+		3200 * time.Microsecond: "3.2ms",
+		1500 * time.Millisecond: "1.50s",
+	} {
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

@@ -1,0 +1,325 @@
+package interop
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A minimal Chrome DevTools Protocol client over --remote-debugging-pipe
+// (JSON messages separated by NUL bytes on file descriptors 3 and 4): enough
+// to open a page, run script in it and take a screenshot, with no
+// dependency beyond Debian's chromium.
+
+const chromiumPath = "/usr/bin/chromium"
+
+// browser is a headless Chromium driven over its debugging pipe.
+type cdpBrowser struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	w    io.WriteCloser
+	mu   sync.Mutex
+	next int
+	wait map[int]chan cdpReply
+
+	events chan cdpEvent
+	done   chan struct{} // closed when the pipe ends
+	stderr *cdpLog
+}
+
+type cdpReply struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type cdpEvent struct {
+	Method    string          `json:"method"`
+	Params    json.RawMessage `json:"params"`
+	SessionID string          `json:"sessionId"`
+}
+
+type cdpLog struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (w *cdpLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.b) < 1<<20 {
+		w.b = append(w.b, p...)
+	}
+	return len(p), nil
+}
+
+func (w *cdpLog) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.b)
+}
+
+// startBrowser starts headless Chromium; it fails the test, never skips it,
+// when Chromium is missing.
+func startBrowser(t *testing.T) *cdpBrowser {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("page test: %s is missing (%v); run interop/install-chromium.sh (apt-get install chromium)", chromiumPath, err)
+	}
+	toChrome, ourWriter, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ourReader, fromChrome, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, chromiumPath,
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-default-apps", "--disable-extensions", "--mute-audio", "--hide-scrollbars",
+		"--remote-debugging-pipe", "--user-data-dir="+t.TempDir(), "--window-size=1280,900",
+		"about:blank")
+	cmd.ExtraFiles = []*os.File{toChrome, fromChrome} // fds 3 and 4
+	b := &cdpBrowser{
+		t: t, cmd: cmd, w: ourWriter,
+		wait:   map[int]chan cdpReply{},
+		events: make(chan cdpEvent, 1024),
+		done:   make(chan struct{}),
+		stderr: &cdpLog{},
+	}
+	cmd.Stderr = b.stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("page test: starting chromium: %v", err)
+	}
+	toChrome.Close()
+	fromChrome.Close()
+	t.Cleanup(func() {
+		ourWriter.Close() // Chromium exits when its pipe closes
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			cancel()
+			<-exited
+		}
+		cancel()
+		ourReader.Close()
+	})
+	go b.read(ourReader)
+	return b
+}
+
+func (b *cdpBrowser) read(r io.Reader) {
+	defer close(b.done)
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		msg, err := br.ReadBytes(0)
+		if err != nil {
+			return
+		}
+		msg = msg[:len(msg)-1]
+		var head struct {
+			ID *int `json:"id"`
+		}
+		if json.Unmarshal(msg, &head) != nil {
+			continue
+		}
+		if head.ID != nil {
+			var reply cdpReply
+			json.Unmarshal(msg, &reply)
+			b.mu.Lock()
+			ch := b.wait[*head.ID]
+			delete(b.wait, *head.ID)
+			b.mu.Unlock()
+			if ch != nil {
+				ch <- reply
+			}
+			continue
+		}
+		var ev cdpEvent
+		if json.Unmarshal(msg, &ev) == nil {
+			select {
+			case b.events <- ev:
+			default: // nobody reads events this far behind
+			}
+		}
+	}
+}
+
+// call sends a CDP command (to a page session when session is not empty)
+// and decodes its result into out (when not nil).
+func (b *cdpBrowser) call(session, method string, params any, out any) error {
+	b.mu.Lock()
+	b.next++
+	id := b.next
+	ch := make(chan cdpReply, 1)
+	b.wait[id] = ch
+	b.mu.Unlock()
+	msg := map[string]any{"id": id, "method": method, "params": params}
+	if session != "" {
+		msg["sessionId"] = session
+	}
+	data, _ := json.Marshal(msg)
+	if _, err := b.w.Write(append(data, 0)); err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	select {
+	case reply := <-ch:
+		if reply.Error != nil {
+			return fmt.Errorf("%s: %s (%d)", method, reply.Error.Message, reply.Error.Code)
+		}
+		if out != nil {
+			return json.Unmarshal(reply.Result, out)
+		}
+		return nil
+	case <-b.done:
+		return fmt.Errorf("%s: chromium closed its pipe; stderr:\n%s", method, b.stderr.String())
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("%s: no answer from chromium in 30 s", method)
+	}
+}
+
+// page is one tab.
+type cdpPage struct {
+	b       *cdpBrowser
+	session string
+}
+
+// newPage opens a tab with a viewport of width × height.
+func (b *cdpBrowser) newPage(width, height int) *cdpPage {
+	b.t.Helper()
+	var target struct{ TargetID string }
+	if err := b.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
+		b.t.Fatal(err)
+	}
+	var attached struct{ SessionID string }
+	if err := b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached); err != nil {
+		b.t.Fatal(err)
+	}
+	p := &cdpPage{b: b, session: attached.SessionID}
+	for _, m := range []string{"Page.enable", "Runtime.enable", "Log.enable"} {
+		p.must(m, map[string]any{}, nil)
+	}
+	p.must("Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}, nil)
+	return p
+}
+
+func (p *cdpPage) must(method string, params, out any) {
+	p.b.t.Helper()
+	if err := p.b.call(p.session, method, params, out); err != nil {
+		p.b.t.Fatal(err)
+	}
+}
+
+// eval runs expression in the page (awaiting a promise) and returns its
+// value as JSON.
+func (p *cdpPage) eval(expression string) (json.RawMessage, error) {
+	var res struct {
+		Result struct {
+			Value json.RawMessage `json:"value"`
+		} `json:"result"`
+		ExceptionDetails *struct {
+			Text      string `json:"text"`
+			Exception struct {
+				Description string `json:"description"`
+			} `json:"exception"`
+		} `json:"exceptionDetails"`
+	}
+	err := p.b.call(p.session, "Runtime.evaluate", map[string]any{
+		"expression": expression, "returnByValue": true, "awaitPromise": true,
+	}, &res)
+	if err != nil {
+		return nil, err
+	}
+	if e := res.ExceptionDetails; e != nil {
+		return nil, fmt.Errorf("%s: %s %s", expression, e.Text, e.Exception.Description)
+	}
+	return res.Result.Value, nil
+}
+
+// waitFor evaluates expression until it is true.
+func (p *cdpPage) waitFor(what, expression string) {
+	p.b.t.Helper()
+	deadline := time.Now().Add(smeeWait)
+	for {
+		v, err := p.eval(expression)
+		if err == nil && string(v) == "true" {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.b.t.Fatalf("page: waiting for %s (%s): %s %v", what, expression, v, err)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// text returns the string value of expression.
+func (p *cdpPage) text(expression string) string {
+	p.b.t.Helper()
+	v, err := p.eval(expression)
+	if err != nil {
+		p.b.t.Fatal(err)
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		p.b.t.Fatalf("%s = %s, want a string", expression, v)
+	}
+	return s
+}
+
+// screenshot saves a PNG of the viewport to path.
+func (p *cdpPage) screenshot(path string) error {
+	var shot struct{ Data []byte }
+	if err := p.b.call(p.session, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot); err != nil {
+		return err
+	}
+	if len(shot.Data) == 0 {
+		return errors.New("empty screenshot")
+	}
+	return os.WriteFile(path, shot.Data, 0o644)
+}
+
+// problems returns the JavaScript exceptions and console or network errors
+// (CSP violations included) the browser reported so far.
+func (b *cdpBrowser) problems() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-b.events:
+			switch ev.Method {
+			case "Runtime.exceptionThrown":
+				out = append(out, "exception: "+string(ev.Params))
+			case "Log.entryAdded":
+				var e struct {
+					Entry struct{ Level, Text, URL string }
+				}
+				json.Unmarshal(ev.Params, &e)
+				if e.Entry.Level == "error" {
+					out = append(out, fmt.Sprintf("console error: %s (%s)", e.Entry.Text, e.Entry.URL))
+				}
+			case "Runtime.consoleAPICalled":
+				var e struct{ Type string }
+				json.Unmarshal(ev.Params, &e)
+				if e.Type == "error" {
+					out = append(out, "console.error: "+string(ev.Params))
+				}
+			}
+		default:
+			return out
+		}
+	}
+}

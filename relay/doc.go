@@ -1,0 +1,176 @@
+// Package relay is the webhook relay behind `hookline serve`: deliveries
+// POSTed to a channel URL are pushed to every subscriber of the channel as
+// Server-Sent Events. It speaks smee.io's protocol, so smee-client works
+// against it unchanged, and adds durable per-channel event ids, replay after
+// Last-Event-ID, exact body bytes for clients that ask, and a live page.
+//
+// Usage:
+//
+//	ln, err := net.Listen("tcp", "127.0.0.1:3333")
+//	if err != nil { ... }
+//	srv := relay.New(relay.Options{}) // or PublicURL: "https://relay.example.com"
+//	channel := relay.ListenURL(ln.Addr()) + "/" + srv.NewChannel()
+//	err = srv.Serve(ctx, ln) // until ctx ends; then a graceful shutdown
+//
+// A Server is also an http.Handler (ServeHTTP) to mount in another server;
+// call Close when that server shuts down, so that the streams end.
+//
+// # Routes
+//
+//	GET|HEAD /new                    307, Location: a new channel URL
+//	POST     /<channel>              any body and content type: 200 {"id":N}
+//	GET      /<channel>              Accept: text/event-stream: the stream
+//	GET|HEAD /<channel>              otherwise: the channel's page
+//	POST     /<channel>/redeliver/<id>  publish delivery <id> again: 200 {"id":M,"redeliveryOf":id}
+//	GET      /healthz                200 {"status":"ok", counts...} (503 while shutting down)
+//	GET      /                       a short page with a "new channel" button
+//	GET      /assets/<file>          the page's script, style and icon (embedded)
+//
+// OPTIONS answers CORS preflights for any origin, as smee.io does; streams
+// and POST answers carry Access-Control-Allow-Origin: *. Other methods get
+// 405 with Allow. Errors are JSON: {"error":"what went wrong and what to do"}.
+//
+// # Channels
+//
+// A channel name is 1 to 128 characters of A-Z a-z 0-9 - _ (smee.io's rule).
+// Anything else (dots, %-escapes such as %2F, longer names) gets 404 with a
+// message saying the rule; so do paths deeper than the routes above. Channels
+// need no creation: any valid name works, and GET /new hands out a random one
+// (128 bits from crypto/rand, 22 characters of base64url; smee.io uses 96).
+// The name is the only secret guarding a channel.
+//
+// GET /new builds the URL from Options.PublicURL when set. Otherwise, as
+// smee.io, from the request: the scheme of X-Forwarded-Proto (http or https)
+// or of the connection, and the host of X-Forwarded-Host or Host. Trusting
+// those headers is safe here because the URL goes back only to the client
+// that sent them; behind a reverse proxy, prefer PublicURL.
+//
+// # Messages
+//
+// On connect a stream gets "event: ready" with data {}, then "event: ping"
+// with data {} every Options.PingInterval (30 s) of silence. Each delivery is
+// an unnamed event whose data is smee.io's JSON:
+//
+//	id: 7
+//	data: {"content-type":"application/json","host":"relay.example.com","x-github-event":"push",...,"body":{...},"query":{},"timestamp":1700000000000}
+//
+// Its keys:
+//
+//   - every request header as a lowercase key with a string value, sorted by
+//     name; repeated fields are joined with ", " ("; " for cookie), as Node's
+//     req.headers; host is included, as on smee.io;
+//   - body: for application/json (or any +json type) the JSON exactly as sent,
+//     byte for byte (never re-encoded; a line break inside it, which can only
+//     be JSON whitespace, continues the event on a new data: line, which SSE
+//     clients join with "\n"); for application/x-www-form-urlencoded the
+//     object Express's urlencoded({extended: true}) parser makes, as smee.io
+//     (qs rules: a[b]=c nests, a[]=x and repeated keys make arrays, at most
+//     1000 parameters); for anything else, or JSON that does not parse, {}
+//     (smee.io's Express gives {} too, and answers 400 to invalid JSON where
+//     the relay accepts and relays it);
+//   - query: the query string as Express's qs parser makes it;
+//   - timestamp: the time the relay received the delivery, in epoch ms.
+//
+// smee-client forwards every key other than body and query as a request
+// header (timestamp included, as with smee.io) and passes sec-fetch-mode to
+// fetch as its mode. So that it never gets a header that fetch refuses or a
+// target rejects, the relay leaves out of every message the hop-by-hop
+// headers (Connection and the fields it names, Keep-Alive,
+// Proxy-Connection, Proxy-Authenticate, Proxy-Authorization, TE, Trailer,
+// Transfer-Encoding, Upgrade, Expect), request headers named like message
+// keys (body, query, timestamp, bodyb, rawdata), and, from smee-shaped
+// messages only, a sec-fetch-mode other than cors, no-cors or same-origin;
+// and it refuses (431) a delivery whose headers exceed 16 KiB, Node's limit,
+// which smee.io and most targets enforce.
+//
+// # Extended messages
+//
+// A stream opened with ?hookline=1 (StreamQuery; what the page uses, since a
+// browser's EventSource cannot set headers) or the header
+// X-Hookline-Stream: 1 (StreamHeader) gets the same messages plus "bodyB":
+// the exact body bytes in standard base64 with padding. Form-encoded and
+// binary bodies, and JSON with CRLF, survive byte-exact only there. Plain
+// subscribers never get bodyB: smee-client would send it on as a header of up
+// to 33 MiB.
+//
+// # Event ids, history and replay
+//
+// Every delivery gets the channel's next id (1, 2, 3, ...) as its SSE id, for
+// every subscriber, plain or extended: smee-client's EventSource ignores ids
+// in its messages but remembers the last one and sends it as Last-Event-ID
+// when it reconnects, so it too resumes without loss. Control events (ready,
+// ping, hookline-gap) carry no id, so Last-Event-ID always names a delivery.
+//
+// Each channel keeps its last Options.HistoryCount deliveries within
+// Options.HistoryBytes (the newest is kept even if larger), and all channels
+// together within Options.TotalHistoryBytes (channels posted to least
+// recently lose their oldest deliveries first). A channel with neither
+// history nor subscribers is forgotten, and its ids start again at 1.
+//
+// A stream opened with Last-Event-ID: N gets every retained delivery after N,
+// in order, before any live one; none is lost or repeated between the replay
+// and the live stream. A client without the header gets only new deliveries
+// (smee.io's behaviour); the query parameter ?lastEventId=N (LastEventIDQuery)
+// stands in for the header when a client cannot send it, and the header wins
+// when both are present. When deliveries after N have already left the
+// history, an event precedes the replay:
+//
+//	event: hookline-gap
+//	data: {"from":5,"to":9,"reason":"expired","lastEventId":"4"}
+//
+// saying that deliveries 5 to 9 (inclusive) will not come. A Last-Event-ID
+// that is not a decimal integer from 0 to the channel's last id (garbage, or
+// an id from before the relay restarted: ids live in memory) is treated as
+// 0 and always announced, with reason "unknown", from 1 to the id before the
+// first replayed delivery (to < from when no id of this channel was lost,
+// only possibly some from before the restart).
+//
+// # Limits
+//
+//   - Bodies over Options.MaxBodyBytes (25 MiB, GitHub's limit) get 413, with
+//     no body read when Content-Length announces it; exactly 25 MiB is fine.
+//   - Serve's http.Server has ReadHeaderTimeout, ReadTimeout (for uploads),
+//     a WriteTimeout for ordinary responses, IdleTimeout and MaxHeaderBytes.
+//     Streams clear the read and write deadlines: they have no overall
+//     timeout, but each event gets Options.WriteTimeout plus one second per
+//     MiB, and a subscriber that cannot take it in that time is dropped.
+//   - A channel accepts Options.MaxSubscribers streams; one more gets 429 with
+//     Retry-After. While the relay shuts down, new streams get 503.
+//   - Slow subscribers cannot grow memory: at most Options.SubscriberQueue
+//     deliveries (1024), and at most Options.HistoryBytes of them, wait for
+//     one subscriber (shared with the history, not copied; an idle
+//     subscriber holds no queue). One more, and the subscriber is cut off:
+//     its connection is closed at once, even in the middle of a blocked
+//     write, and it resumes with Last-Event-ID from the history (smee-client
+//     and browsers reconnect by themselves). Stats.CutOff counts them.
+//   - Responses carry Cache-Control: no-cache (streams), X-Accel-Buffering: no
+//     (so nginx does not buffer streams) and X-Content-Type-Options: nosniff.
+//
+// # Redelivery
+//
+// POST /<channel>/redeliver/<id> publishes a delivery still in the history
+// again, with a new id and timestamp, and the headers, query and body the
+// relay stored for it. Nothing of the redeliver request is used (headers,
+// query, body), so it cannot inject or change a header; it needs only the
+// channel name, like POST /<channel> itself. The redelivery is not marked:
+// subscribers see the same message as the first time (GitHub's own
+// redeliveries keep the X-GitHub-Delivery id too).
+//
+// # The page
+//
+// GET /<channel> from a browser shows the channel URL with a copy button and
+// a live list of deliveries (event and action, delivery id, time, size), each
+// expanding to its headers and pretty-printed payload, with a redeliver
+// button. It is a static page with vanilla JavaScript embedded in the binary
+// (no CDN, works offline), served with a Content-Security-Policy that allows
+// only its own files; payloads are rendered as text. It subscribes with
+// ?hookline=1&lastEventId=0, so it lists the retained history at once and
+// renders exact bytes.
+//
+// # Shutdown
+//
+// When Serve's context ends, the listener closes, every stream ends cleanly
+// (the response completes, so clients see EOF and reconnect later), requests
+// in flight, such as a POST still uploading, finish (up to
+// Options.ShutdownTimeout), and Serve returns nil.
+package relay

@@ -1,0 +1,603 @@
+package relay
+
+import (
+	"container/list"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultPingInterval      = 30 * time.Second
+	DefaultHistoryCount      = 100
+	DefaultHistoryBytes      = 50 << 20
+	DefaultTotalHistoryBytes = 256 << 20
+	DefaultMaxSubscribers    = 100
+	DefaultMaxBodyBytes      = 25 << 20
+	DefaultSubscriberQueue   = 1024
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 2 * time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
+	DefaultShutdownTimeout   = 10 * time.Second
+)
+
+// MaxChannelNameLength is the longest channel name the relay accepts (as
+// smee.io: 1 to 128 characters of A-Z a-z 0-9 - _).
+const MaxChannelNameLength = 128
+
+// Options configure a Server. The zero value is ready to use: every zero
+// (or negative) field takes its Default.
+type Options struct {
+	// PublicURL is the base URL clients reach the relay at, such as
+	// "https://relay.example.com", used for the Location of GET /new and by
+	// URL. A trailing slash is ignored; a path is kept in the URLs the relay
+	// builds (a reverse proxy in front must strip it). If empty, GET /new
+	// builds the URL from the request: the scheme from X-Forwarded-Proto
+	// (http or https) or the connection, the host from X-Forwarded-Host or
+	// Host. That is safe, as the URL goes back only to the client that sent
+	// those headers, but set PublicURL behind a proxy you do not control.
+	PublicURL string
+
+	// PingInterval is how often an idle stream gets a ping event.
+	// If zero, DefaultPingInterval (30 s, as smee.io).
+	PingInterval time.Duration
+
+	// HistoryCount and HistoryBytes bound the deliveries each channel keeps
+	// for replay after Last-Event-ID; the newest delivery is kept even when
+	// it alone is larger than HistoryBytes. If zero, DefaultHistoryCount
+	// and DefaultHistoryBytes.
+	HistoryCount int
+	HistoryBytes int64
+
+	// TotalHistoryBytes bounds the history of all channels together: above
+	// it, the channels that received a delivery least recently lose their
+	// oldest deliveries first. If zero, DefaultTotalHistoryBytes.
+	//
+	// A delivery counts its body, query and headers plus a fixed overhead;
+	// the events encoded from it are cached beside it, so resident memory
+	// can reach about three times the counted bytes.
+	TotalHistoryBytes int64
+
+	// MaxSubscribers is the number of streams one channel accepts at once;
+	// one more gets 429. If zero, DefaultMaxSubscribers.
+	MaxSubscribers int
+
+	// MaxBodyBytes is the largest body a POST may carry; a larger one gets
+	// 413. If zero, DefaultMaxBodyBytes (25 MiB, GitHub's limit).
+	MaxBodyBytes int64
+
+	// SubscriberQueue is how many deliveries may wait for one subscriber;
+	// at most HistoryBytes of them may wait, too. A subscriber that falls
+	// further behind is cut off: its stream ends and it resumes from the
+	// history with Last-Event-ID. Waiting deliveries are shared with the
+	// history, not copied, and an idle subscriber holds no queue.
+	// If zero, DefaultSubscriberQueue.
+	SubscriberQueue int
+
+	// WriteTimeout is how long one event may take to write to a subscriber
+	// (plus one second per MiB of the event); a subscriber that does not
+	// read is cut off after it. If zero, DefaultWriteTimeout.
+	WriteTimeout time.Duration
+
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout configure the
+	// http.Server of Serve (streams are exempt from ReadTimeout). If zero,
+	// their Defaults. ServeHTTP does not use them.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	IdleTimeout       time.Duration
+
+	// ShutdownTimeout is how long Serve waits for in-flight requests after
+	// its context ends. If zero, DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+
+	// Logger receives one record per delivery, subscriber and cut-off.
+	// If nil, nothing is logged.
+	Logger *slog.Logger
+}
+
+// Server is a relay: an http.Handler serving the routes listed in the
+// package documentation, and a server for them (Serve). Create it with New;
+// it is safe for concurrent use.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	started time.Time
+	listen  atomic.Pointer[string] // base URL of the listener given to Serve
+
+	mu          sync.Mutex
+	channels    map[string]*channel
+	lru         *list.List // of *channel, least recently posted to first
+	bytes       int64      // history bytes of all channels
+	retained    int        // deliveries in all histories
+	subscribers int
+	closed      bool
+	closing     chan struct{} // closed by Close
+
+	deliveries atomic.Int64
+	cutOff     atomic.Int64
+}
+
+// New returns a Server with opts (see Options for the defaults).
+func New(opts Options) *Server {
+	def := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defInt := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
+	defDur(&opts.PingInterval, DefaultPingInterval)
+	defInt(&opts.HistoryCount, DefaultHistoryCount)
+	def(&opts.HistoryBytes, DefaultHistoryBytes)
+	def(&opts.TotalHistoryBytes, DefaultTotalHistoryBytes)
+	defInt(&opts.MaxSubscribers, DefaultMaxSubscribers)
+	def(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	defInt(&opts.SubscriberQueue, DefaultSubscriberQueue)
+	defDur(&opts.WriteTimeout, DefaultWriteTimeout)
+	defDur(&opts.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	defDur(&opts.ReadTimeout, DefaultReadTimeout)
+	defDur(&opts.IdleTimeout, DefaultIdleTimeout)
+	defDur(&opts.ShutdownTimeout, DefaultShutdownTimeout)
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		opts:     opts,
+		log:      log,
+		started:  time.Now(),
+		channels: map[string]*channel{},
+		lru:      list.New(),
+		closing:  make(chan struct{}),
+	}
+}
+
+// NewChannel returns a new random channel name: 22 characters of base64url
+// holding 128 bits from crypto/rand, as GET /new hands out. Channels need no
+// registration: the name is the capability, so keep it secret.
+func (s *Server) NewChannel() string { return newChannelName() }
+
+func newChannelName() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand.Read crashes the program instead)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// URL returns the relay's base URL without a trailing slash: Options.PublicURL
+// when set, else the URL of the listener passed to Serve (with a loopback
+// address for an unspecified one such as 0.0.0.0), else "" (before Serve).
+// A channel's URL is URL() + "/" + name.
+func (s *Server) URL() string {
+	if s.opts.PublicURL != "" {
+		return s.opts.PublicURL
+	}
+	if u := s.listen.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
+// Stats is a snapshot of a Server's counters, as /healthz reports them.
+type Stats struct {
+	Channels     int   `json:"channels"`     // channels with a subscriber or a retained delivery
+	Subscribers  int   `json:"subscribers"`  // open streams
+	Deliveries   int64 `json:"deliveries"`   // deliveries received since New (redeliveries included)
+	Retained     int   `json:"retained"`     // deliveries held in histories
+	HistoryBytes int64 `json:"historyBytes"` // their counted size
+	CutOff       int64 `json:"cutOff"`       // slow subscribers cut off since New
+}
+
+// Stats returns the current counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{
+		Channels:     len(s.channels),
+		Subscribers:  s.subscribers,
+		Deliveries:   s.deliveries.Load(),
+		Retained:     s.retained,
+		HistoryBytes: s.bytes,
+		CutOff:       s.cutOff.Load(),
+	}
+}
+
+// Close ends every stream (cleanly: the response ends, clients see EOF and
+// reconnect elsewhere or later) and makes the relay refuse new streams with
+// 503. POSTs still work, so in-flight deliveries are not lost. Close is
+// idempotent; Serve calls it when its context ends.
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
+}
+
+// Serve serves the relay on ln until ctx ends, then shuts down gracefully:
+// it stops accepting connections, ends every stream (Close), waits up to
+// Options.ShutdownTimeout for in-flight requests, and closes ln. It returns
+// nil after a clean shutdown, an error if requests were still running at
+// the timeout (they are cut) or if serving failed. Call it once per Server.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base := ListenURL(ln.Addr())
+	s.listen.Store(&base)
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		// For responses other than streams, which manage their own
+		// deadlines; a POST may take ReadTimeout to upload its body.
+		WriteTimeout:   s.opts.ReadTimeout + s.opts.WriteTimeout,
+		MaxHeaderBytes: 4 * maxHeaderBytes,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.Close()
+		return fmt.Errorf("relay: serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		srv.Close()
+		err = fmt.Errorf("relay: shutdown: requests still running after %s were cut: %w", s.opts.ShutdownTimeout, err)
+	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = fmt.Errorf("relay: serve: %w", serr)
+	}
+	return err
+}
+
+// ListenURL returns the base URL of a listener's address, http://addr,
+// with a loopback address in place of an unspecified one (0.0.0.0, ::) so
+// that the URL can be opened on the same machine.
+func ListenURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if ip.To4() != nil {
+			host = "127.0.0.1"
+		} else {
+			host = "::1"
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// ServeHTTP routes a request (see the package documentation for the routes).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.EscapedPath()
+	switch {
+	case path == "/":
+		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		servePage(w, r, "index.html")
+		return
+	case path == "/new":
+		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		s.serveNew(w, r)
+		return
+	case path == "/healthz":
+		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		s.serveHealth(w)
+		return
+	case strings.HasPrefix(path, "/assets/"):
+		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		serveAsset(w, r, strings.TrimPrefix(path, "/assets/"))
+		return
+	}
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if err := validChannel(segs[0]); err != nil {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	name := segs[0]
+	switch {
+	case len(segs) == 1:
+		s.serveChannel(w, r, name)
+	case len(segs) == 3 && segs[1] == "redeliver":
+		if !allowMethods(w, r, http.MethodPost) {
+			return
+		}
+		s.serveRedeliver(w, r, name, segs[2])
+	default:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s; a channel is /<name>, a redelivery POST /<name>/redeliver/<id>", truncate(path, 200)))
+	}
+}
+
+// validChannel checks a channel name (still escaped, so %2F and dots are
+// rejected with everything else outside the alphabet).
+func validChannel(name string) error {
+	const rule = "channel names are 1 to 128 characters of A-Z a-z 0-9 - _"
+	if name == "" {
+		return errors.New("no channel in the path; " + rule + " (GET /new makes one)")
+	}
+	if len(name) > MaxChannelNameLength {
+		return fmt.Errorf("channel name is %d characters long; %s", len(name), rule)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("no channel %q: %s", truncate(name, 64), rule)
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// allowMethods answers 405 (204 for an OPTIONS preflight) unless r's method
+// is one of methods, and reports whether the handler should go on.
+func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m {
+			return true
+		}
+	}
+	allow := strings.Join(methods, ", ")
+	w.Header().Set("Allow", allow+", OPTIONS")
+	if r.Method == http.MethodOptions {
+		setCORS(w, r, allow)
+		w.WriteHeader(http.StatusNoContent)
+		return false
+	}
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed here; use %s", r.Method, allow))
+	return false
+}
+
+// setCORS answers a CORS preflight the way smee.io's cors() middleware
+// does: any origin, the requested headers.
+func setCORS(w http.ResponseWriter, r *http.Request, methods string) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", methods)
+	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" && validTokenList(req) {
+		h.Set("Access-Control-Allow-Headers", req)
+	}
+	h.Set("Access-Control-Max-Age", "600")
+}
+
+func validTokenList(s string) bool {
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_, .!#$%&'*+^`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeJSON writes v as a JSON response with status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, _ := json.Marshal(v) // cannot fail: maps and structs of plain values
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)+1))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+// writeError writes {"error": msg} with status code.
+func writeError(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// serveNew answers GET|HEAD /new with a 307 to a new channel, as smee.io.
+func (s *Server) serveNew(w http.ResponseWriter, r *http.Request) {
+	base, err := s.requestBase(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Location", base+"/"+newChannelName())
+	w.WriteHeader(http.StatusTemporaryRedirect)
+}
+
+// requestBase returns the base URL for channel URLs given to r's client.
+func (s *Server) requestBase(r *http.Request) (string, error) {
+	if s.opts.PublicURL != "" {
+		return s.opts.PublicURL, nil
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := strings.ToLower(strings.TrimSpace(firstValue(r.Header.Get("X-Forwarded-Proto")))); p == "http" || p == "https" {
+		scheme = p
+	}
+	host := r.Host
+	if fh := strings.TrimSpace(firstValue(r.Header.Get("X-Forwarded-Host"))); fh != "" {
+		host = fh
+	}
+	if !validHost(host) {
+		return "", fmt.Errorf("cannot build a channel URL from host %q; start the relay with a public URL", truncate(host, 100))
+	}
+	return scheme + "://" + host, nil
+}
+
+func firstValue(v string) string {
+	first, _, _ := strings.Cut(v, ",")
+	return first
+}
+
+// validHost reports whether h looks like host[:port]: letters, digits and
+// . - : [ ] only.
+func validHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for _, c := range []byte(h) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(".-:[]_", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// health is the /healthz document.
+type health struct {
+	Status        string `json:"status"`
+	UptimeSeconds int64  `json:"uptimeSeconds"`
+	Stats
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter) {
+	st := s.Stats()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	h := health{Status: "ok", UptimeSeconds: int64(time.Since(s.started) / time.Second), Stats: st}
+	code := http.StatusOK
+	if closed {
+		h.Status = "shutting down"
+		code = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, code, h)
+}
+
+// serveChannel serves GET|HEAD (stream or page), POST (ingest) and OPTIONS
+// on /<name>.
+func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request, name string) {
+	switch r.Method {
+	case http.MethodPost:
+		s.ingest(w, r, name)
+	case http.MethodGet:
+		if acceptsEventStream(r) {
+			s.serveStream(w, r, name)
+			return
+		}
+		servePage(w, r, "channel.html")
+	case http.MethodHead:
+		servePage(w, r, "channel.html")
+	default:
+		allowMethods(w, r, http.MethodGet, http.MethodHead, http.MethodPost)
+	}
+}
+
+// acceptsEventStream reports whether r's Accept lists text/event-stream.
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ingest answers POST /<name>: the delivery is recorded and pushed to every
+// subscriber.
+func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	if n := headerBytes(r); n > maxHeaderBytes {
+		writeError(w, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("the request headers take %d bytes; the relay accepts %d (clients such as smee-client would send them on to Node servers, which refuse more)", n, maxHeaderBytes))
+		return
+	}
+	limit := s.opts.MaxBodyBytes
+	if r.ContentLength > limit {
+		s.tooLarge(w, r.ContentLength)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.tooLarge(w, -1)
+			return
+		}
+		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return
+	}
+	d := newDelivery(r, body, time.Now())
+	id, subs := s.publish(name, d)
+	s.log.Info("delivery", "channel", name, "id", id, "bytes", len(body), "subscribers", subs, "event", headerValue(d.header, "x-github-event"))
+	writeJSON(w, http.StatusOK, map[string]int64{"id": id})
+}
+
+func (s *Server) tooLarge(w http.ResponseWriter, n int64) {
+	size := "more than that"
+	if n >= 0 {
+		size = strconv.FormatInt(n, 10) + " bytes"
+	}
+	writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than the relay's limit of %d bytes (%s); GitHub never sends more than 25 MiB", s.opts.MaxBodyBytes, size))
+}
+
+func headerValue(h []headerField, name string) string {
+	for _, f := range h {
+		if f.name == name {
+			return f.value
+		}
+	}
+	return ""
+}
+
+// serveRedeliver answers POST /<name>/redeliver/<id>: the delivery with that
+// id, still in the history, is published again with a new id and timestamp
+// and its stored headers, query and body. Nothing of the redeliver request
+// itself (headers, body, query) is used, so it cannot add or change headers.
+func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, idText string) {
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if err != nil || id <= 0 {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no delivery %q: ids are positive integers", truncate(idText, 32)))
+		return
+	}
+	d := s.lookup(name, id)
+	if d == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("delivery %d of this channel is not in the relay's history (never received, or expired)", id))
+		return
+	}
+	nd := d.redelivery(time.Now())
+	newID, subs := s.publish(name, nd)
+	s.log.Info("redelivery", "channel", name, "of", id, "id", newID, "subscribers", subs)
+	writeJSON(w, http.StatusOK, map[string]int64{"id": newID, "redeliveryOf": id})
+}

@@ -1,0 +1,224 @@
+package relay
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// StreamQuery and StreamHeader opt a stream into hookline's extended
+// messages (with bodyB): GET /<channel>?hookline=1 (what the page's
+// EventSource uses, as it cannot set headers) or the header
+// X-Hookline-Stream: 1.
+const (
+	StreamQuery  = "hookline"
+	StreamHeader = "X-Hookline-Stream"
+)
+
+// LastEventIDQuery is the query parameter that stands in for the
+// Last-Event-ID header on a first connection, for clients (such as a
+// browser's EventSource) that cannot send the header themselves: ?lastEventId=0
+// replays the whole history. The header wins when both are present, so an
+// EventSource's automatic reconnections resume where they stopped.
+const LastEventIDQuery = "lastEventId"
+
+// wantsExtended reports whether the stream asked for hookline's messages.
+func wantsExtended(r *http.Request) bool {
+	truthy := func(v string) bool { return v == "1" || v == "true" }
+	return truthy(r.URL.Query().Get(StreamQuery)) || truthy(r.Header.Get(StreamHeader))
+}
+
+// lastEventID returns the client's Last-Event-ID and whether it sent one.
+// An empty value counts as none, as for EventSource, which never sends one.
+func lastEventID(r *http.Request) (string, bool) {
+	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
+		return v, true
+	}
+	if v := strings.TrimSpace(r.URL.Query().Get(LastEventIDQuery)); v != "" {
+		return v, true
+	}
+	return "", false
+}
+
+var errCutOff = errors.New("relay: subscriber cut off")
+
+// serveStream serves GET /<name> as an event stream: ready, then the gap and
+// replay after Last-Event-ID, then live deliveries and pings until the
+// client leaves, the subscriber is cut off, or the relay closes.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string) {
+	rc := http.NewResponseController(w)
+	sub := &subscriber{
+		ext:    wantsExtended(r),
+		notify: make(chan struct{}, 1),
+		kicked: make(chan struct{}),
+		rc:     rc,
+	}
+	last, resume := lastEventID(r)
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "the relay is shutting down; reconnect in a moment")
+		return
+	}
+	c := s.channelLocked(name)
+	if len(c.subs) >= s.opts.MaxSubscribers {
+		s.dropIfEmptyLocked(c)
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "30")
+		writeError(w, http.StatusTooManyRequests, "this channel already has "+strconv.Itoa(s.opts.MaxSubscribers)+" subscribers, the relay's limit; close one or raise the limit")
+		return
+	}
+	var replay []*delivery
+	var gap *gapEvent
+	if resume {
+		replay, gap = c.since(last)
+	}
+	c.subs[sub] = struct{}{}
+	s.subscribers++
+	s.mu.Unlock()
+	s.log.Info("subscriber connected", "channel", name, "extended", sub.ext, "lastEventId", last, "replay", len(replay))
+
+	defer func() {
+		s.mu.Lock()
+		if _, ok := c.subs[sub]; ok {
+			delete(c.subs, sub)
+			s.subscribers--
+		}
+		s.dropIfEmptyLocked(c)
+		s.mu.Unlock()
+		sub.mu.Lock()
+		sub.done = true
+		sub.mu.Unlock()
+	}()
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("X-Content-Type-Options", "nosniff")
+	// A stream outlives the server's read timeout; writes get their own
+	// deadlines below.
+	rc.SetReadDeadline(time.Time{})
+	rc.SetWriteDeadline(time.Time{})
+	w.WriteHeader(http.StatusOK)
+
+	sw := streamWriter{w: w, rc: rc, sub: sub, timeout: s.opts.WriteTimeout}
+	err := sw.write(readyEvent)
+	if err == nil && gap != nil {
+		err = sw.write(gap.frame())
+	}
+	for _, d := range replay {
+		if err != nil {
+			break
+		}
+		err = sw.delivery(d)
+	}
+	if err == nil {
+		err = sw.flush()
+	}
+
+	ping := time.NewTicker(s.opts.PingInterval)
+	defer ping.Stop()
+	var batch []*delivery
+	for err == nil {
+		select {
+		case <-sub.notify:
+			batch = sub.take(batch)
+			for _, d := range batch {
+				if err = sw.delivery(d); err != nil {
+					break
+				}
+			}
+			clear(batch) // hold no delivery longer than needed
+			if err == nil {
+				err = sw.flush()
+			}
+			ping.Reset(s.opts.PingInterval)
+		case <-ping.C:
+			if err = sw.write(pingEvent); err == nil {
+				err = sw.flush()
+			}
+		case <-sub.kicked:
+			err = errCutOff
+		case <-r.Context().Done():
+			err = r.Context().Err()
+		case <-s.closing:
+			err = errClosing
+		}
+	}
+	select {
+	case <-sub.kicked:
+		// Make sure the connection of a cut-off subscriber closes: its
+		// response must not complete (a write may have pushed the deadline
+		// cut set back into the future).
+		rc.SetWriteDeadline(time.Now())
+		err = errCutOff
+	default:
+		// Leave no stale deadline on a connection that may serve more
+		// requests.
+		rc.SetWriteDeadline(time.Time{})
+	}
+	s.log.Info("subscriber disconnected", "channel", name, "reason", err.Error())
+}
+
+var errClosing = errors.New("relay: closing")
+
+// streamWriter writes events to one subscriber with a deadline per event.
+type streamWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	sub     *subscriber
+	timeout time.Duration
+}
+
+// arm sets the deadline for writing n bytes and reports errCutOff once the
+// subscriber is cut off. The check comes after the deadline is set, so that
+// a cut-off between the two (which sets the deadline to now) cannot be
+// overwritten unnoticed.
+func (sw *streamWriter) arm(n int) error {
+	d := sw.timeout + time.Duration(n>>20)*time.Second
+	sw.rc.SetWriteDeadline(time.Now().Add(d)) // ErrNotSupported: no deadline
+	select {
+	case <-sw.sub.kicked:
+		return errCutOff
+	default:
+		return nil
+	}
+}
+
+func (sw *streamWriter) write(b []byte) error {
+	if err := sw.arm(len(b)); err != nil {
+		return err
+	}
+	_, err := sw.w.Write(b)
+	return err
+}
+
+func (sw *streamWriter) delivery(d *delivery) error {
+	frame := d.frame(sw.sub.ext)
+	if err := sw.arm(len(frame)); err != nil {
+		return err
+	}
+	var idLine [32]byte
+	b := append(idLine[:0], "id: "...)
+	b = strconv.AppendInt(b, d.id, 10)
+	b = append(b, '\n')
+	if _, err := sw.w.Write(b); err != nil {
+		return err
+	}
+	_, err := sw.w.Write(frame)
+	return err
+}
+
+func (sw *streamWriter) flush() error {
+	err := sw.rc.Flush()
+	if errors.Is(err, http.ErrNotSupported) {
+		return nil
+	}
+	return err
+}
