@@ -3,13 +3,9 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -218,8 +214,7 @@ type Stats struct {
 // start it with Run; it is used once.
 type Client struct {
 	opts      Options
-	target    *url.URL
-	http      *rest.Client
+	fwd       *Forwarder // nil without a Target
 	filter    filter
 	logger    *slog.Logger
 	now       func() time.Time
@@ -250,8 +245,9 @@ func New(opts Options) (*Client, error) {
 	if c.source == "" {
 		c.source = RedactURL(opts.URL)
 	}
+	var target *url.URL
 	if opts.Target != "" {
-		if c.target, err = ParseTarget(opts.Target); err != nil {
+		if target, err = ParseTarget(opts.Target); err != nil {
 			return nil, err
 		}
 	}
@@ -266,17 +262,20 @@ func New(opts Options) (*Client, error) {
 	if c.filter, err = newFilter(opts.Events, opts.Ignore, c.logger); err != nil {
 		return nil, err
 	}
-	c.http = opts.HTTPClient
-	if c.http == nil {
-		timeout := opts.TargetTimeout
-		if timeout <= 0 {
-			timeout = DefaultTargetTimeout
+	if target != nil {
+		hc := opts.HTTPClient
+		if hc == nil {
+			timeout := opts.TargetTimeout
+			if timeout <= 0 {
+				timeout = DefaultTargetTimeout
+			}
+			retry := opts.Retry
+			if retry == nil {
+				retry = &rest.RetryPolicy{}
+			}
+			hc = &rest.Client{HTTPClient: &http.Client{Timeout: timeout}, Retry: retry}
 		}
-		retry := opts.Retry
-		if retry == nil {
-			retry = &rest.RetryPolicy{}
-		}
-		c.http = &rest.Client{HTTPClient: &http.Client{Timeout: timeout}, Retry: retry}
+		c.fwd = &Forwarder{Target: target, HTTPClient: hc, Options: ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret}}
 	}
 	return c, nil
 }
@@ -424,7 +423,7 @@ func (c *Client) handle(ctx context.Context, d *Delivery) {
 		return
 	}
 
-	r.Verification, r.VerifyNote = c.verify(d)
+	r.Verification, r.VerifyNote = VerifyDelivery(d, c.opts.Secret, c.opts.AdditionalSecrets...)
 	switch r.Verification {
 	case Verified:
 		c.stats.verified.Add(1)
@@ -443,8 +442,8 @@ func (c *Client) handle(ctx context.Context, d *Delivery) {
 				r.Handlers, r.HandlerErr = c.dispatch(ctx, d, payload)
 			}()
 		}
-		if c.target != nil {
-			r.Target = c.forward(ctx, d)
+		if c.fwd != nil {
+			r.Target = c.fwd.Forward(ctx, d)
 		}
 		wg.Wait()
 		if r.HandlerErr != nil {
@@ -489,57 +488,6 @@ func (c *Client) report(r Result) {
 	}
 }
 
-// verify checks d's signature against the secrets.
-func (c *Client) verify(d *Delivery) (Verification, string) {
-	if c.opts.Secret == "" {
-		return Unverified, ""
-	}
-	if d.Signature == "" {
-		return Failed, "no X-Hub-Signature-256 header: set the secret on the GitHub webhook"
-	}
-	secrets := append([]string{c.opts.Secret}, c.opts.AdditionalSecrets...)
-	ok := false
-	note := ""
-	if d.SignatureSHA1 {
-		ok = verifySHA1(secrets, d.Body, d.Signature)
-		note = "legacy SHA-1 signature (X-Hub-Signature): the sender does not send X-Hub-Signature-256"
-	} else {
-		ok, _ = webhooks.VerifyWithFallback(c.opts.Secret, d.Body, d.Signature, c.opts.AdditionalSecrets...)
-	}
-	if ok {
-		return Verified, note
-	}
-	switch {
-	case len(d.Body) == 0:
-		return Failed, "the relay passed on no body"
-	case !d.BodySource.Exact():
-		return Failed, fmt.Sprintf("signature does not match; the relay re-encoded the body (%s field), so the exact bytes GitHub signed may be lost; use a relay that keeps them (hookline serve, gosmee) or check the secret", d.BodySource)
-	default:
-		return Failed, "signature does not match the body and secret: check --secret against the webhook's secret on GitHub"
-	}
-}
-
-// verifySHA1 checks a legacy "sha1=<hex>" signature in constant time.
-func verifySHA1(secrets []string, body []byte, sig string) bool {
-	want, ok := strings.CutPrefix(sig, "sha1=")
-	if !ok {
-		return false
-	}
-	got, err := hex.DecodeString(want)
-	if err != nil || want != strings.ToLower(want) {
-		return false
-	}
-	match := false
-	for _, s := range secrets {
-		m := hmac.New(sha1.New, []byte(s))
-		m.Write(body)
-		if hmac.Equal(m.Sum(nil), got) {
-			match = true
-		}
-	}
-	return match
-}
-
 // dispatch runs the local handlers for d.
 func (c *Client) dispatch(ctx context.Context, d *Delivery, payload []byte) ([]HandlerResult, error) {
 	if payload == nil {
@@ -550,31 +498,6 @@ func (c *Client) dispatch(ctx context.Context, d *Delivery, payload []byte) ([]H
 	results := log.list()
 	sort.SliceStable(results, func(i, j int) bool { return results[i].Name < results[j].Name })
 	return results, err
-}
-
-// forward replays d to the target.
-func (c *Client) forward(ctx context.Context, d *Delivery) *TargetResult {
-	req, err := ForwardRequest(ctx, c.target, d, ForwardOptions{NoQuery: c.opts.NoQuery, ResignSecret: c.opts.ResignSecret})
-	res := &TargetResult{URL: RedactURL(c.target.String())}
-	if err != nil {
-		res.Err = err
-		return res
-	}
-	res.URL = RedactURL(req.URL.String())
-	start := time.Now()
-	resp, err := c.http.MakeRequest(req)
-	if err != nil {
-		res.Duration = time.Since(start)
-		res.Err = err
-		return res
-	}
-	defer resp.Body.Close()
-	res.Status = resp.StatusCode
-	res.Body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	// Drain a little more so the connection can be reused.
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))
-	res.Duration = time.Since(start)
-	return res
 }
 
 // payloadJSON returns the delivery's JSON payload: the body when it is a
@@ -624,4 +547,12 @@ func summarize(payload []byte) (action, repo, sender string) {
 	}
 	_ = json.Unmarshal(s.Action, &action)
 	return action, s.Repository.FullName, s.Sender.Login
+}
+
+// Describe returns what a trace line shows of d's payload: the top-level
+// "action", "repository.full_name" and "sender.login", read from the body
+// when it is a JSON object or from the "payload" field of a form-encoded
+// body; empty strings when absent.
+func Describe(d *Delivery) (action, repository, sender string) {
+	return summarize(payloadJSON(d))
 }

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
+	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -149,4 +152,62 @@ func (f filter) keep(event, action string) bool {
 		return false
 	}
 	return !match(f.ignore)
+}
+
+// Forwarder sends deliveries to one target with ForwardRequest. The zero
+// value is not usable: Target is required. A Forwarder is safe for
+// concurrent use once its fields are no longer modified.
+type Forwarder struct {
+	// Target is the URL deliveries are sent to. Required.
+	Target *url.URL
+	// HTTPClient sends the requests. If nil, a rest.Client with
+	// DefaultTargetTimeout and rest's default retry policy.
+	HTTPClient *rest.Client
+	// Options adjust each request (query, re-signing).
+	Options ForwardOptions
+	// Now returns the current time, for the Duration of a TargetResult. If
+	// nil, time.Now.
+	Now func() time.Time
+}
+
+// defaultForwardClient is used by a Forwarder whose HTTPClient is nil.
+var defaultForwardClient = &rest.Client{
+	HTTPClient: &http.Client{Timeout: DefaultTargetTimeout},
+	Retry:      &rest.RetryPolicy{},
+}
+
+// Forward sends d to f.Target and returns the outcome: the final status,
+// the first 4 KiB of the response body and the time from the first attempt
+// to the answer, or the error (after the client's retries). It never
+// returns nil.
+func (f *Forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
+	now := f.Now
+	if now == nil {
+		now = time.Now
+	}
+	client := f.HTTPClient
+	if client == nil {
+		client = defaultForwardClient
+	}
+	res := &TargetResult{URL: RedactURL(f.Target.String())}
+	req, err := ForwardRequest(ctx, f.Target, d, f.Options)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	res.URL = RedactURL(req.URL.String())
+	start := now()
+	resp, err := client.MakeRequest(req)
+	if err != nil {
+		res.Duration = now().Sub(start)
+		res.Err = err
+		return res
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	res.Body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	// Drain a little more so the connection can be reused.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))
+	res.Duration = now().Sub(start)
+	return res
 }

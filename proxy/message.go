@@ -104,8 +104,8 @@ const (
 )
 
 // Exact reports whether the body bytes are the sender's bytes (bodyB,
-// rawdata) rather than a re-serialisation.
-func (s BodySource) Exact() bool { return s == BodyBase64 || s == BodyRaw }
+// rawdata, a capture file) rather than a relay's re-serialisation.
+func (s BodySource) Exact() bool { return s == BodyBase64 || s == BodyRaw || s == BodyCapture }
 
 // Delivery is a webhook delivery as a relay passed it on.
 type Delivery struct {

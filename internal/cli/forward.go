@@ -61,13 +61,12 @@ With --new it creates a channel on --server first. With neither --url nor
 URL: POST deliveries there (hookline send, curl), no internet needed.
 
 Stop it with Ctrl-C: it finishes the deliveries it has and prints a summary.`,
-		Flags: []ucli.Flag{
+		Flags: append(secretFlags("webhook secret: verify every delivery (failed ones are never passed on)"),
 			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "relay channel `URL` to subscribe to", EnvVars: []string{"HOOKLINE_URL"}},
 			&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it"},
 			&ucli.StringFlag{Name: "server", Value: "https://smee.io", Usage: "relay `URL` for --new"},
 			&ucli.StringFlag{Name: "format", Usage: "relay format: smee, gosmee or hookline (default: detect)"},
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "replay each delivery to this `URL`", EnvVars: []string{"HOOKLINE_TARGET"}},
-			&ucli.StringFlag{Name: "secret", Usage: "webhook `SECRET`: verify every delivery (failed ones are never passed on)", EnvVars: []string{"HOOKLINE_SECRET"}},
 			&ucli.StringFlag{Name: "target-secret", Usage: "re-sign deliveries with this `SECRET` for the target (implies --resign)", EnvVars: []string{"HOOKLINE_TARGET_SECRET"}},
 			&ucli.BoolFlag{Name: "resign", Usage: "re-sign deliveries for the target with --target-secret, or --secret"},
 			&ucli.BoolFlag{Name: "no-query", Usage: "do not forward the delivery's query string"},
@@ -83,13 +82,13 @@ Stop it with Ctrl-C: it finishes the deliveries it has and prints a summary.`,
 			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "address of the embedded relay started when neither --url nor --new is given (`ADDR`; a busy port falls back to a free one)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers and the payload"},
-		},
+		),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseForward(c)
 			if err != nil {
-				return err
+				return errRedacted(err, opts.secret)
 			}
-			return runForward(c.Context, opts, s)
+			return errRedacted(runForward(c.Context, opts, s), opts.secret)
 		},
 	}
 }
@@ -111,13 +110,17 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	o := forwardOptions{
 		url: c.String("url"), newChannel: c.Bool("new"), server: c.String("server"),
 		format: proxy.Format(c.String("format")), target: c.String("target"),
-		secret: c.String("secret"), targetSecret: c.String("target-secret"),
-		resign: c.Bool("resign") || c.String("target-secret") != "", noQuery: c.Bool("no-query"),
+		targetSecret: c.String("target-secret"),
+		resign:       c.Bool("resign") || c.String("target-secret") != "", noQuery: c.Bool("no-query"),
 		pluginDir: c.String("plugin-dir"), exec: c.StringSlice("exec"), pluginEnv: c.StringSlice("plugin-env"),
 		events: splitNames(c.StringSlice("events")), ignore: splitNames(c.StringSlice("ignore")),
 		concurrency: c.Int("concurrency"), timeout: c.Duration("timeout"), saveDir: c.String("save"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), lastEventID: c.String("last-event-id"),
 		listen: c.String("listen"),
+	}
+	var err error
+	if o.secret, err = readSecret(c); err != nil {
+		return o, err
 	}
 	if c.NArg() > 0 {
 		return o, usageErrorf("forward takes no arguments (got %q); did you mean --url %s?", c.Args().First(), c.Args().First())

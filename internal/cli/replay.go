@@ -1,0 +1,394 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fatih/color"
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/rest"
+)
+
+// clock is the time source of replay and send (latencies) and the zone of
+// their trace lines. Tests replace it for deterministic output; nil fields
+// mean time.Now and time.Local.
+var clock struct {
+	now func() time.Time
+	loc *time.Location
+}
+
+// stderrIsTerminal decides whether replay draws a progress bar; tests
+// replace it.
+var stderrIsTerminal = func(s *streams) bool { return isTerminal(s.err) }
+
+// progressMin is the number of deliveries above which replay shows a
+// progress bar (on a terminal).
+const progressMin = 5
+
+// defaultRetries is the number of retries of a request to a target (after
+// the first attempt) for replay and send.
+const defaultRetries = 3
+
+// replayOptions are the parsed flags of `hookline replay`.
+type replayOptions struct {
+	paths       []string
+	target      string
+	secret      string
+	resign      bool
+	noQuery     bool
+	concurrency int
+	timeout     time.Duration
+	retries     int
+	jsonOut     bool
+	verbose     bool
+}
+
+func replayCommand(s *streams) *ucli.Command {
+	return &ucli.Command{
+		Name:      "replay",
+		Usage:     "send saved deliveries (capture files) to a local server again",
+		ArgsUsage: "PATH...",
+		Description: `Reads capture files (written by forward --save, or by hand) and
+directories of them (their *.json files), and sends every delivery to
+--target in the order they were received, with the headers they had (minus
+hop-by-hop ones) and their exact body bytes. One trace line per delivery, a
+summary at the end; the exit code is 1 when any delivery failed.
+
+Without --target nothing is sent: replay prints what it would send (a dry
+run). With --secret, the saved signatures are checked first and a delivery
+whose signature does not match is not sent. With --secret and --resign, each
+delivery is signed again with that secret instead, for a target that
+checks a different secret than GitHub's.
+
+   hookline replay --target http://127.0.0.1:3000/api/github/webhooks ./captures
+   hookline replay ./captures/20260115T094500.000Z-push-*.json          # dry run`,
+		Flags: append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it"),
+			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send the deliveries to this `URL` (without it: dry run)"},
+			&ucli.BoolFlag{Name: "resign", Usage: "replace each signature with one made with the secret"},
+			&ucli.BoolFlag{Name: "no-query", Usage: "do not add the deliveries' query strings to the target URL"},
+			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries sent at once; above 1 the order is not kept"},
+			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
+			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After"},
+			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
+			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload"},
+		),
+		Action: func(c *ucli.Context) error {
+			opts, err := parseReplay(c)
+			if err != nil {
+				return err
+			}
+			return errRedacted(runReplay(c.Context, opts, s), opts.secret)
+		},
+	}
+}
+
+func parseReplay(c *ucli.Context) (replayOptions, error) {
+	secret, err := readSecret(c)
+	if err != nil {
+		return replayOptions{}, err
+	}
+	o := replayOptions{
+		paths: c.Args().Slice(), target: c.String("target"), secret: secret,
+		resign: c.Bool("resign"), noQuery: c.Bool("no-query"), concurrency: c.Int("concurrency"),
+		timeout: c.Duration("timeout"), retries: c.Int("retries"),
+		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"),
+	}
+	switch {
+	case len(o.paths) == 0:
+		return o, usageErrorf("replay needs capture files or directories: hookline replay [--target URL] PATH...")
+	case o.resign && o.secret == "":
+		return o, usageErrorf("--resign needs the secret to sign with: give --secret, --secret-file or set %s", secretEnv)
+	case o.concurrency < 1:
+		return o, usageErrorf("--concurrency %d: must be at least 1", o.concurrency)
+	case o.timeout <= 0:
+		return o, usageErrorf("--timeout %v: must be positive", o.timeout)
+	case o.retries < 0:
+		return o, usageErrorf("--retries %d: must be 0 or more", o.retries)
+	}
+	if o.target != "" {
+		if _, err := proxy.ParseTarget(o.target); err != nil {
+			return o, usageErrorf("--target: %v", err)
+		}
+	}
+	return o, nil
+}
+
+// newForwarder returns the forwarding path replay and send share with
+// forward: proxy.ForwardRequest through a rest.Client with retries.
+func newForwarder(target *url.URL, timeout time.Duration, retries int, opts proxy.ForwardOptions) *proxy.Forwarder {
+	return &proxy.Forwarder{
+		Target: target,
+		HTTPClient: &rest.Client{
+			HTTPClient: &http.Client{Timeout: timeout},
+			Retry:      &rest.RetryPolicy{MaxAttempts: retries + 1},
+		},
+		Options: opts,
+		Now:     clock.now,
+	}
+}
+
+// replayer sends (or, without a target, describes) each delivery and
+// prints its result.
+type replayer struct {
+	o   replayOptions
+	s   *streams
+	fwd *proxy.Forwarder // nil for a dry run
+	tr  *tracer
+	bar *progressBar // nil when not shown
+
+	mu                                              sync.Mutex
+	done, delivered, targetFails, badSigs, verified int
+}
+
+func runReplay(ctx context.Context, o replayOptions, s *streams) error {
+	ds, err := capture.Load(o.paths...)
+	if err != nil {
+		return err
+	}
+	r := &replayer{o: o, s: s}
+	fopts := proxy.ForwardOptions{NoQuery: o.noQuery}
+	if o.resign {
+		fopts.ResignSecret = o.secret
+	}
+	if o.target != "" {
+		u, err := proxy.ParseTarget(o.target)
+		if err != nil {
+			return usageErrorf("--target: %v", err)
+		}
+		r.fwd = newForwarder(u, o.timeout, o.retries, fopts)
+		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), proxy.RedactURL(o.target))
+	} else {
+		fmt.Fprintf(s.err, "no --target: a dry run of %s, nothing is sent\n", plural(len(ds), "delivery", "deliveries"))
+	}
+	// In a dry run the request block below replaces the tracer's details.
+	r.tr = newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose && r.fwd != nil, clock.loc)
+	if len(ds) > progressMin && stderrIsTerminal(s) {
+		r.bar = &progressBar{w: s.err, total: len(ds), label: "replaying"}
+		r.bar.draw()
+	}
+
+	if o.concurrency <= 1 {
+		for _, d := range ds {
+			if ctx.Err() != nil {
+				break
+			}
+			r.report(r.handle(ctx, d), fopts)
+		}
+	} else {
+		jobs := make(chan capture.Delivery)
+		var wg sync.WaitGroup
+		for range o.concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for d := range jobs {
+					r.report(r.handle(ctx, d), fopts)
+				}
+			}()
+		}
+	feed:
+		for _, d := range ds {
+			select {
+			case jobs <- d:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+		close(jobs)
+		wg.Wait()
+	}
+	r.bar.clear()
+	return r.summary(len(ds))
+}
+
+// handle verifies and sends one delivery.
+func (r *replayer) handle(ctx context.Context, cd capture.Delivery) proxy.Result {
+	d := proxy.FromCapture(cd)
+	res := proxy.Result{Delivery: d, Received: cd.ReceivedAt}
+	res.Action, res.Repository, res.Sender = proxy.Describe(d)
+	if res.Action == "" {
+		res.Action = cd.Action
+	}
+	res.Verification = proxy.Unverified
+	if !r.o.resign {
+		// With --resign the secret is the target's, not the sender's: the
+		// saved signature is replaced, not checked.
+		res.Verification, res.VerifyNote = proxy.VerifyDelivery(d, r.o.secret)
+	}
+	if res.Verification != proxy.Failed && r.fwd != nil {
+		res.Target = r.fwd.Forward(ctx, d)
+	}
+	return res
+}
+
+// report prints one result and counts it.
+func (r *replayer) report(res proxy.Result, fopts proxy.ForwardOptions) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bar.clear()
+	r.tr.result(res)
+	if r.fwd == nil && !r.o.jsonOut && res.Verification != proxy.Failed {
+		r.writeDryRun(res.Delivery, fopts)
+	}
+	r.done++
+	switch {
+	case res.Verification == proxy.Failed:
+		r.badSigs++
+	case res.Target == nil:
+	case res.Target.OK():
+		r.delivered++
+	default:
+		r.targetFails++
+	}
+	if res.Verification == proxy.Verified {
+		r.verified++
+	}
+	r.bar.step()
+}
+
+// dryRunTarget stands for the target in a dry run: only the method, query
+// and headers of the request built for it are shown.
+var dryRunTarget = &url.URL{Scheme: "http", Host: "target", Path: "/"}
+
+// writeDryRun prints the request replay would send for d.
+func (r *replayer) writeDryRun(d *proxy.Delivery, fopts proxy.ForwardOptions) {
+	dim := paint(r.s.outColor, color.Faint)
+	var b strings.Builder
+	req, err := proxy.ForwardRequest(context.Background(), dryRunTarget, d, fopts)
+	if err != nil {
+		fmt.Fprintf(&b, "    %s\n", paint(r.s.outColor, color.FgRed).Sprint("cannot build the request: "+err.Error()))
+		io.WriteString(r.s.out, b.String())
+		return
+	}
+	fmt.Fprintf(&b, "    %s %s", dim.Sprint("would send"), req.Method)
+	if req.URL.RawQuery != "" {
+		fmt.Fprintf(&b, " ?%s", req.URL.RawQuery)
+	}
+	fmt.Fprintf(&b, " %s\n", dim.Sprintf("(%s)", plural(len(d.Body), "byte", "bytes")))
+	names := make([]string, 0, len(req.Header))
+	for k := range req.Header {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		for _, v := range req.Header[k] {
+			if sensitiveHeaders[k] {
+				v = "[redacted]"
+			}
+			fmt.Fprintf(&b, "    %s %s\n", dim.Sprint(k+":"), v)
+		}
+	}
+	if r.o.verbose {
+		var pretty bytes.Buffer
+		if utf8.Valid(d.Body) && json.Indent(&pretty, d.Body, "    ", "  ") == nil {
+			fmt.Fprintf(&b, "    %s\n", pretty.String())
+		} else if len(d.Body) > 0 {
+			fmt.Fprintf(&b, "    %q\n", excerpt(d.Body, 2048))
+		}
+	}
+	io.WriteString(r.s.out, b.String())
+}
+
+// summary prints the counts on stderr and returns the command's error: nil
+// when every delivery was replayed (or, in a dry run, could be).
+func (r *replayer) summary(total int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	bold := paint(r.s.errColor, color.Bold)
+	red := paint(r.s.errColor, color.FgRed, color.Bold)
+	green := paint(r.s.errColor, color.FgGreen)
+	yellow := paint(r.s.errColor, color.FgYellow)
+	var b strings.Builder
+	if r.fwd == nil {
+		fmt.Fprintf(&b, "%s %d of %d would be sent", bold.Sprint("dry run:"), r.done-r.badSigs, total)
+	} else {
+		delivered := fmt.Sprint(r.delivered)
+		if r.delivered > 0 {
+			delivered = green.Sprint(delivered)
+		}
+		fmt.Fprintf(&b, "%s %s of %d delivered", bold.Sprint("summary:"), delivered, total)
+	}
+	if r.verified > 0 {
+		fmt.Fprintf(&b, ", %d verified", r.verified)
+	}
+	if r.targetFails > 0 {
+		fmt.Fprintf(&b, ", %s", red.Sprint(plural(r.targetFails, "target failure", "target failures")))
+	}
+	if r.badSigs > 0 {
+		fmt.Fprintf(&b, ", %s", red.Sprint(plural(r.badSigs, "bad signature", "bad signatures")+" (not sent)"))
+	}
+	if left := total - r.done; left > 0 {
+		fmt.Fprintf(&b, ", %s", yellow.Sprintf("%d not replayed (interrupted)", left))
+	}
+	if r.fwd == nil && r.done > r.badSigs {
+		b.WriteString("; give --target URL to send them")
+	}
+	fmt.Fprintln(r.s.err, b.String())
+
+	failed := r.targetFails + r.badSigs
+	switch {
+	case r.done < total:
+		return fmt.Errorf("interrupted: %d of %d deliveries not replayed", total-r.done, total)
+	case failed > 0:
+		return fmt.Errorf("%d of %s failed", failed, plural(total, "delivery", "deliveries"))
+	}
+	return nil
+}
+
+// plural returns "1 delivery" or "2 deliveries".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// progressBar draws "replaying [=====     ] 12/40" on one terminal line. A
+// nil *progressBar draws nothing, so callers need not check. It is not safe
+// for concurrent use: replayer calls it under its mutex.
+type progressBar struct {
+	w           io.Writer
+	label       string
+	total, done int
+}
+
+const progressWidth = 24
+
+func (p *progressBar) draw() {
+	if p == nil || p.total == 0 {
+		return
+	}
+	filled := progressWidth * p.done / p.total
+	fmt.Fprintf(p.w, "\r\x1b[K%s [%s%s] %d/%d", p.label,
+		strings.Repeat("=", filled), strings.Repeat(" ", progressWidth-filled), p.done, p.total)
+}
+
+// step counts one more done and redraws.
+func (p *progressBar) step() {
+	if p == nil {
+		return
+	}
+	p.done++
+	p.draw()
+}
+
+// clear erases the bar's line, before other output and at the end.
+func (p *progressBar) clear() {
+	if p == nil {
+		return
+	}
+	io.WriteString(p.w, "\r\x1b[K")
+}

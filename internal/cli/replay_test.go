@@ -1,0 +1,344 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/capture"
+)
+
+// runStdin is run with stdin.
+func runStdin(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Run(t.Context(), append([]string{"hookline"}, args...), strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// setTestClock makes replay and send deterministic for one test: trace
+// times in UTC, and every request to a target takes exactly 1.5 ms.
+func setTestClock(t *testing.T) {
+	t.Helper()
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
+	old := clock
+	clock.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(1500 * time.Microsecond)
+		return now
+	}
+	clock.loc = time.UTC
+	t.Cleanup(func() { clock = old })
+}
+
+// capturesDir is the checked-in set of capture files.
+var capturesDir = filepath.Join("..", "..", "testdata", "captures")
+
+// hideURL replaces a test server's URL in output with a fixed one.
+func hideURL(s, u string) string { return strings.ReplaceAll(s, u, "http://TARGET") }
+
+func TestReplayGolden(t *testing.T) {
+	setTestClock(t)
+	tests := []struct {
+		name     string
+		args     []string
+		status   func(int, recordedRequest) int
+		wantCode int
+	}{
+		{name: "replay.txt", args: []string{"--target", "TARGET/api/github/webhooks"}},
+		{name: "replay-verify.txt", args: []string{"--secret", captureSecret, "--target", "TARGET/hook"}, wantCode: ExitFailure},
+		{name: "replay-failures.txt", args: []string{"--retries", "0", "--target", "TARGET"}, wantCode: ExitFailure,
+			status: func(_ int, r recordedRequest) int {
+				switch r.header.Get("X-GitHub-Event") {
+				case "push":
+					return http.StatusInternalServerError
+				case "issues":
+					return http.StatusBadRequest
+				}
+				return http.StatusOK
+			}},
+		{name: "replay-dry-run.txt", args: []string{"--secret", "not-the-target-secret", "--resign"}},
+		{name: "replay-json.txt", args: []string{"--json", "--target", "TARGET"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := newRecordingTarget(t, tt.status)
+			args := []string{"replay"}
+			for _, a := range tt.args {
+				args = append(args, strings.ReplaceAll(a, "TARGET", target.URL))
+			}
+			code, out, errOut := run(t, append(args, capturesDir)...)
+			if code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tt.wantCode, errOut)
+			}
+			golden(t, tt.name, []byte(hideURL("$ hookline replay "+strings.Join(tt.args, " ")+" testdata/captures\n"+
+				"--- stdout\n"+out+"--- stderr\n"+errOut, target.URL)))
+		})
+	}
+}
+
+// writeCapture writes d as a capture file called name in dir.
+func writeCapture(t *testing.T, dir, name string, d capture.Delivery) string {
+	t.Helper()
+	data, err := capture.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReplayOrderIsReceivedTime(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+	// File names sort the other way round from the received times.
+	for i, name := range []string{"a.json", "b.json", "c.json", "d.json"} {
+		writeCapture(t, dir, name, capture.Delivery{
+			ID: name, Event: "ping", ReceivedAt: at.Add(time.Duration(10-i) * time.Minute),
+			Headers: http.Header{"X-Github-Delivery": {name}}, Body: []byte(`{}`),
+		})
+	}
+	extra := writeCapture(t, t.TempDir(), "z.json", capture.Delivery{
+		ID: "z.json", Event: "ping", ReceivedAt: at.Add(5 * time.Minute),
+		Headers: http.Header{"X-Github-Delivery": {"z.json"}}, Body: []byte(`{}`),
+	})
+	target := newRecordingTarget(t, nil)
+	code, _, errOut := run(t, "replay", "--target", target.URL, dir, extra)
+	if code != ExitOK {
+		t.Fatalf("exit code = %d, want 0; stderr:\n%s", code, errOut)
+	}
+	var got []string
+	for _, r := range target.requests() {
+		got = append(got, r.header.Get("X-GitHub-Delivery"))
+	}
+	if want := []string{"z.json", "d.json", "c.json", "b.json", "a.json"}; !slices.Equal(got, want) {
+		t.Errorf("replay order = %q, want %q", got, want)
+	}
+}
+
+func TestReplayHeadersAndBodyExact(t *testing.T) {
+	body := []byte("Hello, World!\xff\x00\r\n") // not UTF-8: stored as base64
+	path := writeCapture(t, t.TempDir(), "d.json", capture.Delivery{
+		ID: "exact", Event: "push", ReceivedAt: time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC),
+		Method: "PUT", Query: "b=2&a=1",
+		Headers: http.Header{
+			"Content-Type":        {"application/octet-stream"},
+			"X-Github-Event":      {"push"},
+			"X-Github-Delivery":   {"exact"},
+			"X-Hub-Signature-256": {"sha256=0000000000000000000000000000000000000000000000000000000000000000"},
+			"X-Hub-Signature":     {"sha1=0000000000000000000000000000000000000000"},
+			"X-Custom":            {"one", "two"},
+			"Connection":          {"keep-alive, X-Hop"},
+			"X-Hop":               {"per-connection"},
+			"Keep-Alive":          {"timeout=5"},
+			"Transfer-Encoding":   {"chunked"},
+			"Content-Length":      {"999"},
+			"Host":                {"relay.example"},
+		},
+		Body: body,
+	})
+	target := newRecordingTarget(t, nil)
+	code, _, errOut := run(t, "replay", "--target", target.URL+"/hook?x=0", path)
+	if code != ExitOK {
+		t.Fatalf("exit code = %d, want 0; stderr:\n%s", code, errOut)
+	}
+	r := target.requests()[0]
+	if r.method != "PUT" || r.path != "/hook" || r.query != "x=0&a=1&b=2" {
+		t.Errorf("request = %s %s?%s, want PUT /hook?x=0&a=1&b=2", r.method, r.path, r.query)
+	}
+	if !bytes.Equal(r.body, body) {
+		t.Errorf("body = %q, want %q", r.body, body)
+	}
+	for name, want := range map[string][]string{
+		"Content-Type":        {"application/octet-stream"},
+		"X-Custom":            {"one", "two"},
+		"X-Hub-Signature-256": {"sha256=0000000000000000000000000000000000000000000000000000000000000000"},
+		"X-Hub-Signature":     {"sha1=0000000000000000000000000000000000000000"},
+		"X-Github-Delivery":   {"exact"},
+		"Content-Length":      {"17"},
+		"X-Hop":               nil,
+		"Keep-Alive":          nil,
+		"Transfer-Encoding":   nil,
+	} {
+		if got := r.header.Values(name); !slices.Equal(got, want) {
+			t.Errorf("header %s = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestReplayResign(t *testing.T) {
+	path := writeCapture(t, t.TempDir(), "d.json", capture.Delivery{
+		ID: "resign", Event: "push", ReceivedAt: time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC),
+		Headers: http.Header{
+			"X-Hub-Signature-256": {"sha256=0000000000000000000000000000000000000000000000000000000000000000"},
+			"X-Hub-Signature":     {"sha1=0000000000000000000000000000000000000000"},
+		},
+		Body: []byte("Hello, World!"),
+	})
+	target := newRecordingTarget(t, nil)
+	code, out, errOut := run(t, "replay", "--secret", "It's a Secret to Everybody", "--resign", "--target", target.URL, path)
+	if code != ExitOK {
+		t.Fatalf("exit code = %d, want 0; stdout %q stderr:\n%s", code, out, errOut)
+	}
+	h := target.requests()[0].header
+	if got, want := h.Get("X-Hub-Signature-256"), "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"; got != want {
+		t.Errorf("X-Hub-Signature-256 = %q, want %q", got, want)
+	}
+	if got := h.Values("X-Hub-Signature"); got != nil {
+		t.Errorf("X-Hub-Signature = %q, want it removed when re-signing", got)
+	}
+}
+
+func TestReplayBadVersionNamesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "future.json")
+	if err := os.WriteFile(bad, []byte(`{"version":2,"event":"push"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := newRecordingTarget(t, nil)
+	code, out, errOut := run(t, "replay", "--target", target.URL, capturesDir, dir)
+	if code != ExitFailure {
+		t.Errorf("exit code = %d, want 1", code)
+	}
+	if want := "hookline: " + bad + ": unsupported capture file version 2"; !strings.Contains(errOut, want) {
+		t.Errorf("stderr = %q, want it to contain %q", errOut, want)
+	}
+	if out != "" || len(target.requests()) != 0 {
+		t.Errorf("stdout = %q, %d requests; want nothing sent when a file cannot be read", out, len(target.requests()))
+	}
+}
+
+func TestReplayUsageErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"no paths", nil, "replay needs capture files or directories"},
+		{"resign without secret", []string{"--resign", capturesDir}, "--resign needs the secret"},
+		{"bad target", []string{"--target", "localhost:3000", capturesDir}, "did you mean http://localhost:3000?"},
+		{"bad concurrency", []string{"--concurrency", "0", capturesDir}, "--concurrency 0"},
+		{"negative retries", []string{"--retries", "-1", capturesDir}, "--retries -1"},
+	}
+	t.Setenv(secretEnv, "")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := run(t, append([]string{"replay"}, tt.args...)...)
+			if code != ExitUsage {
+				t.Errorf("exit code = %d, want 2", code)
+			}
+			if !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("stderr = %q, want it to contain %q", errOut, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestReplayMissingPath(t *testing.T) {
+	code, _, errOut := run(t, "replay", "/nonexistent/captures")
+	if code != ExitFailure || !strings.Contains(errOut, "/nonexistent/captures") {
+		t.Errorf("exit %d, stderr %q; want 1 naming the path", code, errOut)
+	}
+}
+
+func TestReplayConcurrency(t *testing.T) {
+	target := newRecordingTarget(t, nil)
+	code, out, errOut := run(t, "replay", "--concurrency", "4", "--target", target.URL, capturesDir)
+	if code != ExitOK {
+		t.Fatalf("exit code = %d, want 0; stderr:\n%s", code, errOut)
+	}
+	if n := len(target.requests()); n != 7 {
+		t.Errorf("target got %d requests, want 7", n)
+	}
+	if n := strings.Count(out, "\n"); n != 7 {
+		t.Errorf("stdout has %d lines, want 7:\n%s", n, out)
+	}
+	if !strings.Contains(errOut, "summary: 7 of 7 delivered") {
+		t.Errorf("stderr = %q, want the summary", errOut)
+	}
+}
+
+func TestReplayRetriesTransientFailures(t *testing.T) {
+	target := newRecordingTarget(t, func(n int, _ recordedRequest) int {
+		if n == 0 {
+			return http.StatusBadGateway
+		}
+		return http.StatusOK
+	})
+	path := filepath.Join(capturesDir, "20260115T090001.000Z-ping-048733b6-2af5-4fb8-b853-3c9170bc906c.json")
+	code, _, errOut := run(t, "replay", "--target", target.URL, path)
+	if code != ExitOK {
+		t.Fatalf("exit code = %d, want 0 after a retry; stderr:\n%s", code, errOut)
+	}
+	if n := len(target.requests()); n != 2 {
+		t.Errorf("target got %d requests, want 2", n)
+	}
+}
+
+func TestReplayProgressBar(t *testing.T) {
+	old := stderrIsTerminal
+	stderrIsTerminal = func(*streams) bool { return true }
+	t.Cleanup(func() { stderrIsTerminal = old })
+	target := newRecordingTarget(t, nil)
+
+	code, _, errOut := run(t, "replay", "--target", target.URL, capturesDir)
+	if code != ExitOK {
+		t.Fatalf("exit code = %d, want 0; stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{"\r\x1b[Kreplaying [                        ] 0/7", "\r\x1b[Kreplaying [========================] 7/7\r\x1b[K"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr = %q, want it to contain %q", errOut, want)
+		}
+	}
+
+	// Five files or fewer: no bar.
+	code, _, errOut = run(t, "replay", "--target", target.URL, filepath.Join(capturesDir, "20260115T090001.000Z-ping-048733b6-2af5-4fb8-b853-3c9170bc906c.json"))
+	if code != ExitOK || strings.Contains(errOut, "\r") {
+		t.Errorf("exit %d, stderr %q: want no progress bar for one file", code, errOut)
+	}
+}
+
+func TestProgressBarNotOnPipes(t *testing.T) {
+	s := &streams{err: &bytes.Buffer{}}
+	if stderrIsTerminal(s) {
+		t.Errorf("stderrIsTerminal(buffer) = true, want false")
+	}
+}
+
+func TestReplayInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	target := newRecordingTarget(t, func(int, recordedRequest) int {
+		cancel() // Ctrl-C while the first delivery is being sent
+		return http.StatusOK
+	})
+	var out, errOut bytes.Buffer
+	code := Run(ctx, []string{"hookline", "replay", "--target", target.URL, capturesDir}, strings.NewReader(""), &out, &errOut)
+	if code != ExitFailure {
+		t.Errorf("exit code = %d, want 1", code)
+	}
+	if n := len(target.requests()); n != 1 {
+		t.Errorf("target got %d requests, want 1 (nothing after the interrupt)", n)
+	}
+	if want := "hookline: interrupted: 6 of 7 deliveries not replayed\n"; !strings.HasSuffix(errOut.String(), want) {
+		t.Errorf("stderr = %q, want it to end with %q", errOut.String(), want)
+	}
+	if !strings.Contains(errOut.String(), "6 not replayed (interrupted)") {
+		t.Errorf("stderr = %q, want the summary to count what was not replayed", errOut.String())
+	}
+}

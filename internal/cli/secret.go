@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// secretEnv is the environment variable that holds the webhook secret.
+const secretEnv = "HOOKLINE_SECRET"
+
+// maxSecretFile bounds what --secret-file reads: a secret is short, a large
+// file is a mistake (a payload given as the secret file, say).
+const maxSecretFile = 64 << 10
+
+// secretFlags returns the flags every command that takes a webhook secret
+// shares: --secret and --secret-file. usage says what the secret does for
+// this command. Read the secret with readSecret, never with c.String.
+//
+// The secret is never printed: not in errors, not in -v output, not in the
+// trace. urfave/cli shows no default or environment value for these flags
+// (they have neither), so help cannot leak it either.
+func secretFlags(usage string) []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{
+			Name:  "secret",
+			Usage: usage + " (or --secret-file, or $" + secretEnv + ": a flag shows in ps)",
+		},
+		&ucli.StringFlag{
+			Name:      "secret-file",
+			Usage:     "read the webhook secret from `FILE` (trailing newlines are trimmed)",
+			TakesFile: true,
+		},
+	}
+}
+
+// readSecret returns the webhook secret from, in this order, --secret,
+// --secret-file or $HOOKLINE_SECRET; "" when none is given (an empty
+// HOOKLINE_SECRET counts as none). Giving both flags, an empty --secret or
+// an empty or unreadable file is a usage error. Errors never contain the
+// secret.
+//
+// The command line beats the environment, so `HOOKLINE_SECRET=a hookline
+// sign --secret-file b` uses b. A secret file has its trailing "\n" and
+// "\r\n" removed (editors and `echo` add one); any other whitespace is part
+// of the secret.
+func readSecret(c *ucli.Context) (string, error) {
+	flagSet, fileSet := c.IsSet("secret"), c.IsSet("secret-file")
+	switch {
+	case flagSet && fileSet:
+		return "", usageErrorf("give the secret with --secret or --secret-file, not both")
+	case flagSet:
+		if c.String("secret") == "" {
+			return "", usageErrorf("--secret is empty; give the webhook's secret, or leave the flag out")
+		}
+		return c.String("secret"), nil
+	case fileSet:
+		return readSecretFile(c.String("secret-file"))
+	}
+	return os.Getenv(secretEnv), nil
+}
+
+// readSecretFile reads a secret from path, trimming trailing newlines.
+func readSecretFile(path string) (string, error) {
+	if path == "" {
+		return "", usageErrorf("--secret-file is empty; give the path of a file holding the secret")
+	}
+	// The path is not repeated in errors: a common slip is to give the
+	// secret itself to --secret-file.
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", usageErrorf("--secret-file: no such file (the flag takes the path of a file holding the secret, not the secret itself)")
+	}
+	if err != nil {
+		return "", usageErrorf("--secret-file: %v", pathless(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return "", usageErrorf("--secret-file: %v", pathless(err))
+	}
+	if len(data) > maxSecretFile {
+		return "", usageErrorf("--secret-file: the file is larger than %d KiB; is it the right file?", maxSecretFile>>10)
+	}
+	secret := strings.TrimRight(string(data), "\r\n")
+	if secret == "" {
+		return "", usageErrorf("--secret-file: the file is empty")
+	}
+	return secret, nil
+}
+
+// pathless returns the cause of a *fs.PathError without its path.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+// redactSecret replaces every occurrence of secret in s, for text that
+// comes from elsewhere (a target's response, an error from a library) and
+// could, in theory, echo it.
+func redactSecret(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, "[secret]")
+}
+
+// errRedacted returns err with every occurrence of secret in its message
+// replaced, keeping its exit code class (usage or failure).
+func errRedacted(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	msg := redactSecret(err.Error(), secret)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return usageErrorf("%s", msg)
+	}
+	var ce *codeError
+	if errors.As(err, &ce) {
+		return &codeError{code: ce.code, err: errors.New(msg), silent: ce.silent}
+	}
+	return errors.New(msg)
+}

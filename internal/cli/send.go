@@ -1,0 +1,371 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/fatih/color"
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/hookline/hookline/internal/examples"
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/webhooks"
+)
+
+// sendUserAgent is the User-Agent of deliveries made by `hookline send`,
+// shaped like GitHub's "GitHub-Hookshot/<build>".
+const sendUserAgent = "GitHub-Hookshot/hookline"
+
+// maxPayloadWarn is GitHub's cap on webhook payloads: send warns above it
+// (and sends anyway, to test how a target handles it).
+const maxPayloadWarn = 25 << 20
+
+// sendOptions are the parsed flags of `hookline send`.
+type sendOptions struct {
+	name        string // --event as given: event or event.action
+	event       string // the X-GitHub-Event value
+	action      string // the action asked for, if any
+	example     string // the built-in example used when payloadPath is ""
+	payloadPath string // a file, "-" for stdin, or "" for the example
+	target      *url.URL
+	viaRelay    bool // target is a relay channel (--url)
+	secret      string
+	headers     []headerFlag
+	form        bool
+	deliveryID  string
+	timeout     time.Duration
+	retries     int
+}
+
+// headerFlag is one --header K=V.
+type headerFlag struct{ name, value string }
+
+func sendCommand(s *streams) *ucli.Command {
+	return &ucli.Command{
+		Name:  "send",
+		Usage: "send one webhook delivery, as GitHub would, to a local server or a relay channel",
+		Description: `Builds a delivery the way GitHub does (a fresh X-GitHub-Delivery id,
+X-GitHub-Event, User-Agent GitHub-Hookshot/hookline, Content-Type
+application/json, X-Hub-Signature-256 when a secret is given), sends it and
+prints the answer.
+
+The payload is --payload FILE (its exact bytes; - reads stdin) or one of the
+built-in examples (compact JSON, repository octo-org/hello-world, sender
+octocat). An event with one example needs no action (--event issues sends
+issues.opened); one with several needs it (--event pull_request.closed).
+Examples:
+` + wrapList(examples.Names(), 72) + `
+
+--target sends straight to your server; --url posts into a relay channel,
+so the delivery travels the way GitHub's do (relay → forward → server).
+
+   hookline send --event issues.opened --secret-file .secret --target http://127.0.0.1:3000/api/github/webhooks
+   hookline send --event push --payload push.json --url https://smee.io/AbCdEf123`,
+		Flags: append(secretFlags("sign with this webhook `SECRET`"),
+			&ucli.StringFlag{Name: "event", Aliases: []string{"e"}, Usage: "event `NAME[.ACTION]` to send, such as push or issues.opened (see hookline events)"},
+			&ucli.StringFlag{Name: "payload", Aliases: []string{"p"}, Usage: "send the exact bytes of `FILE` (- for stdin) instead of the built-in example", TakesFile: true},
+			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send to this `URL` (your webhook server)"},
+			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "post to this relay channel `URL` instead"},
+			&ucli.StringSliceFlag{Name: "header", Usage: "set header `K=V` (replaces hookline's, the signature included; K= removes it); repeatable"},
+			&ucli.BoolFlag{Name: "form", Usage: "send application/x-www-form-urlencoded (payload=<JSON>), GitHub's other content type"},
+			&ucli.StringFlag{Name: "delivery-id", Usage: "use this delivery `ID` instead of a random UUID (to test duplicate handling)"},
+			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request"},
+			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After"},
+		),
+		Action: func(c *ucli.Context) error {
+			opts, err := parseSend(c)
+			if err != nil {
+				return errRedacted(err, opts.secret)
+			}
+			return errRedacted(runSend(c.Context, opts, s), opts.secret)
+		},
+	}
+}
+
+func parseSend(c *ucli.Context) (sendOptions, error) {
+	secret, err := readSecret(c)
+	if err != nil {
+		return sendOptions{}, err
+	}
+	o := sendOptions{
+		name: strings.TrimSpace(c.String("event")), payloadPath: c.String("payload"), secret: secret,
+		form: c.Bool("form"), deliveryID: c.String("delivery-id"),
+		timeout: c.Duration("timeout"), retries: c.Int("retries"),
+	}
+	if c.NArg() > 0 {
+		return o, usageErrorf("send takes no arguments (got %q); give the payload with --payload FILE", c.Args().First())
+	}
+	if o.name == "" {
+		return o, usageErrorf("send needs --event NAME[.ACTION], such as --event issues.opened (hookline events lists them)")
+	}
+	var hasAction bool
+	o.event, o.action, hasAction = strings.Cut(o.name, ".")
+	switch {
+	case o.name == webhooks.AnyEventName || o.name == webhooks.ErrorEventName:
+		return o, usageErrorf("--event %q is not an event GitHub sends", o.name)
+	case o.event == "" || (hasAction && o.action == "") || strings.Contains(o.action, "."):
+		return o, usageErrorf("--event %q: want NAME or NAME.ACTION, such as push or issues.opened", o.name)
+	case !validHeaderValue(o.name):
+		return o, usageErrorf("--event: the name contains control characters")
+	}
+	if o.payloadPath == "" {
+		if o.example, err = pickExample(o.event, o.action, hasAction); err != nil {
+			return o, err
+		}
+	}
+
+	target, channel := c.String("target"), c.String("url")
+	switch {
+	case target != "" && channel != "":
+		return o, usageErrorf("give --target (your server) or --url (a relay channel), not both")
+	case target == "" && channel == "":
+		return o, usageErrorf("send needs somewhere to send to: --target URL (your server) or --url CHANNEL (a relay channel)")
+	case channel != "":
+		if o.target, err = proxy.ParseTarget(channel); err != nil {
+			return o, usageErrorf("--url: %v", err)
+		}
+		o.viaRelay = true
+	default:
+		if o.target, err = proxy.ParseTarget(target); err != nil {
+			return o, usageErrorf("--target: %v", err)
+		}
+	}
+
+	for _, h := range c.StringSlice("header") {
+		name, value, ok := strings.Cut(h, "=")
+		name = strings.TrimSpace(name)
+		if !ok {
+			return o, usageErrorf("--header %q: want NAME=VALUE, such as --header X-GitHub-Hook-ID=123", h)
+		}
+		if !validHeaderName(name) {
+			return o, usageErrorf("--header %q: %q is not a valid header name", h, name)
+		}
+		if !validHeaderValue(value) {
+			return o, usageErrorf("--header %s: the value contains control characters", name)
+		}
+		o.headers = append(o.headers, headerFlag{name: http.CanonicalHeaderKey(name), value: strings.TrimSpace(value)})
+	}
+	if o.deliveryID != "" && !validHeaderValue(o.deliveryID) {
+		return o, usageErrorf("--delivery-id: the id contains control characters")
+	}
+	if o.timeout <= 0 {
+		return o, usageErrorf("--timeout %v: must be positive", o.timeout)
+	}
+	if o.retries < 0 {
+		return o, usageErrorf("--retries %d: must be 0 or more", o.retries)
+	}
+	return o, nil
+}
+
+// pickExample returns the built-in example for event[.action]: the one
+// named so, or the only example of an event given without an action.
+func pickExample(event, action string, hasAction bool) (string, error) {
+	all := strings.Join(examples.Names(), ", ")
+	if hasAction {
+		name := event + "." + action
+		if _, ok := examples.Payload(name); ok {
+			return name, nil
+		}
+		return "", usageErrorf("no built-in example for %s; give --payload FILE, or pick an example: %s", name, all)
+	}
+	names := examples.ForEvent(event)
+	switch len(names) {
+	case 0:
+		return "", usageErrorf("no built-in example for %s; give --payload FILE, or pick an example: %s", event, all)
+	case 1:
+		return names[0], nil
+	}
+	return "", usageErrorf("%s has several built-in examples; name one with --event: %s", event, strings.Join(names, ", "))
+}
+
+func runSend(ctx context.Context, o sendOptions, s *streams) error {
+	warn := func(format string, a ...interface{}) {
+		fmt.Fprintf(s.err, "%s %s\n", paint(s.errColor, color.FgYellow).Sprint("warning:"), fmt.Sprintf(format, a...))
+	}
+	if err := webhooks.ValidateEventName(o.name, webhooks.ValidateOptions{}); err != nil {
+		warn("%q is not an event GitHub is known to send (hookline events lists them); sending it anyway", o.name)
+	}
+
+	var payload []byte
+	if o.payloadPath == "" {
+		payload, _ = examples.Payload(o.example)
+	} else {
+		var err error
+		if payload, err = readInput(o.payloadPath, s); err != nil {
+			return err
+		}
+		checkPayload(payload, o, warn)
+	}
+
+	body, contentType := payload, "application/json"
+	if o.form {
+		body = []byte("payload=" + url.QueryEscape(string(payload)))
+		contentType = "application/x-www-form-urlencoded"
+	}
+
+	id := o.deliveryID
+	if id == "" {
+		id = newDeliveryID()
+	}
+	h := http.Header{}
+	h.Set("Accept", "*/*")
+	h.Set("User-Agent", sendUserAgent)
+	h.Set("Content-Type", contentType)
+	h.Set("X-GitHub-Event", o.event)
+	h.Set("X-GitHub-Delivery", id)
+	if o.secret != "" {
+		sig, err := webhooks.Sign(o.secret, body)
+		if err != nil {
+			return err
+		}
+		h.Set("X-Hub-Signature-256", sig)
+	}
+	for _, hf := range o.headers {
+		if hf.value == "" {
+			h.Del(hf.name)
+		} else {
+			h.Set(hf.name, hf.value)
+		}
+	}
+	if o.secret == "" && h.Get("X-Hub-Signature-256") == "" {
+		fmt.Fprintf(s.err, "note: no secret, so the delivery is not signed; a server that checks X-Hub-Signature-256 will refuse it (give --secret, --secret-file or set %s)\n", secretEnv)
+	}
+
+	d := &proxy.Delivery{
+		ID: h.Get("X-GitHub-Delivery"), Event: o.event, Method: http.MethodPost, ContentType: h.Get("Content-Type"),
+		Headers: h, Body: body,
+	}
+	action, _, _ := proxy.Describe(d)
+	fwd := newForwarder(o.target, o.timeout, o.retries, proxy.ForwardOptions{})
+	res := fwd.Forward(ctx, d)
+	return printSent(s, o, d, action, res)
+}
+
+// checkPayload warns about a --payload that GitHub would not send for the
+// event asked for.
+func checkPayload(p []byte, o sendOptions, warn func(string, ...interface{})) {
+	if len(p) > maxPayloadWarn {
+		warn("the payload is %d bytes; GitHub never sends more than 25 MiB", len(p))
+	}
+	if !isJSONObject(p) {
+		warn("the payload is not a JSON object; GitHub always sends one (sending it as it is)")
+		return
+	}
+	got := webhooks.Event{Payload: p}.Action()
+	switch {
+	case o.action != "" && got == "":
+		warn("--event %s asks for action %q, but the payload has no \"action\"", o.name, o.action)
+	case o.action != "" && got != o.action:
+		warn("--event %s asks for action %q, but the payload's action is %q; sending the payload as it is", o.name, o.action, got)
+	}
+}
+
+// isJSONObject reports whether p is a JSON object.
+func isJSONObject(p []byte) bool {
+	t := bytes.TrimLeft(p, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid(p)
+}
+
+// printSent prints the result line and returns the command's error.
+func printSent(s *streams, o sendOptions, d *proxy.Delivery, action string, res *proxy.TargetResult) error {
+	tr := newTracer(s.out, s.err, s.outColor, false, false, clock.loc)
+	green, yellow, red, dim := tr.green, tr.yellow, tr.red, tr.dim
+	name := d.Event
+	if action != "" {
+		name += "." + action
+	}
+	where := "target"
+	if o.viaRelay {
+		where = "relay"
+	}
+	var status string
+	switch {
+	case res.Err != nil:
+		status = red.Sprint("unreachable")
+	case res.Status >= 200 && res.Status < 300:
+		status = green.Sprintf("%d", res.Status)
+	case res.Status >= 500:
+		status = red.Sprintf("%d", res.Status)
+	default:
+		status = yellow.Sprintf("%d", res.Status)
+	}
+	fmt.Fprintf(s.out, "%s %s %s %s %s %s %s\n", dim.Sprint("sent"), tr.families[family(d.Event)].Sprint(name),
+		dim.Sprint("delivery"), d.ID, dim.Sprint("→ "+where), status, formatDuration(res.Duration))
+	switch {
+	case res.Err != nil:
+		fmt.Fprintf(s.out, "    %s\n", red.Sprint(redactSecret(res.Err.Error(), o.secret)))
+		return fmt.Errorf("could not reach %s", res.URL)
+	case !res.OK():
+		if b := strings.TrimSpace(excerpt(res.Body, 300)); b != "" {
+			fmt.Fprintf(s.out, "    %s\n", yellow.Sprint(redactSecret(strings.ReplaceAll(b, "\n", " "), o.secret)))
+		}
+		return fmt.Errorf("%s answered %d %s", res.URL, res.Status, http.StatusText(res.Status))
+	}
+	return nil
+}
+
+// wrapList joins names with commas into lines of at most width bytes.
+func wrapList(names []string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(",")
+			line++
+			if line+1+len(n) > width {
+				b.WriteString("\n")
+				line = 0
+			} else {
+				b.WriteString(" ")
+				line++
+			}
+		}
+		b.WriteString(n)
+		line += len(n)
+	}
+	return b.String()
+}
+
+// newDeliveryID returns a random (version 4) UUID from crypto/rand, the
+// form of GitHub's X-GitHub-Delivery.
+func newDeliveryID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand.Read crashes the program instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// validHeaderName reports whether s is an HTTP token (RFC 9110 5.1).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether s has no control characters other than
+// tab.
+func validHeaderValue(s string) bool {
+	for _, r := range s {
+		if (r < ' ' && r != '\t') || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fatih/color"
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/hookline/hookline/webhooks"
+)
+
+// verifyOptions are the parsed flags of `hookline verify`.
+type verifyOptions struct {
+	secret    string
+	signature string
+	input     string // a file, or "-" for stdin
+}
+
+// errSignatureMismatch is the exit-code-1 error of verify.
+var errSignatureMismatch = errors.New("signature does not match the payload and secret")
+
+func verifyCommand(s *streams) *ucli.Command {
+	return &ucli.Command{
+		Name:      "verify",
+		Usage:     "check a payload's X-Hub-Signature-256",
+		ArgsUsage: "[FILE|-]",
+		Description: `Checks that SIG is the signature of the exact bytes of FILE (or of stdin
+when FILE is - or absent) under the webhook secret, in constant time.
+
+Exit code 0: valid. 1: the signature does not match. 2: usage error (a
+missing flag or an unreadable file).
+
+Every byte counts, a trailing newline included: hookline never trims the
+input, and says so when the signature would match without the newline.
+
+   hookline verify --secret-file .secret --signature "sha256=…" payload.json`,
+		Flags: append(secretFlags("the webhook `SECRET` to check with"),
+			&ucli.StringFlag{Name: "signature", Aliases: []string{"s"}, Usage: "the X-Hub-Signature-256 value to check, `SIG` = sha256=<64 hex digits>"},
+		),
+		Action: func(c *ucli.Context) error {
+			opts, err := parseVerify(c)
+			if err != nil {
+				return err
+			}
+			return errRedacted(runVerify(c.Context, opts, s), opts.secret)
+		},
+	}
+}
+
+func parseVerify(c *ucli.Context) (verifyOptions, error) {
+	secret, err := readSecret(c)
+	if err != nil {
+		return verifyOptions{}, err
+	}
+	if secret == "" {
+		return verifyOptions{}, usageErrorf("verify needs the webhook secret: give --secret, --secret-file or set %s", secretEnv)
+	}
+	o := verifyOptions{secret: secret, signature: strings.TrimSpace(c.String("signature"))}
+	if o.signature == "" {
+		return o, usageErrorf("verify needs --signature (the X-Hub-Signature-256 header's value, sha256=…)")
+	}
+	o.input, err = inputArg(c)
+	return o, err
+}
+
+func runVerify(_ context.Context, o verifyOptions, s *streams) error {
+	payload, err := readInput(o.input, s)
+	if err != nil {
+		return err
+	}
+	ok, err := webhooks.Verify(o.secret, payload, o.signature)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if ok {
+		_, err := fmt.Fprintln(s.out, "valid: the signature matches")
+		return err
+	}
+	if trimmed, had := trimNewline(payload); had {
+		if ok, _ := webhooks.Verify(o.secret, trimmed, o.signature); ok {
+			fmt.Fprintf(s.err, "%s %s ends with a newline that was not signed: the signature matches without it. An editor or echo probably added it; GitHub signs the body exactly as sent (use printf '%%s', or save the body without a final newline)\n",
+				paint(s.errColor, color.FgYellow).Sprint("warning:"), inputName(o.input))
+		}
+	}
+	return &codeError{code: ExitFailure, err: mismatchError(o.signature)}
+}
+
+// trimNewline returns p without one trailing "\n" or "\r\n", and whether
+// there was one.
+func trimNewline(p []byte) ([]byte, bool) {
+	if t, ok := bytes.CutSuffix(p, []byte("\r\n")); ok {
+		return t, true
+	}
+	return bytes.CutSuffix(p, []byte("\n"))
+}
+
+// mismatchError explains a signature that does not match, with a hint
+// when its form is wrong.
+func mismatchError(sig string) error {
+	hex, prefixed := strings.CutPrefix(sig, "sha256=")
+	switch {
+	case strings.HasPrefix(sig, "sha1="):
+		return fmt.Errorf("%w: this is a legacy X-Hub-Signature (SHA-1); give the X-Hub-Signature-256 value (sha256=…)", errSignatureMismatch)
+	case !prefixed:
+		return fmt.Errorf("%w: a signature looks like sha256=<64 hex digits>, the X-Hub-Signature-256 header's value", errSignatureMismatch)
+	case len(hex) != 64:
+		return fmt.Errorf("%w: the signature has %d hex digits after sha256=, want 64", errSignatureMismatch, len(hex))
+	case hex != strings.ToLower(hex):
+		return fmt.Errorf("%w: the hex digits must be lowercase, as GitHub sends them", errSignatureMismatch)
+	}
+	return fmt.Errorf("%w: check the secret, and that the payload is the exact body GitHub sent", errSignatureMismatch)
+}
