@@ -462,7 +462,7 @@ func (c *Client) handle(ctx context.Context, d *Delivery) {
 		r.Saved, r.SaveErr = capture.Write(c.opts.SaveDir, capture.Delivery{
 			ID: d.ID, Event: captureEvent(d), Action: r.Action, ReceivedAt: r.Received,
 			Source: c.source, Method: d.Method, Query: d.Query.Encode(),
-			Headers: d.Headers, Body: d.Body,
+			Headers: SaveableHeader(d.Headers), Body: d.Body,
 		})
 		if r.SaveErr != nil {
 			c.stats.saveFails.Add(1)
@@ -555,4 +555,20 @@ func summarize(payload []byte) (action, repo, sender string) {
 // body; empty strings when absent.
 func Describe(d *Delivery) (action, repository, sender string) {
 	return summarize(payloadJSON(d))
+}
+
+// credentialHeaders carry credentials of the sender or of a proxy on the
+// way, never part of a webhook delivery's meaning.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
+
+// SaveableHeader returns a copy of h without the headers that carry
+// credentials (Authorization, Proxy-Authorization, Cookie), which hookline
+// never writes to disk: a capture file is shared and committed more often
+// than people think.
+func SaveableHeader(h http.Header) http.Header {
+	out := h.Clone()
+	for _, k := range credentialHeaders {
+		out.Del(k)
+	}
+	return out
 }

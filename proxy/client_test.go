@@ -481,7 +481,10 @@ func TestClientSavesEveryDeliveryAndReportsSaveFailures(t *testing.T) {
 	res := newResults()
 	startClient(t, proxy.Options{URL: relay.URL + "/c", SaveDir: dir, Secret: "s", OnResult: res.add})
 	body := []byte{0xff, 0x00, 'x'}
-	relay.push(1, githubHeaders("../../evil", "ping", "s", body), nil, body)
+	h := githubHeaders("../../evil", "ping", "s", body)
+	h["Authorization"] = "Bearer ghp_never_on_disk"
+	h["Cookie"] = "session=never_on_disk"
+	relay.push(1, h, nil, body)
 	r := res.wait(t, 1)[0]
 	if r.SaveErr != nil || filepath.Dir(r.Saved) != dir {
 		t.Fatalf("Saved = %q, SaveErr = %v; want a file in %s", r.Saved, r.SaveErr, dir)
@@ -492,6 +495,9 @@ func TestClientSavesEveryDeliveryAndReportsSaveFailures(t *testing.T) {
 	}
 	if !bytes.Equal(d.Body, body) || d.ID != "../../evil" || d.Headers.Get("X-Hub-Signature-256") != hmacSHA256("s", body) {
 		t.Errorf("capture = %+v, want the exact delivery", d)
+	}
+	if raw, _ := os.ReadFile(r.Saved); bytes.Contains(raw, []byte("never_on_disk")) {
+		t.Errorf("the capture file holds a credential header:\n%s", raw)
 	}
 
 	// A save directory that disappears: the failure is reported, the
