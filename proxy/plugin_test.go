@@ -191,3 +191,39 @@ func TestExecPluginRunsForEveryEventWithPrefixedOutput(t *testing.T) {
 func TestReportHandlerOutsideADeliveryIsANoOp(t *testing.T) {
 	ReportHandler(context.Background(), HandlerResult{Name: "x"}) // must not panic
 }
+
+// Each kind of plugin file runs for the deliveries it names: <event> for
+// every action, <event>.<action> for one, _any for all.
+func TestPluginKindsMatchTheirDeliveries(t *testing.T) {
+	skipOnWindows(t)
+	dir, out := t.TempDir(), t.TempDir()
+	for _, name := range []string{"issues", "issues.opened", "_any", "push"} {
+		writeScript(t, dir, name, `echo "$HOOKLINE_EVENT.$HOOKLINE_ACTION" >> "$OUT/`+name+`"`+"\n", 0o755)
+	}
+	plugins, err := PluginDir(dir, pluginTestLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := PluginOptions{Env: []string{"OUT=" + out}}
+	for _, e := range []webhooks.Event{
+		{Name: "issues", Payload: []byte(`{"action":"opened"}`)},
+		{Name: "issues", Payload: []byte(`{"action":"closed"}`)},
+		{Name: "ping", Payload: []byte(`{}`)},
+	} {
+		if _, err := receiveWithPlugins(t, plugins, opts, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]string{
+		"issues":        "issues.opened\nissues.closed\n",
+		"issues.opened": "issues.opened\n",
+		"_any":          "issues.opened\nissues.closed\nping.\n",
+		"push":          "",
+	}
+	for name, w := range want {
+		got, _ := os.ReadFile(filepath.Join(out, name))
+		if string(got) != w {
+			t.Errorf("plugin %s ran for %q, want %q", name, got, w)
+		}
+	}
+}

@@ -328,3 +328,28 @@ func TestForwardEmbeddedRelay(t *testing.T) {
 		t.Errorf("trace = %s, want emb-1 with the exact body (bodyB)", stdout.String())
 	}
 }
+
+// A relay that cannot be reached is retried, and the user is told so.
+func TestForwardSaysItKeepsRetryingAnUnreachableRelay(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	url := closed.URL
+	closed.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"hookline", "forward", "--url", url + "/chan"}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(stderr.String(), "retrying in") < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if c := <-code; c != ExitOK {
+		t.Errorf("exit code = %d, want 0 after Ctrl-C", c)
+	}
+	if !strings.Contains(stderr.String(), "connection refused") || strings.Count(stderr.String(), "retrying in") < 2 {
+		t.Errorf("stderr does not show repeated retries of a refused connection:\n%s", stderr.String())
+	}
+}
