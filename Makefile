@@ -5,21 +5,31 @@
 #   make test    the test suite only (installs the interop node packages and
 #                Debian's chromium for the relay page test first)
 #   make bench   the Go micro-benchmarks
+#   make release-check
+#                `goreleaser check` on .goreleaser.yaml, and the Go tests that
+#                cross-compile every release target and check the version
+#                ldflags (release_test.go)
 #
-# Tools are installed by this Makefile itself, pinned, into ./.bin and
+# Tools are installed by this Makefile itself, pinned, into $(BIN) and
 # interop/node_modules, and chromium from Debian's packages; nothing beyond
 # Go, node/npm and gcc needs to be there first.
 
 GO              ?= go
 STATICCHECK_VER := v0.8.2
-BIN             := $(CURDIR)/.bin
+# Pinned tools live outside the checkout, so a fresh clone (CI) reuses them;
+# their names carry their versions.
+BIN             ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/hookline-tools
 STATICCHECK     := $(BIN)/staticcheck-$(STATICCHECK_VER)
+# The newest GoReleaser v2 that builds with Go 1.26 from the module proxy
+# (v2.17 needs a module the proxy does not serve, v2.18 needs Go 1.27).
+GORELEASER_VER  := v2.16.0
+GORELEASER      := $(BIN)/goreleaser-$(GORELEASER_VER)
 MODULE          := github.com/hookline/hookline
 NODE_MODULES    := interop/node_modules/.package-lock.json
 
-.PHONY: check test fmt-check vet staticcheck lang-check bench interop-deps browser clean
+.PHONY: check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
 
-check: fmt-check vet staticcheck lang-check test
+check: fmt-check vet staticcheck lang-check release-check test
 
 test: interop-deps browser
 	$(GO) test -race -count=1 ./...
@@ -43,6 +53,17 @@ $(STATICCHECK):
 lang-check:
 	$(GO) build -gcflags=$(MODULE)/rest=-lang=go1.14 ./rest
 
+# The first install builds GoReleaser from source (minutes on a cold Go build
+# cache, seconds after).
+release-check: $(GORELEASER)
+	$(GORELEASER) check
+	$(GO) test -count=1 -run '^(TestRelease|TestParseYAML)' .
+
+$(GORELEASER):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VER)
+	mv $(BIN)/goreleaser $@
+
 interop-deps: $(NODE_MODULES)
 
 # npm ci writes node_modules/.package-lock.json; reinstall when the lockfile
@@ -61,4 +82,4 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 
 clean:
-	rm -rf $(BIN) interop/node_modules
+	rm -rf interop/node_modules

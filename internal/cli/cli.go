@@ -103,6 +103,7 @@ func newApp(s *streams) *ucli.App {
 			signCommand(s),
 			verifyCommand(s),
 			eventsCommand(s),
+			completionCommand(s),
 		},
 		Reader:    s.in,
 		Writer:    s.out,

@@ -1,0 +1,579 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/webhooks"
+)
+
+// These tests keep README.md true: its quick start runs as written, every
+// command and flag it shows exists, every HOOKLINE_* variable it names is
+// read by the code, every test it cites exists, and its Go examples compile.
+
+// readmeBlock is one fenced code block of README.md.
+type readmeBlock struct {
+	lang    string // the info string: sh, go, text...
+	section string // the "## " heading it is under
+	line    int    // the line of its opening fence
+	text    string
+}
+
+// readmeBlocks returns README.md's fenced code blocks, and its text outside
+// them.
+func readmeBlocks(t *testing.T) ([]readmeBlock, string) {
+	t.Helper()
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []readmeBlock
+	var prose strings.Builder
+	var cur *readmeBlock
+	var body []string
+	section := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```"):
+			cur = &readmeBlock{lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), section: section, line: i + 1}
+			body = nil
+		case cur != nil && strings.TrimSpace(line) == "```":
+			cur.text = strings.Join(body, "\n")
+			blocks = append(blocks, *cur)
+			cur = nil
+		case cur != nil:
+			body = append(body, line)
+		default:
+			if strings.HasPrefix(line, "## ") {
+				section = strings.TrimPrefix(line, "## ")
+			}
+			prose.WriteString(line + "\n")
+		}
+	}
+	if cur != nil {
+		t.Fatalf("README.md:%d: unterminated code block", cur.line)
+	}
+	return blocks, prose.String()
+}
+
+// shellCommand is one command line of a README sh block, split into words.
+type shellCommand struct {
+	line  int
+	words []string
+}
+
+// shellCommands splits the lines of an sh block into commands: words in
+// shell quoting (quotes removed), cut at unquoted operators (| ; & < > ( ))
+// and comments. It is no shell: it reads what the README writes.
+func shellCommands(b readmeBlock) ([]shellCommand, error) {
+	var cmds []shellCommand
+	lines := strings.Split(strings.ReplaceAll(b.text, "\\\n", " "), "\n")
+	for i, line := range lines {
+		var words []string
+		var word strings.Builder
+		inWord := false
+		flush := func() {
+			if inWord {
+				words = append(words, word.String())
+			}
+			word.Reset()
+			inWord = false
+		}
+		cut := func() {
+			flush()
+			if len(words) > 0 {
+				cmds = append(cmds, shellCommand{line: b.line + 1 + i, words: words})
+			}
+			words = nil
+		}
+		for j := 0; j < len(line); j++ {
+			c := line[j]
+			switch {
+			case c == '\'' || c == '"':
+				end := strings.IndexByte(line[j+1:], c)
+				if end < 0 {
+					return nil, fmt.Errorf("README.md:%d: unterminated quote", b.line+1+i)
+				}
+				word.WriteString(line[j+1 : j+1+end])
+				inWord = true
+				j += end + 1
+			case c == '\\' && j+1 < len(line):
+				word.WriteByte(line[j+1])
+				inWord = true
+				j++
+			case c == ' ' || c == '\t':
+				flush()
+			case c == '#' && !inWord:
+				j = len(line)
+			case strings.IndexByte("|;&<>()", c) >= 0:
+				cut()
+			default:
+				word.WriteByte(c)
+				inWord = true
+			}
+		}
+		cut()
+	}
+	return cmds, nil
+}
+
+// hooklineArgs returns the arguments of the hookline invocations in cmds
+// (a command may run hookline anywhere in it: `source <(hookline ...)` is
+// cut into its own command by shellCommands).
+func hooklineArgs(cmds []shellCommand) []shellCommand {
+	var out []shellCommand
+	for _, c := range cmds {
+		if c.words[0] == "hookline" {
+			out = append(out, shellCommand{line: c.line, words: c.words[1:]})
+		}
+	}
+	return out
+}
+
+// cliHelp is what `hookline --help` and `hookline COMMAND --help` say.
+type cliHelp struct {
+	commands map[string]string          // name or alias → command name
+	flags    map[string]map[string]bool // command ("" for global) → flag names with dashes
+	envVars  map[string]bool            // the [$VAR] of every flag
+}
+
+var optionName = regexp.MustCompile(`(?:^|, )(--?[a-zA-Z][a-zA-Z0-9-]*)`)
+
+// readHelp runs the binary's help for every command.
+func readHelp(t *testing.T, bin string) cliHelp {
+	t.Helper()
+	h := cliHelp{commands: map[string]string{}, flags: map[string]map[string]bool{}, envVars: map[string]bool{}}
+	help := func(args ...string) (commands []string, flags map[string]bool) {
+		out, err := exec.Command(bin, append(args, "--help")...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("hookline %s --help: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		flags = map[string]bool{}
+		section := ""
+		for _, line := range strings.Split(string(out), "\n") {
+			if line != "" && line[0] != ' ' {
+				section = line
+				continue
+			}
+			entry := strings.TrimSpace(line)
+			switch section {
+			case "COMMANDS:":
+				names, _, _ := strings.Cut(entry, "  ")
+				if names != "" {
+					commands = append(commands, names)
+				}
+			case "OPTIONS:", "GLOBAL OPTIONS:":
+				spec, _, _ := strings.Cut(entry, "  ")
+				for _, m := range optionName.FindAllStringSubmatch(spec, -1) {
+					flags[m[1]] = true
+				}
+				for _, m := range regexp.MustCompile(`\[\$([A-Z0-9_, $]+)\]`).FindAllStringSubmatch(entry, -1) {
+					for _, v := range strings.Split(m[1], ", $") {
+						h.envVars[strings.TrimPrefix(v, "$")] = true
+					}
+				}
+			}
+		}
+		return commands, flags
+	}
+	commands, global := help()
+	h.flags[""] = global
+	for _, entry := range commands {
+		names := strings.Split(entry, ", ")
+		for _, n := range names {
+			h.commands[n] = names[0]
+		}
+		_, h.flags[names[0]] = help(names[0])
+	}
+	if len(h.commands) < 5 {
+		t.Fatalf("hookline --help lists %d commands; the help format changed?", len(h.commands))
+	}
+	return h
+}
+
+// Every hookline command line in the README's sh blocks names a real
+// command and only its flags, every --flag in the prose is a flag of some
+// command, and every command has an example.
+func TestReadmeCommandsAndFlagsExist(t *testing.T) {
+	help := readHelp(t, buildBinary(t))
+	blocks, prose := readmeBlocks(t)
+	shown := map[string]bool{}
+	for _, b := range blocks {
+		if b.lang != "sh" {
+			continue
+		}
+		cmds, err := shellCommands(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range hooklineArgs(cmds) {
+			command := ""
+			for _, w := range c.words {
+				if w == "--" {
+					break
+				}
+				if !strings.HasPrefix(w, "-") || w == "-" {
+					if command == "" {
+						name, ok := help.commands[w]
+						if !ok {
+							t.Errorf("README.md:%d: hookline %s: no such command", c.line, w)
+							break
+						}
+						command = name
+						shown[name] = true
+					}
+					continue
+				}
+				flag, _, _ := strings.Cut(w, "=")
+				if !help.flags[command][flag] {
+					t.Errorf("README.md:%d: hookline %s: %s is not a flag of %q (see hookline %s --help)",
+						c.line, strings.Join(c.words, " "), flag, command, command)
+				}
+			}
+		}
+	}
+	for name, canonical := range help.commands {
+		if name == canonical && !shown[name] {
+			t.Errorf("README.md shows no example of hookline %s", name)
+		}
+	}
+	all := map[string]bool{}
+	for _, flags := range help.flags {
+		for f := range flags {
+			all[f] = true
+		}
+	}
+	for _, m := range regexp.MustCompile(`(?:^|[\s\x60(])(--[a-z][a-z0-9-]*)`).FindAllStringSubmatch(prose, -1) {
+		if !all[m[1]] {
+			t.Errorf("README.md mentions %s, which no command has", m[1])
+		}
+	}
+}
+
+// Every HOOKLINE_* variable the README names is read by the code: a flag's
+// environment variable, or one set or read in non-test Go source (the
+// plugin environment, HOOKLINE_SECRET).
+func TestReadmeEnvironmentVariables(t *testing.T) {
+	help := readHelp(t, buildBinary(t))
+	_, prose := readmeBlocks(t)
+	var source strings.Builder
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || (strings.HasPrefix(d.Name(), ".") && path != ".")) {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			data, err := os.ReadFile(path)
+			source.Write(data)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile(`\bHOOKLINE_[A-Z0-9_]+`).FindAllString(prose, -1)
+	if len(named) < 5 {
+		t.Fatalf("README.md names %d HOOKLINE_ variables; want the configuration table", len(named))
+	}
+	for _, v := range named {
+		if !help.envVars[v] && !strings.Contains(source.String(), `"`+v) {
+			t.Errorf("README.md names %s, which no flag and no Go source reads", v)
+		}
+	}
+	for _, v := range []string{"HOOKLINE_URL", "HOOKLINE_TARGET", "HOOKLINE_SECRET", "HOOKLINE_TARGET_SECRET", "NO_COLOR"} {
+		if !strings.Contains(prose, "`"+v+"`") {
+			t.Errorf("README.md does not document %s", v)
+		}
+	}
+}
+
+// Every test the README cites as evidence exists.
+func TestReadmeCitedTestsExist(t *testing.T) {
+	_, prose := readmeBlocks(t)
+	cited := regexp.MustCompile("`(?:[a-z]+/)?(Test[A-Za-z0-9_]+)`").FindAllStringSubmatch(prose, -1)
+	if len(cited) == 0 {
+		t.Fatal("README.md cites no test; the comparison table should")
+	}
+	var tests strings.Builder
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || (strings.HasPrefix(d.Name(), ".") && path != ".")) {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			data, err := os.ReadFile(path)
+			tests.Write(data)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range cited {
+		if !strings.Contains(tests.String(), "func "+m[1]+"(t *testing.T)") {
+			t.Errorf("README.md cites %s, which is not a test in this repository", m[1])
+		}
+	}
+}
+
+// The README's Go examples compile: each ```go block is its imports and the
+// body of a main function.
+func TestReadmeGoExamplesCompile(t *testing.T) {
+	blocks, _ := readmeBlocks(t)
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	overlay := map[string]string{}
+	var pkgs []string
+	for i, b := range blocks {
+		if b.lang != "go" {
+			continue
+		}
+		src := b.text
+		imports := ""
+		if strings.HasPrefix(src, "import ") {
+			end := strings.Index(src, "\n") // import "path"
+			if strings.HasPrefix(src, "import (") {
+				end = strings.Index(src, "\n)") + 2
+			}
+			if end < 2 {
+				t.Fatalf("README.md:%d: unterminated import block", b.line)
+			}
+			imports, src = src[:end], src[end:]
+		}
+		file := filepath.Join(dir, fmt.Sprintf("example%d.go", i))
+		code := fmt.Sprintf("// README.md:%d\n\npackage main\n\n%s\n\nfunc main() {\n%s\n}\n", b.line, imports, src)
+		if err := os.WriteFile(file, []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The package lives in the module only through the overlay.
+		pkg := fmt.Sprintf("readme_example_%d", i)
+		overlay[filepath.Join(root, pkg, "main.go")] = file
+		pkgs = append(pkgs, "./"+pkg)
+	}
+	if len(pkgs) < 3 {
+		t.Fatalf("README.md has %d Go examples, want rest, webhooks and proxy", len(pkgs))
+	}
+	data, err := json.Marshal(map[string]any{"Replace": overlay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlayFile := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(overlayFile, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"build", "-overlay=" + overlayFile}, pkgs...)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Errorf("README.md's Go examples do not compile (go build): %v\n%s", err, out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a child process and the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// cleanEnv is the environment without HOOKLINE_* variables, so a
+// developer's settings cannot change what the README's commands do.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOOKLINE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// The quick start runs as written: `hookline forward` in the background,
+// then every other command, and the delivery reaches a local server that
+// verifies its signature with the README's secret. On loopback, with three
+// substitutions:
+//   - forward gets --listen 127.0.0.1:0 (the README's port 3333 may be busy);
+//   - http://127.0.0.1:3000 (the reader's server) becomes a test server
+//     running the webhooks middleware;
+//   - http://127.0.0.1:3333/<channel> becomes the channel forward printed.
+func TestReadmeQuickStart(t *testing.T) {
+	blocks, _ := readmeBlocks(t)
+	var cmds []shellCommand
+	for _, b := range blocks {
+		if b.lang == "sh" && strings.HasPrefix(b.section, "Quick start") {
+			c, err := shellCommands(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmds = append(cmds, c...)
+		}
+	}
+	if len(cmds) < 2 {
+		t.Fatalf("the README's Quick start has %d commands, want forward and send", len(cmds))
+	}
+	for _, c := range cmds {
+		if c.words[0] != "hookline" {
+			t.Fatalf("README.md:%d: %q: the quick start test runs only hookline commands", c.line, strings.Join(c.words, " "))
+		}
+	}
+	forward := cmds[0]
+	if forward.words[1] != "forward" && forward.words[1] != "client" {
+		t.Fatalf("README.md:%d: the quick start must start with hookline forward", forward.line)
+	}
+	secret := ""
+	for i, w := range forward.words {
+		if w == "--secret" && i+1 < len(forward.words) {
+			secret = forward.words[i+1]
+		}
+	}
+	if secret == "" {
+		t.Fatalf("README.md:%d: the quick start's forward has no --secret: it must show verification", forward.line)
+	}
+
+	// The reader's webhook server.
+	wh, err := webhooks.New(webhooks.Options{Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := make(chan webhooks.Event, 10)
+	wh.OnAny(func(_ context.Context, e webhooks.Event) error {
+		received <- e
+		return nil
+	})
+	target := httptest.NewServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}))
+	t.Cleanup(target.Close)
+	substitute := func(words []string, channel string) []string {
+		out := slices.Clone(words[1:])
+		for i, w := range out {
+			switch {
+			case strings.HasPrefix(w, "http://127.0.0.1:3000"):
+				out[i] = target.URL + strings.TrimPrefix(w, "http://127.0.0.1:3000")
+			case strings.HasPrefix(w, "http://127.0.0.1:3333/"):
+				out[i] = channel
+			}
+		}
+		return out
+	}
+
+	bin := buildBinary(t)
+	args := append(substitute(forward.words, ""), "--listen", "127.0.0.1:0")
+	fw := exec.Command(bin, args...)
+	fw.Env = cleanEnv()
+	var stdout syncBuffer
+	fw.Stdout = &stdout
+	stderr, err := fw.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Process.Kill() })
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var log []string
+	channel := ""
+	deadline := time.After(60 * time.Second)
+	for channel == "" || !strings.Contains(strings.Join(log, "\n"), "connected to") {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("hookline %s exited early; stderr:\n%s", strings.Join(args, " "), strings.Join(log, "\n"))
+			}
+			log = append(log, l)
+			if _, rest, ok := strings.Cut(l, "POST deliveries to "); ok {
+				channel = rest
+			}
+		case <-deadline:
+			t.Fatalf("hookline %s did not start; stderr:\n%s", strings.Join(args, " "), strings.Join(log, "\n"))
+		}
+	}
+
+	var sent []string
+	for _, c := range cmds[1:] {
+		args := substitute(c.words, channel)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = cleanEnv()
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("README.md:%d: hookline %s: %v\n%s", c.line, strings.Join(args, " "), err, out)
+		}
+		if c.words[1] == "send" {
+			for i, w := range c.words {
+				if (w == "--event" || w == "-e") && i+1 < len(c.words) {
+					sent = append(sent, c.words[i+1])
+				}
+			}
+		}
+	}
+	if len(sent) == 0 {
+		t.Fatal("the README's quick start sends nothing (hookline send --event ...)")
+	}
+	for _, name := range sent {
+		select {
+		case e := <-received:
+			if got := e.Name + "." + e.Action(); got != name && e.Name != name {
+				t.Errorf("the server received %s, want %s", got, name)
+			}
+		case <-deadline:
+			t.Fatalf("%s never reached the server; forward's stderr:\n%s\nstdout:\n%s", name, strings.Join(log, "\n"), stdout.String())
+		}
+	}
+
+	if runtime.GOOS == "windows" {
+		fw.Process.Kill()
+	} else if err := fw.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for l := range lines {
+		log = append(log, l)
+	}
+	if err := fw.Wait(); err != nil && runtime.GOOS != "windows" {
+		t.Errorf("forward exited with %v after Ctrl-C, want 0; stderr:\n%s", err, strings.Join(log, "\n"))
+	}
+	trace := stdout.String()
+	if strings.Count(trace, "✓ verified") != len(sent) || strings.Count(trace, "→ 200") != len(sent) {
+		t.Errorf("forward's trace = %q, want %d lines verified and forwarded with 200", trace, len(sent))
+	}
+}
