@@ -1,23 +1,34 @@
 package relay
 
 import (
-	"container/list"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// channel is one relay channel: its history and its subscribers. All fields
-// are guarded by Server.mu.
+// channel is what the Server holds for a channel in use (a stream, or a
+// POST in progress): its subscribers, and the lock that orders its
+// deliveries. The history itself is in the store. It is created on first
+// use and forgotten when unused.
 type channel struct {
-	name    string
-	lastID  int64       // the id of the newest delivery; ids start at 1
-	history []*delivery // ids lastID-len+1 .. lastID, oldest first
-	bytes   int64
-	subs    map[*subscriber]struct{}
-	elem    *list.Element // in Server.lru
+	name string
+	refs int // guarded by Server.mu: users holding the channel
+
+	// mu is held across a delivery's append and fan-out, and across a
+	// stream's join (the first read of the history and the registration),
+	// so that a joining stream gets each delivery exactly once: either in
+	// its replay or in its queue.
+	mu     sync.Mutex
+	lastID int64                    // the newest id seen; kept while subscribers are (guarded by mu)
+	subs   map[*subscriber]struct{} // made by the first join
+	nsubs  atomic.Int32             // len(subs), for Stats without mu
 }
 
 // subscriber is one open stream. Its queue is a slice that grows only while
@@ -76,130 +87,229 @@ func (sub *subscriber) cut() {
 	}
 }
 
-// channelLocked returns the channel called name, creating it if needed.
-func (s *Server) channelLocked(name string) *channel {
-	c := s.channels[name]
-	if c == nil {
-		c = &channel{name: name, subs: map[*subscriber]struct{}{}}
-		c.elem = s.lru.PushBack(c)
-		s.channels[name] = c
-	}
-	return c
-}
-
-// dropIfEmptyLocked forgets c once it has neither subscribers nor history.
-// Its ids start again at 1 if it is used later.
-func (s *Server) dropIfEmptyLocked(c *channel) {
-	if len(c.subs) == 0 && len(c.history) == 0 && s.channels[c.name] == c {
-		delete(s.channels, c.name)
-		s.lru.Remove(c.elem)
-	}
-}
-
-// evictOldestLocked drops c's oldest delivery from its history, and c itself
-// if that leaves it empty.
-func (s *Server) evictOldestLocked(c *channel) {
-	d := c.history[0]
-	c.history[0] = nil
-	c.history = c.history[1:]
-	c.bytes -= d.size
-	s.bytes -= d.size
-	s.retained--
-	if len(c.history) == 0 {
-		c.history = nil
-		s.dropIfEmptyLocked(c)
-	}
-}
-
-// publish gives d the channel's next id, records it in the history (evicting
-// what the limits require) and queues it for every subscriber, cutting off
-// those whose queue is full. It returns the id and the number of subscribers
-// it was queued for.
-func (s *Server) publish(name string, d *delivery) (id int64, queued int) {
+// acquire returns the channel called name, created if needed, for the
+// caller to use until it calls release. A stream (stream set) is refused
+// with errClosing once the relay closes.
+func (s *Server) acquire(name string, stream bool) (*channel, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.channelLocked(name)
-	c.lastID++
-	d.id = c.lastID
-	c.history = append(c.history, d)
-	c.bytes += d.size
-	s.bytes += d.size
-	s.retained++
-	s.lru.MoveToBack(c.elem)
-	for len(c.history) > s.opts.HistoryCount || (c.bytes > s.opts.HistoryBytes && len(c.history) > 1) {
-		s.evictOldestLocked(c)
+	if stream && s.closed {
+		return nil, errClosing
 	}
-	for e := s.lru.Front(); e != nil && s.bytes > s.opts.TotalHistoryBytes; {
-		oc, next := e.Value.(*channel), e.Next()
-		if oc == c && len(c.history) <= 1 {
-			break // c is the most recent: everything else is gone already
+	c := s.channels[name]
+	if c == nil {
+		c = &channel{name: name}
+		s.channels[name] = c
+	}
+	c.refs++
+	return c, nil
+}
+
+// release ends a use of c, forgetting it after the last one.
+func (s *Server) release(c *channel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.refs--; c.refs == 0 {
+		delete(s.channels, c.name)
+	}
+}
+
+// errKeyReused is the answer to a POST whose Idempotency-Key names a
+// retained delivery with a different body.
+var errKeyReused = errors.New("relay: Idempotency-Key reused for a different body")
+
+// published is the outcome of publish.
+type published struct {
+	id        int64 // the delivery's id (the first one's, for a duplicate)
+	queued    int   // subscribers it was queued for
+	duplicate bool  // its Idempotency-Key named a retained delivery: not published again
+}
+
+// publish stores d as the channel's next delivery and queues it for every
+// subscriber, cutting off those whose queue is full. If d has an
+// Idempotency-Key (and checkKey is set) naming a retained delivery of the
+// channel, d is not published: the result names that delivery, or the error
+// wraps errKeyReused when its body differs. A store error means d was not
+// stored nor sent to anyone.
+func (s *Server) publish(name string, d *delivery, checkKey bool) (published, error) {
+	c, _ := s.acquire(name, false)
+	defer s.release(c)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if key := headerValue(d.header, idempotencyHeader); checkKey && key != "" {
+		id, sum, ok, err := s.store.findKey(name, key)
+		if err != nil {
+			return published{}, err
 		}
-		if len(oc.history) > 0 {
-			s.evictOldestLocked(oc) // may forget oc, and unlink e
-		}
-		if len(oc.history) == 0 {
-			e = next
+		if ok {
+			if sum != sha256.Sum256(d.body) {
+				return published{id: id}, fmt.Errorf("%w: delivery %d had it", errKeyReused, id)
+			}
+			return published{id: id, duplicate: true}, nil
 		}
 	}
+	if err := s.store.append(name, d, c.lastID); err != nil {
+		return published{}, err
+	}
+	c.lastID = d.id
+	s.deliveries.Add(1)
+	p := published{id: d.id}
 	for sub := range c.subs {
 		if sub.offer(d, s.opts.SubscriberQueue, s.opts.HistoryBytes) {
-			queued++
+			p.queued++
 			continue
 		}
 		delete(c.subs, sub)
-		s.subscribers--
+		c.nsubs.Add(-1)
+		s.subscribers.Add(-1)
 		s.cutOff.Add(1)
 		sub.cut()
 		s.log.Warn("slow subscriber cut off; it can resume with Last-Event-ID", "channel", name)
 	}
-	s.deliveries.Add(1)
-	return d.id, queued
+	return p, nil
 }
 
 // lookup returns delivery id of channel name if it is still in the history.
-func (s *Server) lookup(name string, id int64) *delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.channels[name]
-	if c == nil || len(c.history) == 0 {
-		return nil
-	}
-	i := id - c.history[0].id
-	if i < 0 || i >= int64(len(c.history)) {
-		return nil
-	}
-	return c.history[i]
+func (s *Server) lookup(name string, id int64) (*delivery, error) {
+	return s.store.get(name, id)
 }
 
-// since returns the deliveries a client that last saw lastEventID should be
-// sent, and the gap to announce before them (nil if none). ok is false when
-// the client sent no Last-Event-ID: it gets neither replay nor gap.
+// errTooManySubscribers refuses a stream over Options.MaxSubscribers.
+var errTooManySubscribers = errors.New("relay: too many subscribers")
+
+// replayPageBytes bounds the deliveries a stream reads from the store at
+// once while it replays.
+const replayPageBytes = 4 << 20
+
+// join registers sub as a subscriber of channel name and returns the
+// channel (to leave when done) and the stream's replay.
 //
-// A lastEventID that is not a decimal integer between 0 and the channel's
-// last id (garbage, or an id from before the relay restarted) is treated as
-// 0, and always announced as a gap with reason "unknown".
-func (c *channel) since(lastEventID string) (replay []*delivery, gap *gapEvent) {
-	after, err := strconv.ParseInt(strings.TrimSpace(lastEventID), 10, 64)
-	unknown := err != nil || after < 0 || after > c.lastID
-	if unknown {
+// With resume set, the replay holds every retained delivery after
+// lastEventID up to the channel's last id at the moment of joining; every
+// later one reaches sub through its queue. A lastEventID that is not a
+// decimal integer between 0 and the channel's last id (garbage, or an id
+// from a history that has been forgotten) is treated as 0, and always
+// announced as a gap with reason "unknown". Without resume the replay is
+// empty.
+func (s *Server) join(name string, sub *subscriber, lastEventID string, resume bool) (*channel, *replay, error) {
+	c, err := s.acquire(name, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.subs) >= s.opts.MaxSubscribers {
+		s.release(c)
+		return nil, nil, errTooManySubscribers
+	}
+	rp := &replay{s: s, name: name}
+	after, perr := strconv.ParseInt(strings.TrimSpace(lastEventID), 10, 64)
+	unknown := perr != nil || after < 0
+	if !resume || unknown {
 		after = 0
 	}
-	first := c.lastID + 1 // the oldest id still in the history
-	if len(c.history) > 0 {
-		first = c.history[0].id
+	if !resume {
+		after = math.MaxInt64 // only the channel's last id is wanted
 	}
+	page, first, last, err := s.store.since(name, after, replayPageBytes)
+	if err == nil && resume && !unknown && after > max(last, c.lastID) {
+		unknown, after = true, 0
+		page, first, last, err = s.store.since(name, 0, replayPageBytes)
+	}
+	if err != nil {
+		s.release(c)
+		return nil, nil, err
+	}
+	if last < c.lastID {
+		// The store has forgotten the channel (its history was evicted)
+		// while this relay kept its ids for the subscribers.
+		first, last = c.lastID+1, c.lastID
+	}
+	c.lastID = last
+	if c.subs == nil {
+		c.subs = map[*subscriber]struct{}{}
+	}
+	c.subs[sub] = struct{}{}
+	c.nsubs.Add(1)
+	s.subscribers.Add(1)
+	if !resume {
+		rp.cursor, rp.end = last, last
+		return c, rp, nil
+	}
+	rp.lastEventID = truncate(lastEventID, 64)
+	rp.cursor, rp.end, rp.page = after, last, page
 	switch {
 	case unknown:
-		gap = &gapEvent{From: 1, To: first - 1, Reason: "unknown"}
+		rp.gap = &gapEvent{From: 1, To: first - 1, Reason: "unknown"}
 	case after+1 < first:
-		gap = &gapEvent{From: after + 1, To: first - 1, Reason: "expired"}
+		rp.gap = &gapEvent{From: after + 1, To: first - 1, Reason: "expired"}
+	}
+	if rp.gap != nil {
+		rp.gap.LastEventID = rp.lastEventID
+		rp.cursor = max(rp.cursor, first-1)
+	}
+	return c, rp, nil
+}
+
+// leave unregisters sub from c (unless it was cut off) and releases c.
+func (s *Server) leave(c *channel, sub *subscriber) {
+	c.mu.Lock()
+	if _, ok := c.subs[sub]; ok {
+		delete(c.subs, sub)
+		c.nsubs.Add(-1)
+		s.subscribers.Add(-1)
+	}
+	c.mu.Unlock()
+	s.release(c)
+}
+
+// replay is what a joining stream replays: the retained deliveries after
+// its Last-Event-ID up to the channel's last id when it joined, read from
+// the store a page at a time, with gap events for those that left the
+// history before they could be read.
+type replay struct {
+	s           *Server
+	name        string
+	lastEventID string // the client's, for gap events
+	cursor      int64  // the last id replayed or announced lost
+	end         int64  // the channel's last id at join; later ones come live
+	gap         *gapEvent
+	page        []*delivery
+}
+
+// next returns the next gap to announce (or nil) and deliveries to send,
+// and done once the replay is over.
+func (rp *replay) next() (gap *gapEvent, page []*delivery, done bool, err error) {
+	if rp.gap == nil && len(rp.page) == 0 {
+		if rp.cursor >= rp.end {
+			return nil, nil, true, nil
+		}
+		rp.page, _, _, err = rp.s.store.since(rp.name, rp.cursor, replayPageBytes)
+		if err != nil {
+			return nil, nil, false, err
+		}
+	}
+	gap, page = rp.gap, rp.page
+	rp.gap, rp.page = nil, nil
+	for i, d := range page {
+		if d.id > rp.end {
+			page = page[:i]
+			break
+		}
+	}
+	if gap == nil && (len(page) == 0 || page[0].id > rp.cursor+1) {
+		// Evicted since the stream joined.
+		to := rp.end
+		if len(page) > 0 {
+			to = page[0].id - 1
+		}
+		gap = &gapEvent{From: rp.cursor + 1, To: to, Reason: "expired", LastEventID: rp.lastEventID}
 	}
 	if gap != nil {
-		gap.LastEventID = truncate(lastEventID, 64)
+		rp.cursor = max(rp.cursor, gap.To)
 	}
-	skip := max(after+1-first, 0)
-	if skip < int64(len(c.history)) {
-		replay = append([]*delivery(nil), c.history[skip:]...)
+	if len(page) > 0 {
+		rp.cursor = page[len(page)-1].id
 	}
-	return replay, gap
+	return gap, page, false, nil
 }

@@ -8,17 +8,19 @@
 //
 //	ln, err := net.Listen("tcp", "127.0.0.1:3333")
 //	if err != nil { ... }
-//	srv := relay.New(relay.Options{}) // or PublicURL: "https://relay.example.com"
+//	srv, err := relay.Open(relay.Options{DataDir: "/var/lib/hookline"}) // or relay.New(relay.Options{}): history in memory
+//	if err != nil { ... } // relay.ErrDataDirInUse: another relay has the directory
 //	channel := relay.ListenURL(ln.Addr()) + "/" + srv.NewChannel()
 //	err = srv.Serve(ctx, ln) // until ctx ends; then a graceful shutdown
 //
 // A Server is also an http.Handler (ServeHTTP) to mount in another server;
-// call Close when that server shuts down, so that the streams end.
+// call Close when that server shuts down, so that the streams end, then
+// CloseStorage once it has shut down, to close the history file.
 //
 // # Routes
 //
 //	GET|HEAD /new                    307, Location: a new channel URL
-//	POST     /<channel>              any body and content type: 200 {"id":N}
+//	POST     /<channel>              any body and content type: 200 {"id":N} once stored
 //	GET      /<channel>              Accept: text/event-stream: the stream
 //	GET|HEAD /<channel>              otherwise: the channel's page
 //	POST     /<channel>/redeliver/<id>  publish delivery <id> again: 200 {"id":M,"redeliveryOf":id}
@@ -105,7 +107,9 @@
 // Options.HistoryBytes (the newest is kept even if larger), and all channels
 // together within Options.TotalHistoryBytes (channels posted to least
 // recently lose their oldest deliveries first). A channel with neither
-// history nor subscribers is forgotten, and its ids start again at 1.
+// history nor subscribers is forgotten, and its ids start again at 1. With
+// Options.DataDir the history, and so the ids, survive a restart (see
+// Storage); without it they live in memory.
 //
 // A stream opened with Last-Event-ID: N gets every retained delivery after N,
 // in order, before any live one; none is lost or repeated between the replay
@@ -118,12 +122,93 @@
 //	event: hookline-gap
 //	data: {"from":5,"to":9,"reason":"expired","lastEventId":"4"}
 //
-// saying that deliveries 5 to 9 (inclusive) will not come. A Last-Event-ID
-// that is not a decimal integer from 0 to the channel's last id (garbage, or
-// an id from before the relay restarted: ids live in memory) is treated as
-// 0 and always announced, with reason "unknown", from 1 to the id before the
+// saying that deliveries 5 to 9 (inclusive) will not come; deliveries that
+// leave the history while a long replay is still being read are announced
+// the same way. A Last-Event-ID that is not a decimal integer from 0 to the
+// channel's last id (garbage, or an id from before a restart of a relay
+// whose history is in memory, or of a forgotten channel) is treated as 0
+// and always announced, with reason "unknown", from 1 to the id before the
 // first replayed delivery (to < from when no id of this channel was lost,
 // only possibly some from before the restart).
+//
+// # Retries and Idempotency-Key
+//
+// A POST answered 200 is stored (see Storage) and will be relayed; a POST
+// that got no answer (the relay died, the connection broke) may or may not
+// have been stored, and the sender should send it again. So that the retry
+// is not relayed twice, a sender may give the POST an Idempotency-Key
+// header (as Stripe's API and the IETF draft of that name): a POST whose
+// key names a delivery of the channel still in the history, with the same
+// body (SHA-256), is answered 200 {"id":N,"duplicate":true} with that
+// delivery's id and is not relayed again; with a different body it gets
+// 422. The key is relayed like any header. GitHub sends no such header, so
+// its deliveries, and its redeliveries (which keep their X-GitHub-Delivery),
+// are always relayed; POST /<channel>/redeliver/<id> is never a duplicate.
+//
+// # Storage
+//
+// The history of every channel is kept by a store, an interface internal to
+// the package (store.go) with two implementations:
+//
+//   - in memory (the default; New, or Open without DataDir): lost when the
+//     process ends; a POST is acknowledged once the delivery is in memory.
+//   - in a bbolt file, Options.DataDir/relay.db (Open; hookline serve
+//     --data-dir): every delivery is written in its own bbolt transaction,
+//     which bbolt commits with two fdatasync calls (the data pages, then
+//     the meta page that makes them current), before the POST is answered
+//     200. Evictions are in the same transaction. A relay killed at any
+//     moment (SIGKILL, power loss) restarts with every delivery it
+//     acknowledged, with the same ids, and numbers on from the last one.
+//     A POST that fails to store gets 503 with Retry-After and is relayed
+//     to no one. The file is created 0600 (its directory 0700, and synced
+//     once after creation) and locked: a second relay on the same directory
+//     waits a second and fails with ErrDataDirInUse.
+//
+// Both apply the same limits with the same code (the ledger, in memory in
+// both cases: ids, sizes and Idempotency-Keys of the retained deliveries),
+// so bytes on disk are bounded as bytes in memory are: about
+// TotalHistoryBytes plus bbolt's page overhead (bbolt reuses freed pages
+// but never shrinks its file). On open, the file is read once to rebuild
+// the ledger, channels ordered by their newest delivery, and trimmed to the
+// limits if they were lowered; a record that does not decode (each carries
+// a CRC-32C) is dropped with a warning, and left out of replays (a gap)
+// until then. A bbolt store keeps no delivery in memory: replays and
+// redeliveries read and decode records (a replay a page of at most 4 MiB at
+// a time); live deliveries are fanned out from memory as before.
+//
+// A record is the delivery's received time, headers, raw query and exact
+// body (see record.go), keyed by its id in a bucket per channel; the
+// message is rebuilt from them, byte for byte the one sent before the
+// restart. The file is not meant to be read by other programs.
+//
+// Why bbolt (go.etcd.io/bbolt): the relay needs a durable append-and-trim
+// log per channel, in one process, with no server to run. bbolt is pure Go
+// (no cgo: the release stays static and cross-compiled), one file, ACID
+// with fsync on every commit, a file lock against a second writer, ordered
+// keys (replay after an id is a cursor seek), and is maintained by the etcd
+// project, which runs it in production. Considered and not taken: SQLite
+// (cgo, or a pure-Go port far larger than bbolt), Pebble/Badger (LSM
+// engines built for write volumes the relay does not have, with compaction
+// and many files to manage), and a hand-written append-only log (its
+// crash-recovery and compaction code would be ours to get right). fsync per
+// POST caps one relay at a few hundred POSTs a second on ordinary disks,
+// far above any webhook source; writes are serialised across channels.
+//
+// How a shared store (issue 10: Redis Streams, for several relay replicas
+// behind one URL) plugs in: implement store (append, since, get, findKey,
+// has, stats, close), run TestStoreContract against it, and choose it in
+// Open; the streaming code does not change. A channel maps to a stream key;
+// append is a small Lua script (INCR of the channel's counter, XADD with
+// the explicit id "<id>-0", XTRIM MAXLEN/MINID for the limits, the
+// Idempotency-Key in a hash with the id) run with WAIT or AOF fsync for
+// durability; since is XRANGE from "(<after>-0"; the ids stay the integers
+// clients already hold. One thing a shared store adds: deliveries appended
+// by another replica must reach this replica's subscribers. That is a feed
+// the Server would read (XREAD BLOCK from the channel's last id, one reader
+// per channel with subscribers) and fan out exactly as publish does today;
+// a stream's join would register at the feed's position, and a live
+// delivery whose id the replay already sent would be skipped by id (ids
+// only grow per channel, which the store guarantees).
 //
 // # Limits
 //

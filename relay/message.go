@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"mime"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hookline/hookline/internal/jsonscan"
 )
 
 // maxHeaderBytes is the largest header block ingest accepts: the sum over
@@ -182,7 +185,7 @@ func bodyValue(contentType string, body []byte) []byte {
 	}
 	switch {
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-		if json.Valid(body) {
+		if jsonscan.Valid(body) { // encoding/json's verdict, several times faster
 			return body
 		}
 	case mt == "application/x-www-form-urlencoded":
@@ -257,13 +260,21 @@ func appendDataLines(b, s []byte) []byte {
 	}
 }
 
+// indexLineBreak returns the index of the first '\n' or '\r' in s, or -1.
+// It looks for '\r' only before the first '\n', so that finding every line
+// break of s costs time linear in its size.
 func indexLineBreak(s []byte) int {
-	for i, c := range s {
-		if c == '\n' || c == '\r' {
-			return i
-		}
+	i := bytes.IndexByte(s, '\n')
+	if i < 0 {
+		i = len(s)
 	}
-	return -1
+	if j := bytes.IndexByte(s[:i], '\r'); j >= 0 {
+		return j
+	}
+	if i == len(s) {
+		return -1
+	}
+	return i
 }
 
 // appendJSONString appends s as a JSON string the way JSON.stringify writes

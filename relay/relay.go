@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -69,7 +68,9 @@ type Options struct {
 	//
 	// A delivery counts its body, query and headers plus a fixed overhead;
 	// the events encoded from it are cached beside it, so resident memory
-	// can reach about three times the counted bytes.
+	// can reach about three times the counted bytes. With DataDir the
+	// limits bound the file instead (plus bbolt's page overhead), and the
+	// history takes no memory beyond a few dozen bytes per delivery.
 	TotalHistoryBytes int64
 
 	// MaxSubscribers is the number of streams one channel accepts at once;
@@ -107,6 +108,15 @@ type Options struct {
 	// Logger receives one record per delivery, subscriber and cut-off.
 	// If nil, nothing is logged.
 	Logger *slog.Logger
+
+	// DataDir, if not empty, keeps the history in the file DataDir/relay.db
+	// (DataFile; the directory is created if needed), so that it survives
+	// a restart with the same ids: every delivery is written and fsynced
+	// before its POST is answered. Only Open honours it (New panics), as
+	// the file may be unusable: locked by another relay (ErrDataDirInUse),
+	// damaged (ErrDataDirDamaged), or not writable. If empty, the history
+	// is kept in memory and lost when the process ends.
+	DataDir string
 }
 
 // Server is a relay: an http.Handler serving the routes listed in the
@@ -118,21 +128,37 @@ type Server struct {
 	started time.Time
 	listen  atomic.Pointer[string] // base URL of the listener given to Serve
 
-	mu          sync.Mutex
-	channels    map[string]*channel
-	lru         *list.List // of *channel, least recently posted to first
-	bytes       int64      // history bytes of all channels
-	retained    int        // deliveries in all histories
-	subscribers int
-	closed      bool
-	closing     chan struct{} // closed by Close
+	store store
 
-	deliveries atomic.Int64
-	cutOff     atomic.Int64
+	mu       sync.Mutex
+	channels map[string]*channel // channels in use (see channel)
+	closed   bool
+	closing  chan struct{} // closed by Close
+
+	subscribers atomic.Int64
+	deliveries  atomic.Int64
+	cutOff      atomic.Int64
 }
 
-// New returns a Server with opts (see Options for the defaults).
+// New returns a Server with opts (see Options for the defaults) that keeps
+// the history in memory. It panics if opts.DataDir is set: use Open, which
+// reports the errors opening it can meet.
 func New(opts Options) *Server {
+	if opts.DataDir != "" {
+		panic("relay: New with Options.DataDir set; use relay.Open")
+	}
+	s, _ := Open(opts) // cannot fail without a DataDir
+	return s
+}
+
+// Open returns a Server with opts (see Options for the defaults), opening
+// the history file in opts.DataDir if set: its deliveries are loaded (and
+// trimmed to the limits of opts) and channels continue from their last
+// ids. The file stays locked until CloseStorage (which Serve calls). An
+// unusable directory gives an error saying why, wrapping ErrDataDirInUse or
+// ErrDataDirDamaged where they apply, or the file system's error (such as
+// fs.ErrPermission).
+func Open(opts Options) (*Server, error) {
 	def := func(v *int64, d int64) {
 		if *v <= 0 {
 			*v = d
@@ -165,14 +191,36 @@ func New(opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	lim := limits{chanCount: opts.HistoryCount, chanBytes: opts.HistoryBytes, totalBytes: opts.TotalHistoryBytes}
+	var st store = newMemStore(lim)
+	if opts.DataDir != "" {
+		bs, err := openBolt(opts.DataDir, lim, log)
+		if err != nil {
+			return nil, err
+		}
+		st = bs
+	}
 	return &Server{
 		opts:     opts,
 		log:      log,
 		started:  time.Now(),
+		store:    st,
 		channels: map[string]*channel{},
-		lru:      list.New(),
 		closing:  make(chan struct{}),
+	}, nil
+}
+
+// CloseStorage closes the history: the file of Options.DataDir is closed
+// and unlocked (every delivery already answered with 200 is in it; nothing
+// is pending). Call it once the http.Server that mounts the relay has shut
+// down: later POSTs get 503, and so do streams that ask for a replay.
+// Serve calls it when it returns. It is idempotent. For a history in
+// memory it does nothing.
+func (s *Server) CloseStorage() error {
+	if _, ok := s.store.(*memStore); ok {
+		return nil
 	}
+	return s.store.close()
 }
 
 // NewChannel returns a new random channel name: 22 characters of base64url
@@ -204,22 +252,38 @@ func (s *Server) URL() string {
 type Stats struct {
 	Channels     int   `json:"channels"`     // channels with a subscriber or a retained delivery
 	Subscribers  int   `json:"subscribers"`  // open streams
+	Persistent   bool  `json:"persistent"`   // the history is kept in Options.DataDir
 	Deliveries   int64 `json:"deliveries"`   // deliveries received since New (redeliveries included)
-	Retained     int   `json:"retained"`     // deliveries held in histories
+	Retained     int   `json:"retained"`     // deliveries held in histories (restored ones included)
 	HistoryBytes int64 `json:"historyBytes"` // their counted size
 	CutOff       int64 `json:"cutOff"`       // slow subscribers cut off since New
 }
 
 // Stats returns the current counters.
 func (s *Server) Stats() Stats {
+	var subscribed []string
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	for name, c := range s.channels {
+		if c.nsubs.Load() > 0 {
+			subscribed = append(subscribed, name)
+		}
+	}
+	s.mu.Unlock()
+	st := s.store.stats()
+	channels := st.channels
+	for _, name := range subscribed {
+		if !s.store.has(name) {
+			channels++
+		}
+	}
+	_, inMemory := s.store.(*memStore)
 	return Stats{
-		Channels:     len(s.channels),
-		Subscribers:  s.subscribers,
+		Channels:     channels,
+		Subscribers:  int(s.subscribers.Load()),
+		Persistent:   !inMemory,
 		Deliveries:   s.deliveries.Load(),
-		Retained:     s.retained,
-		HistoryBytes: s.bytes,
+		Retained:     st.retained,
+		HistoryBytes: st.bytes,
 		CutOff:       s.cutOff.Load(),
 	}
 }
@@ -261,6 +325,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	select {
 	case err := <-errc:
 		s.Close()
+		s.CloseStorage()
 		return fmt.Errorf("relay: serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -274,6 +339,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = fmt.Errorf("relay: serve: %w", serr)
+	}
+	if cerr := s.CloseStorage(); cerr != nil && err == nil {
+		err = fmt.Errorf("relay: closing the history: %w", cerr)
 	}
 	return err
 }
@@ -559,9 +627,33 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	d := newDelivery(r, body, time.Now())
-	id, subs := s.publish(name, d)
-	s.log.Info("delivery", "channel", name, "id", id, "bytes", len(body), "subscribers", subs, "event", headerValue(d.header, "x-github-event"))
-	writeJSON(w, http.StatusOK, map[string]int64{"id": id})
+	p, err := s.publish(name, d, true)
+	switch {
+	case errors.Is(err, errKeyReused):
+		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("the Idempotency-Key %q was already used for delivery %d of this channel, with a different body; use a new key for a new delivery", truncate(headerValue(d.header, idempotencyHeader), 64), p.id))
+		return
+	case err != nil:
+		s.storeFailed(w, "delivery", name, err)
+		return
+	case p.duplicate:
+		s.log.Info("duplicate delivery not relayed again", "channel", name, "id", p.id, "idempotencyKey", truncate(headerValue(d.header, idempotencyHeader), 64))
+		writeJSON(w, http.StatusOK, map[string]any{"id": p.id, "duplicate": true})
+		return
+	}
+	s.log.Info("delivery", "channel", name, "id", p.id, "bytes", len(body), "subscribers", p.queued, "event", headerValue(d.header, "x-github-event"))
+	writeJSON(w, http.StatusOK, map[string]int64{"id": p.id})
+}
+
+// storeFailed answers a request the history store could not serve: 503,
+// retry later (nothing was relayed).
+func (s *Server) storeFailed(w http.ResponseWriter, what, name string, err error) {
+	s.log.Error("history store failed", "channel", name, "err", err)
+	w.Header().Set("Retry-After", "1")
+	msg := "the relay could not store the " + what + " (" + err.Error() + "); it was not relayed: retry later"
+	if errors.Is(err, errStoreClosed) {
+		msg = "the relay is shutting down; the " + what + " was not relayed: retry in a moment"
+	}
+	writeError(w, http.StatusServiceUnavailable, msg)
 }
 
 func (s *Server) tooLarge(w http.ResponseWriter, n int64) {
@@ -591,13 +683,21 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no delivery %q: ids are positive integers", truncate(idText, 32)))
 		return
 	}
-	d := s.lookup(name, id)
+	d, err := s.lookup(name, id)
+	if err != nil {
+		s.storeFailed(w, "redelivery", name, err)
+		return
+	}
 	if d == nil {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("delivery %d of this channel is not in the relay's history (never received, or expired)", id))
 		return
 	}
 	nd := d.redelivery(time.Now())
-	newID, subs := s.publish(name, nd)
-	s.log.Info("redelivery", "channel", name, "of", id, "id", newID, "subscribers", subs)
-	writeJSON(w, http.StatusOK, map[string]int64{"id": newID, "redeliveryOf": id})
+	p, err := s.publish(name, nd, false)
+	if err != nil {
+		s.storeFailed(w, "redelivery", name, err)
+		return
+	}
+	s.log.Info("redelivery", "channel", name, "of", id, "id", p.id, "subscribers", p.queued)
+	writeJSON(w, http.StatusOK, map[string]int64{"id": p.id, "redeliveryOf": id})
 }

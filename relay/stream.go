@@ -57,39 +57,24 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	}
 	last, resume := lastEventID(r)
 
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	c, rp, err := s.join(name, sub, last, resume)
+	switch {
+	case errors.Is(err, errClosing):
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, "the relay is shutting down; reconnect in a moment")
 		return
-	}
-	c := s.channelLocked(name)
-	if len(c.subs) >= s.opts.MaxSubscribers {
-		s.dropIfEmptyLocked(c)
-		s.mu.Unlock()
+	case errors.Is(err, errTooManySubscribers):
 		w.Header().Set("Retry-After", "30")
 		writeError(w, http.StatusTooManyRequests, "this channel already has "+strconv.Itoa(s.opts.MaxSubscribers)+" subscribers, the relay's limit; close one or raise the limit")
 		return
+	case err != nil:
+		s.storeFailed(w, "stream's replay", name, err)
+		return
 	}
-	var replay []*delivery
-	var gap *gapEvent
-	if resume {
-		replay, gap = c.since(last)
-	}
-	c.subs[sub] = struct{}{}
-	s.subscribers++
-	s.mu.Unlock()
-	s.log.Info("subscriber connected", "channel", name, "extended", sub.ext, "lastEventId", last, "replay", len(replay))
+	s.log.Info("subscriber connected", "channel", name, "extended", sub.ext, "lastEventId", last, "replayTo", rp.end)
 
 	defer func() {
-		s.mu.Lock()
-		if _, ok := c.subs[sub]; ok {
-			delete(c.subs, sub)
-			s.subscribers--
-		}
-		s.dropIfEmptyLocked(c)
-		s.mu.Unlock()
+		s.leave(c, sub)
 		sub.mu.Lock()
 		sub.done = true
 		sub.mu.Unlock()
@@ -108,15 +93,22 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	w.WriteHeader(http.StatusOK)
 
 	sw := streamWriter{w: w, rc: rc, sub: sub, timeout: s.opts.WriteTimeout}
-	err := sw.write(readyEvent)
-	if err == nil && gap != nil {
-		err = sw.write(gap.frame())
-	}
-	for _, d := range replay {
-		if err != nil {
+	err = sw.write(readyEvent)
+	for err == nil {
+		gap, page, done, rerr := rp.next()
+		if done || rerr != nil {
+			err = rerr // the client resumes from what it got
 			break
 		}
-		err = sw.delivery(d)
+		if gap != nil {
+			err = sw.write(gap.frame())
+		}
+		for _, d := range page {
+			if err != nil {
+				break
+			}
+			err = sw.delivery(d)
+		}
 	}
 	if err == nil {
 		err = sw.flush()
@@ -168,6 +160,17 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 
 var errClosing = errors.New("relay: closing")
 
+// SizeHint names the comment that precedes every event of sizeHintMin
+// bytes or more: ": hookline-size N" says that the event's data lines take
+// N bytes (an upper bound of its data). SSE clients ignore comments;
+// proxy.StdlibTransport sizes its buffer with it, so a 58 MiB event is read
+// into one allocation instead of a growing one.
+const SizeHint = "hookline-size"
+
+// sizeHintMin is the smallest event that gets a SizeHint: below it the
+// hint saves less than it costs.
+const sizeHintMin = 64 << 10
+
 // streamWriter writes events to one subscriber with a deadline per event.
 type streamWriter struct {
 	w       http.ResponseWriter
@@ -204,8 +207,14 @@ func (sw *streamWriter) delivery(d *delivery) error {
 	if err := sw.arm(len(frame)); err != nil {
 		return err
 	}
-	var idLine [32]byte
-	b := append(idLine[:0], "id: "...)
+	var idLine [64]byte
+	b := idLine[:0]
+	if len(frame) >= sizeHintMin {
+		b = append(b, ": "+SizeHint+" "...)
+		b = strconv.AppendInt(b, int64(len(frame)), 10)
+		b = append(b, '\n')
+	}
+	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, d.id, 10)
 	b = append(b, '\n')
 	if _, err := sw.w.Write(b); err != nil {

@@ -2,10 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -26,12 +29,14 @@ func serveCommand(s *streams) *ucli.Command {
 	return &ucli.Command{
 		Name:      "serve",
 		Usage:     "run a webhook relay that smee-client and hookline forward can subscribe to",
-		UsageText: "hookline serve [--addr 127.0.0.1:3333] [--public-url URL] [options]",
+		UsageText: "hookline serve [--addr 127.0.0.1:3333] [--public-url URL] [--data-dir DIR] [options]",
 		Description: "Runs a smee.io-compatible relay: GET /new makes a channel, POST /<channel> relays a\n" +
 			"delivery to every subscriber of GET /<channel> (Server-Sent Events), and a browser on\n" +
 			"the channel URL shows its deliveries live. Each channel keeps a history, so clients\n" +
-			"that reconnect with Last-Event-ID lose nothing. Stop it with Ctrl-C: streams end,\n" +
-			"deliveries in flight finish.",
+			"that reconnect with Last-Event-ID lose nothing. With --data-dir the history is kept in\n" +
+			"DIR/relay.db and survives a restart with the same event ids; each POST is answered\n" +
+			"only once its delivery is on disk. Stop it with Ctrl-C: streams end, deliveries in\n" +
+			"flight finish.",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{
 				Name:    "addr",
@@ -68,6 +73,11 @@ func serveCommand(s *streams) *ucli.Command {
 				Usage:   "`size` of the deliveries all channels keep together",
 				EnvVars: []string{"HOOKLINE_TOTAL_HISTORY_BYTES"},
 			},
+			&ucli.StringFlag{
+				Name:    "data-dir",
+				Usage:   "`directory` where channel history is kept across restarts (relay.db; created if missing; default: memory only)",
+				EnvVars: []string{"HOOKLINE_DATA_DIR"},
+			},
 			&ucli.IntFlag{
 				Name:    "max-subscribers",
 				Value:   relay.DefaultMaxSubscribers,
@@ -102,6 +112,10 @@ func parseServe(c *ucli.Context) (serveOptions, error) {
 		return serveOptions{}, err
 	}
 	opts.relay.PublicURL = publicURL
+	if c.IsSet("data-dir") && strings.TrimSpace(c.String("data-dir")) == "" {
+		return serveOptions{}, usageErrorf("--data-dir is empty; give a directory, or leave the flag out to keep the history in memory")
+	}
+	opts.relay.DataDir = c.String("data-dir")
 	if opts.relay.PingInterval = c.Duration("ping-interval"); opts.relay.PingInterval <= 0 {
 		return serveOptions{}, usageErrorf("--ping-interval %s must be positive, such as 30s", opts.relay.PingInterval)
 	}
@@ -164,6 +178,20 @@ func checkPublicURL(s string) (string, error) {
 	return strings.TrimRight(s, "/"), nil
 }
 
+// dataDirError explains why relay.Open could not use --data-dir dir.
+func dataDirError(dir string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "relay: ")
+	switch {
+	case errors.Is(err, relay.ErrDataDirInUse):
+		return fmt.Errorf("--data-dir %q is in use: another hookline serve holds the lock on its %s; stop that one, or give this one another directory", dir, relay.DataFile)
+	case errors.Is(err, relay.ErrDataDirDamaged):
+		return fmt.Errorf("--data-dir %q: %s; move %s away to start with an empty history", dir, msg, relay.DataFile)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("--data-dir %q is not usable: %s; give the user running hookline read and write access, or choose another directory", dir, msg)
+	}
+	return fmt.Errorf("--data-dir %q is not usable: %s", dir, msg)
+}
+
 // parseByteSize parses a size such as 1048576, 512KiB, 50MiB, 1GiB (binary
 // units, also written K, M, G) or 50MB (decimal units).
 func parseByteSize(s string) (int64, error) {
@@ -195,12 +223,16 @@ func parseByteSize(s string) (int64, error) {
 // runServe runs the relay until ctx ends (SIGINT, SIGTERM), then shuts it
 // down gracefully.
 func runServe(ctx context.Context, opts serveOptions, s *streams) error {
+	opts.relay.Logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := relay.Open(opts.relay)
+	if err != nil {
+		return dataDirError(opts.relay.DataDir, err)
+	}
 	ln, err := net.Listen("tcp", opts.addr)
 	if err != nil {
+		srv.CloseStorage()
 		return fmt.Errorf("cannot listen on %s: %w; is something else using it? pick another --addr", opts.addr, err)
 	}
-	opts.relay.Logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv := relay.New(opts.relay)
 	listen := relay.ListenURL(ln.Addr())
 	base := listen
 	if opts.relay.PublicURL != "" {
@@ -210,6 +242,12 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	fmt.Fprintf(s.out, "hookline relay listening on %s\n", listen)
 	if base != listen {
 		fmt.Fprintf(s.out, "public URL:  %s\n", base)
+	}
+	if dir := opts.relay.DataDir; dir != "" {
+		st := srv.Stats()
+		fmt.Fprintf(s.out, "history:     %s (%s in %s restored)\n", filepath.Join(dir, relay.DataFile), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
+	} else {
+		fmt.Fprintf(s.out, "history:     in memory (lost on restart; --data-dir keeps it)\n")
 	}
 	fmt.Fprintf(s.out, "new channel: %s\n", bold.Sprint(base+"/"+srv.NewChannel()))
 	fmt.Fprintf(s.out, "(open a channel URL in a browser to watch its deliveries; GET %s/new makes another; Ctrl-C stops)\n", base)

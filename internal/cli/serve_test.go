@@ -3,14 +3,19 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/relay"
 )
 
 // lockedBuffer is a bytes.Buffer safe to read while a command writes to it.
@@ -189,6 +194,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{"history bytes unit", []string{"--history-bytes", "10XB"}, `--history-bytes: "10XB" has an unknown unit; use B, KiB, MiB, GiB (or KB, MB, GB)`},
 		{"total history bytes", []string{"--total-history-bytes", "lots"}, `--total-history-bytes: "lots" is not a size; write it like 50MiB or 1048576`},
 		{"max subscribers", []string{"--max-subscribers", "0"}, `--max-subscribers 0 must be at least 1`},
+		{"empty data dir", []string{"--data-dir", " "}, `--data-dir is empty; give a directory, or leave the flag out to keep the history in memory`},
 		{"argument", []string{"extra"}, `serve takes no arguments, got "extra"`},
 	}
 	for _, tt := range tests {
@@ -234,9 +240,91 @@ func TestServeHelp(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit code %d", code)
 	}
-	for _, want := range []string{"--addr host:port", "--public-url URL", "HOOKLINE_ADDR", "--ping-interval", "--history-bytes size", "--max-subscribers"} {
+	for _, want := range []string{"--addr host:port", "--public-url URL", "HOOKLINE_ADDR", "--ping-interval", "--history-bytes size", "--max-subscribers", "--data-dir directory", "HOOKLINE_DATA_DIR"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("serve --help lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// With --data-dir, a stopped and restarted serve still has the channel's
+// history, with the same ids, and numbers on from there.
+func TestServeDataDirKeepsHistory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data") // created by serve
+	base, _, stop := startServe(t, "--addr", "127.0.0.1:0", "--data-dir", dir)
+	channel := base + "/kept"
+	for _, body := range []string{`{"n":1}`, `{"n":2}`} {
+		resp, err := http.Post(channel, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if code, out, errOut := stop(); code != ExitOK || !strings.Contains(out, "history:     "+filepath.Join(dir, "relay.db")+" (0 deliveries in 0 channels restored)") {
+		t.Fatalf("first serve: exit %d, output:\n%s%s", code, out, errOut)
+	}
+
+	base, _, stop = startServe(t, "--addr", "127.0.0.1:0", "--data-dir", dir)
+	req, _ := http.NewRequest(http.MethodGet, base+"/kept", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", "1")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	resp, err := http.Post(base+"/kept", "application/json", strings.NewReader(`{"n":3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(answer) != "{\"id\":3}\n" {
+		t.Errorf("POST after the restart = %q, want id 3", answer)
+	}
+	code, out, errOut := stop()
+	b, _ := io.ReadAll(stream.Body)
+	if !regexp.MustCompile(`(?s)event: ready\n.*\nid: 2\ndata: \{.*"body":\{"n":2\}.*\nid: 3\ndata: \{.*"body":\{"n":3\}`).Match(b) {
+		t.Errorf("stream after the restart with Last-Event-ID 1:\n%s\nwant deliveries 2 and 3", b)
+	}
+	if code != ExitOK || !strings.Contains(out, "(2 deliveries in 1 channel restored)") {
+		t.Errorf("second serve: exit %d, output:\n%s%s", code, out, errOut)
+	}
+}
+
+func TestServeMemoryHistoryIsSaid(t *testing.T) {
+	_, _, stop := startServe(t, "--addr", "127.0.0.1:0")
+	if _, out, _ := stop(); !strings.Contains(out, "history:     in memory (lost on restart; --data-dir keeps it)") {
+		t.Errorf("output does not say where the history is:\n%s", out)
+	}
+}
+
+func TestServeDataDirUnusable(t *testing.T) {
+	held := t.TempDir()
+	srv, err := relay.Open(relay.Options{DataDir: held})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.CloseStorage() })
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, []byte("x"), 0o600)
+	damaged := t.TempDir()
+	os.WriteFile(filepath.Join(damaged, "relay.db"), []byte(strings.Repeat("not a database ", 1000)), 0o600)
+
+	tests := []struct {
+		name, dir, want string
+	}{
+		{"held by another serve", held, fmt.Sprintf("hookline: --data-dir %q is in use: another hookline serve holds the lock on its relay.db; stop that one, or give this one another directory", held)},
+		{"a file", file, fmt.Sprintf("hookline: --data-dir %q is not usable: cannot create the data directory: mkdir %s: not a directory", file, file)},
+		{"damaged", damaged, fmt.Sprintf("hookline: --data-dir %q: %s: ", damaged, filepath.Join(damaged, "relay.db"))},
+		{"damaged hint", damaged, "; move relay.db away to start with an empty history"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := run(t, "serve", "--addr", "127.0.0.1:0", "--data-dir", tt.dir)
+			if code != ExitFailure || !strings.Contains(errOut, tt.want) || strings.Contains(out, "listening") {
+				t.Errorf("serve --data-dir %s: exit %d, stdout %q, stderr %q; want 1 and %q before listening", tt.dir, code, out, errOut, tt.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,293 @@
+package relay_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/proxy"
+)
+
+// buildHookline builds the hookline binary (from the module root, as
+// main_test.go does) into a temporary directory.
+func buildHookline(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "hookline")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// relayProcess is `hookline serve` running as a child process.
+type relayProcess struct {
+	t    *testing.T
+	bin  string
+	args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    bytes.Buffer // stderr of every run, for failure reports
+}
+
+// start runs the relay and waits until it listens.
+func (p *relayProcess) start() {
+	p.t.Helper()
+	cmd := exec.Command(p.bin, p.args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	cmd.Stderr = &lockedWriter{mu: &p.mu, w: &p.log}
+	if err := cmd.Start(); err != nil {
+		p.t.Fatalf("starting %s: %v", p.bin, err)
+	}
+	exited := make(chan struct{})
+	listening := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		found := false
+		for sc.Scan() {
+			if !found && strings.HasPrefix(sc.Text(), "hookline relay listening on ") {
+				found = true
+				listening <- true
+			}
+		}
+		if !found {
+			listening <- false
+		}
+		cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case ok := <-listening:
+		if !ok {
+			p.t.Fatalf("hookline serve exited before listening:\n%s", p.stderr())
+		}
+	case <-time.After(wait):
+		cmd.Process.Kill()
+		p.t.Fatalf("hookline serve not listening after %s:\n%s", wait, p.stderr())
+	}
+	p.mu.Lock()
+	p.cmd, p.exited = cmd, exited
+	p.mu.Unlock()
+}
+
+// kill sends SIGKILL (no shutdown, no flush: whatever was not on disk is
+// gone) and waits for the process to end.
+func (p *relayProcess) kill() {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill() // SIGKILL on Unix
+	<-exited
+}
+
+func (p *relayProcess) stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(b)
+}
+
+// faultBody returns the body of delivery seq: JSON (with CRLF whitespace,
+// non-ASCII text and random bytes in base64), some of it large.
+func faultBody(seq int) []byte {
+	n := 64 + seq%7*512
+	if seq%37 == 0 {
+		n = 200 << 10
+	}
+	random := make([]byte, n)
+	rand.Read(random)
+	return fmt.Appendf(nil, "{\"seq\":%d,\r\n \"text\":\"caf\u00e9 \u2603 \\\"q\\\"\",\n \"random\":%q}", seq, base64.StdEncoding.EncodeToString(random))
+}
+
+// Issue 8, fault test 1: the relay process is killed with SIGKILL twice
+// while deliveries are being published and relayed, and restarted on the
+// same data directory. The publisher retries every POST that got no 200
+// (with an Idempotency-Key, so that a POST stored just before the kill is
+// not stored twice); the subscriber, a proxy.Client forwarding to a local
+// target, must get every delivery exactly once, in order, byte for byte,
+// with the relay's ids 1..N.
+func TestFaultRelayKilledMidStream(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGKILL and a restart on the same port are Unix behaviour")
+	}
+	const total = 300
+	killAt := map[int]bool{90: true, 200: true}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Second)
+	defer cancel()
+	bin := buildHookline(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // the relay listens on it, again after each restart
+	rp := &relayProcess{t: t, bin: bin, args: []string{"serve", "--addr", addr, "--data-dir", t.TempDir(), "--no-color"}}
+	rp.start()
+	t.Cleanup(rp.kill)
+	channel := "http://" + addr + "/fault-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+
+	// The target records what the subscriber forwards.
+	type received struct {
+		seq  string
+		body []byte
+	}
+	var mu sync.Mutex
+	var got []received
+	var eventIDs []string
+	all := make(chan struct{})
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		got = append(got, received{r.Header.Get("X-Seq"), body})
+		if len(got) == total {
+			close(all)
+		}
+		mu.Unlock()
+	}))
+	t.Cleanup(target.Close)
+
+	client, err := proxy.New(proxy.Options{
+		URL:         channel,
+		Target:      target.URL,
+		LastEventID: "0", // from the start: ids are durable
+		Stream:      proxy.StreamOptions{MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		Logger:      slog.New(slog.DiscardHandler),
+		OnResult: func(r proxy.Result) {
+			mu.Lock()
+			eventIDs = append(eventIDs, r.Delivery.EventID)
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientDone := make(chan error, 1)
+	clientCtx, stopClient := context.WithCancel(ctx)
+	defer stopClient()
+	go func() { clientDone <- client.Run(clientCtx) }()
+
+	// The publisher: every POST until a 200, numbered, with a killer
+	// alongside that strikes while POSTs keep coming.
+	bodies := make([][]byte, total+1)
+	var retries, restarts int
+	killer := make(chan struct{}, 1)
+	killerDone := make(chan struct{})
+	go func() {
+		defer close(killerDone)
+		for range killer {
+			rp.kill()
+			time.Sleep(150 * time.Millisecond) // POSTs fail meanwhile
+			rp.start()
+			restarts++
+		}
+	}()
+	httpc := &http.Client{Timeout: 5 * time.Second}
+	for seq := 1; seq <= total; seq++ {
+		if killAt[seq] {
+			killer <- struct{}{}
+		}
+		bodies[seq] = faultBody(seq)
+		for attempt := 0; ; attempt++ {
+			if ctx.Err() != nil {
+				t.Fatalf("delivery %d not accepted before the deadline (%d retries so far)\nrelay log:\n%s", seq, retries, rp.stderr())
+			}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, channel, bytes.NewReader(bodies[seq]))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-GitHub-Event", "push")
+			req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("fault-%d", seq))
+			req.Header.Set("X-Seq", strconv.Itoa(seq))
+			req.Header.Set("Idempotency-Key", fmt.Sprintf("fault-%d", seq))
+			resp, err := httpc.Do(req)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			retries++
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	close(killer)
+	<-killerDone
+
+	select {
+	case <-all:
+	case <-ctx.Done():
+	}
+	// Anything more (a duplicate) would arrive right behind the last one.
+	time.Sleep(200 * time.Millisecond)
+	stopClient()
+	if err := <-clientDone; err != nil {
+		t.Errorf("client.Run = %v", err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d deliveries, %d restarts after SIGKILL, %d POSTs retried", total, restarts, retries)
+	if restarts != len(killAt) {
+		t.Errorf("%d restarts, want %d", restarts, len(killAt))
+	}
+	if len(got) != total {
+		t.Errorf("the target got %d deliveries, want %d", len(got), total)
+	}
+	for i, r := range got {
+		want := strconv.Itoa(i + 1)
+		if r.seq != want || (i+1 <= total && !bytes.Equal(r.body, bodies[i+1])) {
+			t.Fatalf("forwarded #%d is seq %s (%d bytes), want seq %s byte for byte (%d bytes)", i+1, r.seq, len(r.body), want, len(bodies[min(i+1, total)]))
+		}
+	}
+	for i, id := range eventIDs {
+		if id != strconv.Itoa(i+1) {
+			t.Fatalf("event ids seen %v..., want 1..%d each once", eventIDs[max(0, i-3):i+1], total)
+		}
+	}
+	if t.Failed() {
+		t.Logf("relay log:\n%s", rp.stderr())
+	}
+}

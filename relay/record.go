@@ -1,0 +1,156 @@
+package relay
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strings"
+	"time"
+)
+
+// A record is a delivery as the bbolt store keeps it on disk; its id is the
+// key, not part of the record. Format 1, every length an unsigned varint:
+//
+//	0x01                           format
+//	varint   received time         Unix nanoseconds (zigzag varint)
+//	uvarint  n                     header fields, then n times:
+//	uvarint  len, bytes            the lowercase name
+//	uvarint  len, bytes            the value
+//	uvarint  len, bytes            the raw query string
+//	uvarint  len, bytes            the body
+//	4 bytes                        CRC-32C (Castagnoli) of all of the above, big endian
+//
+// Everything a message is made of is derived again from these on decode
+// (makeDelivery), so a delivery replayed after a restart is byte for byte
+// the message it was before.
+const recordFormat = 1
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// errBadRecord reports a stored record that cannot be decoded: damaged, or
+// written by a newer hookline.
+var errBadRecord = errors.New("relay: unreadable stored delivery")
+
+// encodeRecord returns d's record.
+func encodeRecord(d *delivery) []byte {
+	n := 1 + binary.MaxVarintLen64*(4+2*len(d.header)) + len(d.query) + len(d.body) + 4
+	for _, h := range d.header {
+		n += len(h.name) + len(h.value)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, recordFormat)
+	b = binary.AppendVarint(b, d.received.UnixNano())
+	b = binary.AppendUvarint(b, uint64(len(d.header)))
+	for _, h := range d.header {
+		b = appendField(b, h.name)
+		b = appendField(b, h.value)
+	}
+	b = appendField(b, d.query)
+	b = binary.AppendUvarint(b, uint64(len(d.body)))
+	b = append(b, d.body...)
+	return appendCRC(b)
+}
+
+// appendCRC appends the checksum of b.
+func appendCRC(b []byte) []byte {
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, crc32c))
+}
+
+func appendField(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decodeRecord returns the delivery a record holds, copying everything out
+// of rec (which may be memory that bbolt reuses once the transaction ends).
+// Errors wrap errBadRecord.
+func decodeRecord(rec []byte) (*delivery, error) {
+	if len(rec) < 5 {
+		return nil, fmt.Errorf("%w: %d bytes is too short", errBadRecord, len(rec))
+	}
+	if rec[0] != recordFormat {
+		return nil, fmt.Errorf("%w: format %d, this hookline reads format %d", errBadRecord, rec[0], recordFormat)
+	}
+	payload, sum := rec[:len(rec)-4], binary.BigEndian.Uint32(rec[len(rec)-4:])
+	if crc32.Checksum(payload, crc32c) != sum {
+		return nil, fmt.Errorf("%w: checksum mismatch", errBadRecord)
+	}
+	r := recordReader{b: payload[1:]}
+	received := r.varint()
+	n := r.uvarint()
+	if n > uint64(len(r.b))/2 { // each field takes at least two bytes
+		return nil, fmt.Errorf("%w: %d header fields in %d bytes", errBadRecord, n, len(r.b))
+	}
+	header := make([]headerField, 0, n)
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		name, value := r.field(), r.field()
+		if r.err == nil && (!validToken(name) || name != strings.ToLower(name)) {
+			return nil, fmt.Errorf("%w: header name %q", errBadRecord, truncate(name, 64))
+		}
+		header = append(header, headerField{name, value})
+	}
+	query := r.field()
+	body := r.bytes()
+	if r.err != nil {
+		return nil, r.err
+	}
+	if len(r.b) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the body", errBadRecord, len(r.b))
+	}
+	return makeDelivery(header, query, body, time.Unix(0, received)), nil
+}
+
+// recordReader reads a record's fields; the first error sticks.
+type recordReader struct {
+	b   []byte
+	err error
+}
+
+func (r *recordReader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: truncated %s", errBadRecord, what)
+	}
+	r.b = nil
+}
+
+func (r *recordReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail("time")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *recordReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("length")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+// field reads a length-prefixed string (copied).
+func (r *recordReader) field() string { return string(r.next()) }
+
+// bytes reads a length-prefixed byte slice (copied; never nil).
+func (r *recordReader) bytes() []byte { return append([]byte{}, r.next()...) }
+
+// next returns the bytes of a length-prefixed field, not copied.
+func (r *recordReader) next() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.fail("field")
+		return nil
+	}
+	b := r.b[:n]
+	r.b = r.b[n:]
+	return b
+}

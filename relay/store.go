@@ -1,0 +1,424 @@
+package relay
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+)
+
+// store keeps the history of every channel: the deliveries it retains, and
+// the ids it gives them. It is the seam between the streaming code (which
+// never sees how deliveries are kept) and a storage engine: memStore (the
+// default, lost on restart), boltStore (Options.DataDir), and later a Redis
+// Streams store shared by several relays (see the package documentation).
+//
+// The Server calls append and the first since of a stream while it holds
+// the channel's lock, so that a joining stream gets every delivery exactly
+// once; a store needs no lock of its own for that, only for its own data.
+// Every method is safe for concurrent use.
+type store interface {
+	// append records d as the next delivery of channel: it sets d.id to one
+	// more than the larger of after and the channel's last id, and returns
+	// only once d is stored as durably as the store promises (for
+	// boltStore: fsynced). It then drops what the history limits require.
+	// On error, d is not stored and d.id is unchanged.
+	append(channel string, d *delivery, after int64) error
+
+	// since returns the retained deliveries of channel with an id above
+	// after, oldest first, stopping once they reach maxBytes of size (but
+	// at least one, if any), together with the id of the oldest retained
+	// delivery (last+1 if none) and the channel's last id (0 for a channel
+	// the store does not know).
+	since(channel string, after, maxBytes int64) (page []*delivery, first, last int64, err error)
+
+	// get returns delivery id of channel, or nil if it is not retained.
+	get(channel string, id int64) (*delivery, error)
+
+	// findKey returns the newest retained delivery of channel whose
+	// Idempotency-Key header is key, and the SHA-256 of its body.
+	findKey(channel, key string) (id int64, sum [sha256.Size]byte, ok bool, err error)
+
+	// has reports whether channel has retained deliveries.
+	has(channel string) bool
+
+	// stats returns the store's counters.
+	stats() storeStats
+
+	// close releases the store; later calls fail with errStoreClosed.
+	close() error
+}
+
+// storeStats are the counters a store reports for Server.Stats.
+type storeStats struct {
+	channels int   // channels with retained deliveries
+	retained int   // deliveries retained
+	bytes    int64 // their size as the limits count it
+}
+
+// errStoreClosed is returned by a store after close.
+var errStoreClosed = errors.New("relay: the history store is closed")
+
+// limits bound the history (see Options).
+type limits struct {
+	chanCount  int   // deliveries per channel
+	chanBytes  int64 // bytes per channel (the newest delivery is kept even if larger)
+	totalBytes int64 // bytes of all channels
+}
+
+// ledger is the bookkeeping every store shares: which deliveries each
+// channel retains (ids and sizes), in which order channels were last
+// appended to, and what the limits evict. memStore keeps the deliveries in
+// it; boltStore keeps them on disk and only their ids and sizes here. It is
+// not safe for concurrent use.
+type ledger struct {
+	limits
+	chans    map[string]*ledgerChan
+	lru      *list.List // of *ledgerChan, least recently appended to first
+	bytes    int64
+	retained int
+}
+
+// ledgerChan is one channel with at least one retained delivery.
+type ledgerChan struct {
+	name    string
+	last    int64   // the last id given; entries end with it
+	entries []entry // oldest first, ids increasing
+	bytes   int64
+	elem    *list.Element
+}
+
+// entry is one retained delivery.
+type entry struct {
+	id   int64
+	size int64
+	key  *idempotency // nil without an Idempotency-Key header
+	d    *delivery    // memStore only
+}
+
+// idempotency is a delivery's Idempotency-Key and the SHA-256 of its body.
+type idempotency struct {
+	key string
+	sum [sha256.Size]byte
+}
+
+// idempotencyHeader is the message key of the Idempotency-Key header.
+const idempotencyHeader = "idempotency-key"
+
+func newLedger(l limits) *ledger {
+	return &ledger{limits: l, chans: map[string]*ledgerChan{}, lru: list.New()}
+}
+
+// newEntry returns d's entry (d itself kept only if keep).
+func newEntry(d *delivery, keep bool) entry {
+	e := entry{id: d.id, size: d.size}
+	if k := headerValue(d.header, idempotencyHeader); k != "" {
+		e.key = &idempotency{key: k, sum: sha256.Sum256(d.body)}
+	}
+	if keep {
+		e.d = d
+	}
+	return e
+}
+
+// plan is an append worked out but not yet done: the id it gives and what
+// it evicts. A store carries it out, then commits it to the ledger.
+type plan struct {
+	name  string
+	c     *ledgerChan // nil for a channel the ledger does not hold
+	id    int64
+	e     entry
+	drops []drop
+}
+
+// drop evicts the n oldest entries of c.
+type drop struct {
+	c *ledgerChan
+	n int
+}
+
+// prepare works out the append of e to channel name (see store.append)
+// without changing the ledger: the channel's own limits first, then the
+// total, taken from the channels appended to least recently (the appended
+// channel counts as the most recent, and keeps at least e).
+func (l *ledger) prepare(name string, e entry, after int64) plan {
+	c := l.chans[name]
+	p := plan{name: name, c: c, id: after + 1, e: e}
+	var entries []entry
+	var cbytes int64
+	if c != nil {
+		p.id = max(after, c.last) + 1
+		entries, cbytes = c.entries, c.bytes
+	}
+	p.e.id = p.id
+	n, k := len(entries)+1, 0 // entries after the append, and those dropped
+	cbytes += e.size
+	for n-k > l.chanCount || (cbytes > l.chanBytes && n-k > 1) {
+		cbytes -= entries[k].size
+		k++
+	}
+	total := l.bytes - (c.bytesOf(k)) + e.size
+	for el := l.lru.Front(); el != nil && total > l.totalBytes; el = el.Next() {
+		oc := el.Value.(*ledgerChan)
+		if oc == c {
+			continue
+		}
+		j := 0
+		for j < len(oc.entries) && total > l.totalBytes {
+			total -= oc.entries[j].size
+			j++
+		}
+		if j > 0 {
+			p.drops = append(p.drops, drop{oc, j})
+		}
+	}
+	for total > l.totalBytes && n-k > 1 {
+		total -= entries[k].size
+		k++
+	}
+	if k > 0 {
+		p.drops = append(p.drops, drop{c, k})
+	}
+	return p
+}
+
+// bytesOf returns the size of c's k oldest entries (0 for a nil c).
+func (c *ledgerChan) bytesOf(k int) int64 {
+	var n int64
+	if c != nil {
+		for _, e := range c.entries[:k] {
+			n += e.size
+		}
+	}
+	return n
+}
+
+// commit applies a prepared plan: the drops, then the append.
+func (l *ledger) commit(p plan) {
+	for _, dr := range p.drops {
+		l.evict(dr.c, dr.n, dr.c != p.c)
+	}
+	c := p.c
+	if c == nil {
+		c = &ledgerChan{name: p.name}
+		c.elem = l.lru.PushBack(c)
+		l.chans[p.name] = c
+	} else {
+		l.lru.MoveToBack(c.elem)
+	}
+	c.entries = append(c.entries, p.e)
+	c.last = p.id
+	c.bytes += p.e.size
+	l.bytes += p.e.size
+	l.retained++
+}
+
+// evict drops c's n oldest entries, and forgets c if that empties it and
+// forget is set.
+func (l *ledger) evict(c *ledgerChan, n int, forget bool) {
+	dropped := c.bytesOf(n)
+	c.bytes -= dropped
+	l.bytes -= dropped
+	l.retained -= n
+	clear(c.entries[:n]) // let go of the deliveries
+	c.entries = c.entries[n:]
+	if len(c.entries) == 0 {
+		c.entries = nil
+		if forget {
+			delete(l.chans, c.name)
+			l.lru.Remove(c.elem)
+		}
+	}
+}
+
+// trim evicts what the limits require without an append (after they were
+// lowered between two runs) and returns what it evicted.
+func (l *ledger) trim() []removal {
+	var out []removal
+	var last *ledgerChan
+	if el := l.lru.Back(); el != nil {
+		last = el.Value.(*ledgerChan)
+	}
+	evict := func(c *ledgerChan, k int) {
+		out = append(out, drop{c, k}.removal(""))
+		l.evict(c, k, true)
+	}
+	for _, c := range l.chans {
+		k := 0
+		for n, b := len(c.entries), c.bytes; n-k > l.chanCount || (b > l.chanBytes && n-k > 1); k++ {
+			b -= c.entries[k].size
+		}
+		if k > 0 {
+			evict(c, k)
+		}
+	}
+	for el := l.lru.Front(); el != nil && l.bytes > l.totalBytes; {
+		c, next := el.Value.(*ledgerChan), el.Next()
+		k := 0
+		for total := l.bytes; k < len(c.entries) && total > l.totalBytes && (c != last || len(c.entries)-k > 1); k++ {
+			total -= c.entries[k].size
+		}
+		if k > 0 {
+			evict(c, k)
+		}
+		el = next
+	}
+	return out
+}
+
+// removal is what a drop removes from a store that keeps deliveries
+// outside the ledger: ids of channel name, or the whole channel (all).
+type removal struct {
+	name string
+	ids  []int64
+	all  bool
+}
+
+// removal returns what dr removes, before it is committed; the channel
+// keep (appended to) is never removed whole.
+func (dr drop) removal(keep string) removal {
+	r := removal{name: dr.c.name, all: dr.n == len(dr.c.entries) && dr.c.name != keep}
+	for _, e := range dr.c.entries[:dr.n] {
+		r.ids = append(r.ids, e.id)
+	}
+	return r
+}
+
+// window returns c's entries with an id above after, up to maxBytes (at
+// least one), and the ids of its oldest and last entries.
+func (l *ledger) window(name string, after, maxBytes int64) (page []entry, first, last int64) {
+	c := l.chans[name]
+	if c == nil {
+		return nil, 1, 0
+	}
+	first, last = c.last+1, c.last
+	if len(c.entries) > 0 {
+		first = c.entries[0].id
+	}
+	i, _ := slices.BinarySearchFunc(c.entries, nextID(after), func(e entry, id int64) int { return cmpInt(e.id, id) })
+	var n int64
+	j := i
+	for j < len(c.entries) && (j == i || n+c.entries[j].size <= maxBytes) {
+		n += c.entries[j].size
+		j++
+	}
+	return c.entries[i:j], first, last
+}
+
+// find returns the entry of channel name with the given id.
+func (l *ledger) find(name string, id int64) (entry, bool) {
+	c := l.chans[name]
+	if c == nil {
+		return entry{}, false
+	}
+	i, ok := slices.BinarySearchFunc(c.entries, id, func(e entry, id int64) int { return cmpInt(e.id, id) })
+	if !ok {
+		return entry{}, false
+	}
+	return c.entries[i], true
+}
+
+// findKey returns the newest entry of channel name with Idempotency-Key key.
+func (l *ledger) findKey(name, key string) (entry, bool) {
+	if c := l.chans[name]; c != nil {
+		for i := len(c.entries) - 1; i >= 0; i-- {
+			if k := c.entries[i].key; k != nil && k.key == key {
+				return c.entries[i], true
+			}
+		}
+	}
+	return entry{}, false
+}
+
+func (l *ledger) stats() storeStats {
+	return storeStats{channels: len(l.chans), retained: l.retained, bytes: l.bytes}
+}
+
+// nextID returns id+1, or id for the largest id.
+func nextID(id int64) int64 {
+	if id == math.MaxInt64 {
+		return id
+	}
+	return id + 1
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// memStore keeps the history in memory: the default, lost when the process
+// ends. append never fails (until close).
+type memStore struct {
+	mu     sync.Mutex
+	l      *ledger
+	closed bool
+}
+
+func newMemStore(l limits) *memStore { return &memStore{l: newLedger(l)} }
+
+func (m *memStore) append(channel string, d *delivery, after int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errStoreClosed
+	}
+	p := m.l.prepare(channel, newEntry(d, true), after)
+	d.id = p.id
+	m.l.commit(p)
+	return nil
+}
+
+func (m *memStore) since(channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	entries, first, last := m.l.window(channel, after, maxBytes)
+	page := make([]*delivery, len(entries))
+	for i, e := range entries {
+		page[i] = e.d
+	}
+	return page, first, last, nil
+}
+
+func (m *memStore) get(channel string, id int64) (*delivery, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, _ := m.l.find(channel, id)
+	return e.d, nil
+}
+
+func (m *memStore) findKey(channel, key string) (int64, [sha256.Size]byte, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.l.findKey(channel, key)
+	if !ok {
+		return 0, [sha256.Size]byte{}, false, nil
+	}
+	return e.id, e.key.sum, true, nil
+}
+
+func (m *memStore) has(channel string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.l.chans[channel] != nil
+}
+
+func (m *memStore) stats() storeStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.l.stats()
+}
+
+func (m *memStore) close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}
