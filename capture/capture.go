@@ -28,7 +28,16 @@
 // writing (hookline never writes them).
 //
 // A reader rejects a file whose version it does not know, whose body does not
-// decode, or that lacks an event name, with an error naming the file.
+// decode, or that lacks an event name, with an error naming the file. It
+// reads regular files only (a FIFO named *.json would block) of at most
+// MaxFileSize bytes, so a hostile folder cannot hang or exhaust it. Load
+// stops at the first bad file; LoadAll, for folders that may hold damaged
+// files (a disk that filled up), reads every good one and returns one error
+// per bad one: `hookline replay` uses it, so one bad file never holds back
+// the others.
+//
+// `hookline forward` writes the deliveries its target did not take to a
+// "failed" folder in this format, to be replayed once the target is back.
 package capture
 
 import (
@@ -37,6 +46,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -256,11 +266,38 @@ func Write(dir string, d Delivery) (string, error) {
 	}
 }
 
-// Read reads one capture file. Errors name the file.
+// MaxFileSize bounds the capture files Read accepts: 64 MiB holds the
+// largest delivery (25 MiB, 33.3 MiB in base64) with its headers, so a
+// larger file is not one hookline wrote and is refused rather than read
+// into memory.
+const MaxFileSize = 64 << 20
+
+// Read reads one capture file. Errors name the file. Anything but a regular
+// file (a directory, a FIFO that would block) and files over MaxFileSize
+// are refused before reading.
 func Read(path string) (Delivery, error) {
-	data, err := os.ReadFile(path)
+	// Stat before opening: opening a FIFO would block.
+	st, err := os.Stat(path)
 	if err != nil {
 		return Delivery{}, err
+	}
+	if !st.Mode().IsRegular() {
+		return Delivery{}, fmt.Errorf("%s: %w: not a regular file", path, ErrMalformed)
+	}
+	if st.Size() > MaxFileSize {
+		return Delivery{}, fmt.Errorf("%s: %w: %d bytes, more than a capture file holds (%d)", path, ErrMalformed, st.Size(), MaxFileSize)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Delivery{}, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return Delivery{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > MaxFileSize {
+		return Delivery{}, fmt.Errorf("%s: %w: more than %d bytes", path, ErrMalformed, MaxFileSize)
 	}
 	d, err := Unmarshal(data)
 	if err != nil {
@@ -275,11 +312,26 @@ func Read(path string) (Delivery, error) {
 // (ties keep the order of the paths). It stops at the first file that cannot
 // be read, naming it; a directory with no capture files is an error too.
 func Load(paths ...string) ([]Delivery, error) {
+	ds, errs := LoadAll(paths...)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return ds, nil
+}
+
+// LoadAll is Load for a folder that may hold damaged files (a disk that
+// filled up, a file edited by hand): it returns every capture it could read,
+// in received-time order, and one error per path or file it could not read
+// (each naming it), in the order of paths. One bad file never hides the
+// others.
+func LoadAll(paths ...string) ([]Delivery, []error) {
 	var files []string
+	var errs []error
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		if !st.IsDir() {
 			files = append(files, p)
@@ -287,10 +339,12 @@ func Load(paths ...string) ([]Delivery, error) {
 		}
 		matches, err := filepath.Glob(filepath.Join(p, "*.json"))
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		if len(matches) == 0 {
-			return nil, fmt.Errorf("%s: no capture files (*.json) in this directory", p)
+			errs = append(errs, fmt.Errorf("%s: no capture files (*.json) in this directory", p))
+			continue
 		}
 		sort.Strings(matches)
 		files = append(files, matches...)
@@ -299,10 +353,11 @@ func Load(paths ...string) ([]Delivery, error) {
 	for _, f := range files {
 		d, err := Read(f)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		out = append(out, d)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ReceivedAt.Before(out[j].ReceivedAt) })
-	return out, nil
+	return out, errs
 }

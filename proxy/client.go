@@ -10,6 +10,8 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -52,8 +54,21 @@ type Options struct {
 	Format Format
 	// Transport opens the event stream. If nil, &SSETransport{}.
 	Transport Transport
-	// LastEventID resumes a channel after an id saved by an earlier run.
+	// LastEventID resumes a channel after an id saved by an earlier run. It
+	// wins over the id in StateFile.
 	LastEventID string
+	// StateFile, if not empty, is where the client keeps its place in the
+	// channel across runs: Run resumes after the id stored there (when the
+	// file exists and was written for this channel; a file for another
+	// channel or one that does not parse is ignored with a warning), and
+	// after each delivery is done (forwarded, saved, handled) it stores the
+	// watermark, the id of the latest delivery that it and everything read
+	// before it are done, with the ids done after it (see the package
+	// documentation, "Resuming after a restart"). The file is replaced
+	// atomically (a synced temporary file renamed over it) and its
+	// directory is created when missing. Nothing is stored for a relay
+	// whose ids are not durable (smee.io).
+	StateFile string
 	// Stream tunes reconnection (backoff, resume rule). Its URL,
 	// LastEventID and OnState fields are set by the Client.
 	Stream StreamOptions
@@ -106,6 +121,23 @@ type Options struct {
 	// as a capture file (see package capture). A failed save is reported
 	// in the Result and does not stop forwarding.
 	SaveDir string
+	// FailedDir is where a delivery the target did not take is saved as a
+	// capture file, for `hookline replay` (TargetResult.Failed: no answer
+	// after the retries, or 408, 425, 429, 5xx after the retries). It is
+	// created when the first such delivery is saved. If empty, SaveDir's
+	// "failed" subdirectory when SaveDir is set; otherwise such deliveries
+	// are only reported (Stats.Lost counts them).
+	FailedDir string
+
+	// DedupWindow and DedupSize bound the memory of delivery ids the
+	// client uses to skip duplicates: a delivery whose X-GitHub-Delivery
+	// (or X-Request-Id) was read in the last DedupWindow, among the last
+	// DedupSize ids, is skipped and reported with Result.Duplicate, unless
+	// it is a redelivery (see Result.Redelivery). If zero,
+	// DefaultDedupWindow (1 hour) and DefaultDedupSize (10,000); if
+	// either is negative, nothing is skipped.
+	DedupWindow time.Duration
+	DedupSize   int
 	// Source is recorded in capture files as where deliveries came from.
 	// If empty, the channel URL with credentials removed.
 	Source string
@@ -153,6 +185,14 @@ type Result struct {
 	// Filtered is true when Events or Ignore excluded the delivery; nothing
 	// else was done with it.
 	Filtered bool
+	// Duplicate is true when the delivery repeats one already read (same
+	// delivery id within the dedup window, or an event id the state file
+	// lists as done): nothing else was done with it.
+	Duplicate bool
+	// Redelivery is true when the delivery id was seen before but the
+	// relay sent it as a new event (a deliberate redelivery): it was
+	// handled as usual.
+	Redelivery bool
 
 	Verification Verification
 	// VerifyNote explains a failed verification (or warns about a legacy
@@ -173,12 +213,26 @@ type Result struct {
 	// Saved is the capture file written; SaveErr why saving failed.
 	Saved   string
 	SaveErr error
+
+	// FailedFile is the capture file written in FailedDir for a delivery
+	// the target did not take (Target.Failed()); FailedErr why that write
+	// failed. Both are empty when the target took it or there is no
+	// FailedDir.
+	FailedFile string
+	FailedErr  error
 }
 
 // OK reports whether the delivery was handled without any failure.
 func (r Result) OK() bool {
-	return r.Filtered || (r.Verification != Failed && r.HandlerErr == nil &&
+	return r.Filtered || r.Duplicate || (r.Verification != Failed && r.HandlerErr == nil &&
 		(r.Target == nil || r.Target.OK()) && r.SaveErr == nil)
+}
+
+// Lost reports whether the target did not take the delivery and no capture
+// file keeps it for a replay (no FailedDir, or writing there failed). The
+// relay may still have it.
+func (r Result) Lost() bool {
+	return r.Target != nil && r.Target.Failed() && r.FailedFile == "" && r.Saved == ""
 }
 
 // TargetResult is the outcome of forwarding one delivery.
@@ -192,6 +246,23 @@ type TargetResult struct {
 
 // OK reports whether the target answered 2xx.
 func (t *TargetResult) OK() bool { return t.Err == nil && t.Status >= 200 && t.Status < 300 }
+
+// Failed reports whether the delivery did not get through for a reason
+// that may pass, so it is worth replaying later: no answer (a network
+// error, a timeout, the client stopping) or, after the retries, one of the
+// statuses they retry: 408, 425, 429 or 5xx. Any other 4xx is the target
+// refusing the delivery itself, which sending the same bytes again would
+// not change: that is reported, not kept for replay.
+func (t *TargetResult) Failed() bool {
+	if t.Err != nil {
+		return true
+	}
+	switch t.Status {
+	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
+		return true
+	}
+	return t.Status >= 500 || t.Status == 0
+}
 
 // Stats count what a Client did. All counts are deliveries.
 type Stats struct {
@@ -207,6 +278,11 @@ type Stats struct {
 	SaveFails    int64 // capture files that could not be written
 	Malformed    int64 // relay messages that could not be read
 	Gaps         int64 // gap warnings from the relay
+	Duplicates   int64 // skipped as duplicates (Result.Duplicate)
+	Redeliveries int64 // repeated delivery ids passed on as redeliveries
+	FailedSaved  int64 // deliveries the target did not take, saved in FailedDir
+	Lost         int64 // deliveries the target did not take and nothing saved (Result.Lost)
+	StateFails   int64 // failed writes of the state file
 }
 
 // Client subscribes to a relay channel and handles every delivery:
@@ -221,16 +297,36 @@ type Client struct {
 	source    string
 	streamURL string
 
+	failedDir string
+	dedup     *dedup
+	state     *checkpoint
+	skip      map[string]bool // event ids a state file lists as done
+	seq       uint64          // deliveries read so far (the reading goroutine's)
+	lastID    string          // the id of the last event read
+	perConn   atomic.Bool     // a control event set an id: ids are per connection
+	stateWarn atomic.Bool     // a state write failed and was reported
+	// writeCapture saves a capture file; tests replace it to inject errors.
+	writeCapture func(dir string, d capture.Delivery) (string, error)
+
 	stats struct {
 		received, filtered, verified, verifyFailed, unverified, handlerFails,
-		forwarded, targetFails, saved, saveFails, malformed, gaps atomic.Int64
+		forwarded, targetFails, saved, saveFails, malformed, gaps,
+		duplicates, redeliveries, failedSaved, lost, stateFails atomic.Int64
 	}
+}
+
+// item is a delivery on its way to a worker.
+type item struct {
+	d          *Delivery
+	seq        uint64
+	duplicate  bool
+	redelivery bool
 }
 
 // New checks opts and returns a Client. Errors wrap ErrInvalidTarget or
 // ErrInvalidOptions and say what to change.
 func New(opts Options) (*Client, error) {
-	c := &Client{opts: opts, logger: opts.Logger, now: opts.Now}
+	c := &Client{opts: opts, logger: opts.Logger, now: opts.Now, writeCapture: capture.Write}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -256,10 +352,21 @@ func New(opts Options) (*Client, error) {
 			return nil, fmt.Errorf("%w: AdditionalSecrets[%d] is empty", ErrInvalidOptions, i)
 		}
 	}
+	if opts.LastEventID != "" && !usableEventID(opts.LastEventID) {
+		return nil, fmt.Errorf("%w: LastEventID must be at most %d bytes with no control characters", ErrInvalidOptions, maxEventIDLen)
+	}
 	if opts.Concurrency < 0 {
 		return nil, fmt.Errorf("%w: concurrency %d is negative", ErrInvalidOptions, opts.Concurrency)
 	}
 	if c.filter, err = newFilter(opts.Events, opts.Ignore, c.logger); err != nil {
+		return nil, err
+	}
+	c.failedDir = opts.FailedDir
+	if c.failedDir == "" && opts.SaveDir != "" {
+		c.failedDir = filepath.Join(opts.SaveDir, "failed")
+	}
+	c.dedup = newDedup(opts.DedupWindow, opts.DedupSize)
+	if err := c.loadState(); err != nil {
 		return nil, err
 	}
 	if target != nil {
@@ -307,8 +414,19 @@ func (c *Client) Stats() Stats {
 		HandlerFails: s.handlerFails.Load(), Forwarded: s.forwarded.Load(),
 		TargetFails: s.targetFails.Load(), Saved: s.saved.Load(), SaveFails: s.saveFails.Load(),
 		Malformed: s.malformed.Load(), Gaps: s.gaps.Load(),
+		Duplicates: s.duplicates.Load(), Redeliveries: s.redeliveries.Load(),
+		FailedSaved: s.failedSaved.Load(), Lost: s.lost.Load(), StateFails: s.stateFails.Load(),
 	}
 }
+
+// FailedDir returns the directory where deliveries the target did not take
+// are saved; "" when there is none.
+func (c *Client) FailedDir() string { return c.failedDir }
+
+// Checkpoint returns the watermark: the event id of the latest delivery
+// that it and every delivery read before it are done; "" before the first.
+// It starts at the id resumed after. It is safe to call while Run runs.
+func (c *Client) Checkpoint() string { return c.state.Mark() }
 
 // StreamURL returns the URL the client subscribes to.
 func (c *Client) StreamURL() string { return c.streamURL }
@@ -326,7 +444,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if qsize <= 0 {
 		qsize = DefaultQueueSize
 	}
-	queue := make(chan *Delivery, qsize)
+	queue := make(chan item, qsize)
 
 	// Deliveries already received finish after ctx ends, within the drain
 	// timeout.
@@ -348,15 +466,15 @@ func (c *Client) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for d := range queue {
-				c.handle(work, d)
+			for it := range queue {
+				c.handle(work, it)
 			}
 		}()
 	}
 
 	so := c.opts.Stream
 	so.URL = c.streamURL
-	so.LastEventID = c.opts.LastEventID
+	so.LastEventID = c.state.Mark()
 	so.OnState = c.opts.OnState
 	so.Header = so.Header.Clone()
 	if so.Header == nil {
@@ -364,9 +482,11 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	so.Header.Set(StreamHeader, "1")
 	err := Subscribe(ctx, c.opts.Transport, so, func(ev SSEEvent) {
+		c.noteID(ev)
 		if d := c.decode(ev); d != nil {
+			it := c.classify(d)
 			select {
-			case queue <- d:
+			case queue <- it:
 			case <-ctx.Done():
 				// Read but not queued: report it rather than lose it
 				// silently; the relay's history still has it.
@@ -409,17 +529,69 @@ func (c *Client) decode(ev SSEEvent) *Delivery {
 	return nil
 }
 
+// noteID follows the relay's ids the way Subscribe does (see Resume): a
+// control event that sets a new id means the ids are per connection, and
+// then nothing is stored in the state file. It runs on the reading
+// goroutine.
+func (c *Client) noteID(ev SSEEvent) {
+	if !usableEventID(ev.ID) {
+		return // Subscribe has already cleared it
+	}
+	if ev.ID != "" && ev.ID != c.lastID && isControlEvent(ev) && !c.perConn.Load() {
+		c.perConn.Store(true)
+		c.logger.Debug("the relay numbers events per connection; the state file is not updated")
+	}
+	c.lastID = ev.ID
+}
+
+// durableIDs reports whether event ids may be stored and compared across
+// connections.
+func (c *Client) durableIDs() bool {
+	switch c.opts.Stream.Resume {
+	case ResumeAlways:
+		return true
+	case ResumeNever:
+		return false
+	}
+	return !c.perConn.Load()
+}
+
+// classify numbers a delivery in read order and decides whether it is a
+// duplicate. It runs on the reading goroutine.
+func (c *Client) classify(d *Delivery) item {
+	it := item{d: d, seq: c.seq}
+	c.seq++
+	if d.EventID != "" && c.skip[d.EventID] {
+		delete(c.skip, d.EventID)
+		it.duplicate = true
+		return it
+	}
+	it.duplicate, it.redelivery = c.dedup.check(d.ID, d.EventID, c.durableIDs(), c.now())
+	return it
+}
+
 // handle runs one delivery through verification, handlers, forwarding and
-// saving, and reports the Result.
-func (c *Client) handle(ctx context.Context, d *Delivery) {
-	r := Result{Delivery: d, Received: c.now()}
+// saving, stores the checkpoint and reports the Result.
+func (c *Client) handle(ctx context.Context, it item) {
+	d := it.d
+	r := Result{Delivery: d, Received: c.now(), Duplicate: it.duplicate, Redelivery: it.redelivery}
 	payload := payloadJSON(d)
 	r.Action, r.Repository, r.Sender = summarize(payload)
+	defer func() {
+		c.state.finish(it.seq, d.EventID, c.durableIDs())
+		c.report(r)
+	}()
 
+	if r.Duplicate {
+		c.stats.duplicates.Add(1)
+		return
+	}
+	if r.Redelivery {
+		c.stats.redeliveries.Add(1)
+	}
 	if !c.filter.keep(d.Event, r.Action) {
 		r.Filtered = true
 		c.stats.filtered.Add(1)
-		c.report(r)
 		return
 	}
 
@@ -458,19 +630,89 @@ func (c *Client) handle(ctx context.Context, d *Delivery) {
 		}
 	}
 
+	cd := capture.Delivery{
+		ID: d.ID, Event: captureEvent(d), Action: r.Action, ReceivedAt: r.Received,
+		Source: c.source, Method: d.Method, Query: d.Query.Encode(),
+		Headers: SaveableHeader(d.Headers), Body: d.Body,
+	}
 	if c.opts.SaveDir != "" {
-		r.Saved, r.SaveErr = capture.Write(c.opts.SaveDir, capture.Delivery{
-			ID: d.ID, Event: captureEvent(d), Action: r.Action, ReceivedAt: r.Received,
-			Source: c.source, Method: d.Method, Query: d.Query.Encode(),
-			Headers: SaveableHeader(d.Headers), Body: d.Body,
-		})
+		r.Saved, r.SaveErr = c.writeCapture(c.opts.SaveDir, cd)
 		if r.SaveErr != nil {
 			c.stats.saveFails.Add(1)
 		} else {
 			c.stats.saved.Add(1)
 		}
 	}
-	c.report(r)
+	if r.Target != nil && r.Target.Failed() && c.failedDir != "" {
+		r.FailedFile, r.FailedErr = c.saveFailed(cd)
+		if r.FailedErr != nil {
+			c.stats.saveFails.Add(1)
+		} else {
+			c.stats.failedSaved.Add(1)
+		}
+	}
+	if r.Lost() {
+		c.stats.lost.Add(1)
+		c.logger.Warn("the target did not take a delivery and it was not saved; the relay may still have it",
+			"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
+	}
+}
+
+// saveFailed writes a delivery the target did not take to the failed
+// folder, creating the folder (owner-only) the first time.
+func (c *Client) saveFailed(cd capture.Delivery) (string, error) {
+	if err := os.MkdirAll(c.failedDir, 0o700); err != nil {
+		return "", fmt.Errorf("saving delivery %s for a replay: %w", cd.ID, err)
+	}
+	path, err := c.writeCapture(c.failedDir, cd)
+	if err == nil {
+		// The file is synced by capture.Write; sync its name too, before
+		// the state file moves past the delivery: this copy is the only one.
+		syncDir(c.failedDir)
+	}
+	return path, err
+}
+
+// loadState reads StateFile, if any, and sets the resume point: the
+// LastEventID option wins over the file.
+func (c *Client) loadState() error {
+	path := c.opts.StateFile
+	c.state = newCheckpoint(path, c.streamURL, c.now, c.stateWriteErr)
+	if path != "" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("%w: state file: %v", ErrInvalidOptions, err)
+		}
+		doc, err := readState(path, c.streamURL)
+		switch {
+		case err != nil && c.opts.LastEventID == "":
+			c.logger.Warn("ignoring the state file; starting from new deliveries", "err", err)
+		case err == nil && c.opts.LastEventID == "" && doc.LastEventID != "":
+			c.state.start(doc.LastEventID)
+			c.skip = map[string]bool{}
+			for _, id := range doc.DoneAfter {
+				c.skip[id] = true
+			}
+		}
+	}
+	if c.opts.LastEventID != "" {
+		c.state.start(c.opts.LastEventID)
+	}
+	return nil
+}
+
+// stateWriteErr reports a failed write of the state file once, until a
+// write succeeds again.
+func (c *Client) stateWriteErr(err error) {
+	if err == nil {
+		if c.stateWarn.CompareAndSwap(true, false) {
+			c.logger.Warn("the state file is written again", "file", c.opts.StateFile)
+		}
+		return
+	}
+	c.stats.stateFails.Add(1)
+	if c.stateWarn.CompareAndSwap(false, true) {
+		c.logger.Warn("cannot store the position in the channel; a restart may receive deliveries again", "err", err)
+	}
 }
 
 // captureEvent is the event name recorded in a capture file, which requires

@@ -24,6 +24,9 @@
 //
 // For each delivery, in the relay's order (Options.Concurrency relaxes it):
 //
+//  0. A delivery whose id was read in the last hour (DedupWindow, among the
+//     last 10,000 ids) is skipped as a duplicate (Result.Duplicate); see
+//     "Nothing lost, nothing twice" below.
 //  1. Events/Ignore filters by "event" or "event.action".
 //  2. With a Secret, the signature is checked over the exact body:
 //     X-Hub-Signature-256, or the legacy X-Hub-Signature (HMAC-SHA1, with a
@@ -39,8 +42,10 @@
 //     with ResignSecret when set). Transient target failures are retried by
 //     rest's RetryPolicy, honouring Retry-After.
 //  4. With SaveDir, the delivery is written as a capture file (package
-//     capture), whatever happened to it.
-//  5. OnResult gets a Result; Stats counts everything.
+//     capture), whatever happened to it. A delivery the target did not take
+//     is also written to FailedDir, for a replay.
+//  5. With StateFile, the position in the channel is stored.
+//  6. OnResult gets a Result; Stats counts everything.
 //
 // Decisions where the specification is silent:
 //
@@ -69,10 +74,89 @@
 //     non-zero exit, a failure to start or a timeout (1 min) is the
 //     handler's error, with the last line of its stderr.
 //
+// # Nothing lost, nothing twice
+//
+// The promise: every delivery that reached the relay reaches the target, or
+// is saved and reported; within one run none reaches it twice; no input
+// stops the client or leaks a secret.
+//
+// Resuming after a restart. With StateFile, after each delivery is done
+// (forwarded or failed and saved, handled, filtered or skipped) the client
+// stores its position in the channel, and the next Run resumes after it
+// from the relay's history (Last-Event-ID). The position is a watermark: the
+// event id of the latest delivery that it and every delivery read before it
+// are done. With Concurrency above one a slow delivery holds it back while
+// later ones finish; those are listed in the file as "done_after", and a
+// restart skips them as duplicates, so only deliveries that were really
+// unfinished come again. Ids are compared for equality only (deliveries are
+// numbered in read order), never parsed, so any relay's ids work. The file
+// is written before the Result is reported, as a synced temporary file
+// renamed over the old one (never torn): a process killed at any moment
+// (kill -9) leaves the position of its last finished delivery. What that
+// cannot cover is the delivery in flight at the kill: the target may have
+// taken it while the client died before recording it, so it comes again
+// (at least once across a crash; X-GitHub-Delivery lets a target tell). A
+// power loss may also undo the last rename (the directory is not synced, a
+// second fsync per delivery): an older position, more repeats, never a loss.
+// Nothing is stored for a relay whose ids are per connection (smee.io). A
+// file written for another channel, or that does not parse, is ignored with
+// a warning. The file holds the channel URL with its credentials redacted
+// and a SHA-256 of the full stream URL that identifies the channel.
+//
+// Deliveries the target does not take. After rest's retries (honouring
+// Retry-After), a delivery that got no answer (connection refused, reset,
+// timeout, TLS failure, or the drain timeout at shutdown) or a 408, 425,
+// 429 or 5xx (TargetResult.Failed) is written to FailedDir as a capture file
+// (the folder and file names synced: this copy may be the only one) and
+// Result.FailedFile names it; `hookline replay` sends such a folder later.
+// Other 4xx answers are the target refusing the delivery itself, which
+// resending the same bytes would not change: they are reported and kept by
+// SaveDir only. When neither folder has it, Result.Lost is true, the log
+// warns, and Stats.Lost counts it (the relay may still have it). A failed
+// write (a full disk) is reported in the Result (SaveErr, FailedErr) and
+// forwarding goes on.
+//
+// Duplicates. Relays deliver at least once: a replay after a reconnect, a
+// relay that sends an event twice. The client remembers the delivery ids
+// (X-GitHub-Delivery, else X-Request-Id) of the last DedupWindow (1 hour),
+// at most DedupSize (10,000) of them, and skips a repeat: Result.Duplicate,
+// Stats.Duplicates, "duplicate, skipped" in the trace. A deliberate
+// redelivery keeps its delivery id too (GitHub's Redeliver button, the
+// hookline relay page's): when the relay's ids are durable and the repeat
+// comes as a new event (a different event id), it is forwarded as usual and
+// marked Result.Redelivery; through smee.io (ids per connection) there is
+// no telling, and a redelivery within the window is skipped (a negative
+// DedupWindow turns the check off). Deliveries without an id are never
+// skipped. The memory is per run: across a restart the state file does the
+// job.
+//
+// Hostile input. An event larger than the transport's MaxEventSize is
+// dropped without ending the connection and reported as OversizeEvent (an
+// error wrapping ErrMalformedMessage and bufio.ErrTooLong), and its id
+// counts as handled: a relay that keeps it in its history cannot make the
+// client fetch it forever. Event ids that could not be sent back as
+// Last-Event-ID (over 256 bytes, or holding control characters; net/http
+// refuses such a header, so every reconnect would fail) are not kept. Every
+// other malformed message is logged, counted in Stats.Malformed and skipped;
+// the deliveries around it are not affected (TestClientHostileInput has a
+// row per kind).
+//
+// Transport security. TLS certificates of relays and targets are verified
+// (net/http's default); a certificate that cannot be verified is a
+// permanent relay error (retrying cannot fix it) and a target failure
+// (IsCertificateError tells them apart, for a hint). Callers that must reach
+// a test server with a self-signed certificate pass clients that skip
+// verification (the CLI's --insecure, with a warning). Errors about a
+// target name its URL with the query values redacted, as RedactURL does (a
+// query may carry a token); Authorization, Proxy-Authorization and Cookie
+// are never written to capture files (SaveableHeader).
+//
 // The receiving side underneath has three layers, each usable alone:
 //
 //   - Transport opens one SSE connection and passes events to a callback;
-//     SSETransport is the implementation, on github.com/r3labs/sse/v2.
+//     SSETransport, on github.com/r3labs/sse/v2, is the default;
+//     StdlibTransport, a small reader of its own on net/http, behaves the
+//     same at a fraction of the cost for large events (see docs/PERFORMANCE.md).
 //   - Subscribe is the reconnect loop around a Transport: backoff, idle
 //     detection, Last-Event-ID, state reports.
 //   - Decode turns one event into a Message: a Delivery, a control message
@@ -180,7 +264,8 @@
 // ignores Last-Event-ID anyway, and an id from one connection means nothing
 // on the next); gosmee with Redis and hookline number only deliveries, so
 // theirs are. ResumeAlways and ResumeNever override the rule;
-// StreamOptions.LastEventID resumes after an id saved by an earlier run. A
+// StreamOptions.LastEventID resumes after an id saved by an earlier run
+// (Options.StateFile keeps one for the Client). A
 // relay that refuses the id with a permanent status (gosmee answers 400 to
 // an id it cannot parse) gets one more attempt without it.
 //
@@ -198,10 +283,14 @@
 // # r3labs/sse v2.10.0 defects, and how SSETransport neutralises them
 //
 //   - A 64 KiB default buffer silently drops larger events and makes the
-//     client reconnect in a loop: ClientMaxBufferSize is set to
-//     DefaultMaxEventSize (64 MiB, above the largest delivery in every
-//     format; see its documentation for the arithmetic), and an event over
-//     the limit is reported as an error wrapping bufio.ErrTooLong.
+//     client reconnect in a loop: the limit is DefaultMaxEventSize (64 MiB,
+//     above the largest delivery in every format; see its documentation for
+//     the arithmetic). An event over the limit would still end the
+//     connection with bufio.ErrTooLong, and a relay that replays it would
+//     loop the client forever: a reader under r3labs cuts such an event
+//     short and names it OversizeEvent, so it is skipped with its id and the
+//     stream goes on (ClientMaxBufferSize is the limit plus room for the
+//     cut).
 //   - Retries inside r3labs ignore a deadline or a cancel during the wait and
 //     give up after 15 minutes: each Subscribe call makes exactly one attempt
 //     (ReconnectStrategy is backoff.StopBackOff) and Subscribe, the loop,
@@ -225,12 +314,18 @@
 //     (SubscribeRawWithContext), one sse.Client per attempt, with no
 //     OnConnect or OnDisconnect callbacks (the only writers of Connected).
 //
-// A remaining cost, measured and not fixed (it would take a fork): r3labs'
-// EventStreamReader searches the whole buffered event for a blank line after
-// every read, five times (one per line-ending pair), so one event costs time
-// quadratic in its size when it arrives in small reads. Fed 64 KiB at a time
-// (BenchmarkR3labsEventStreamReader, 2-core AMD EPYC), a 1 MiB event takes
-// 3.7 ms, 4 MiB 18 ms, 16 MiB 240 ms and 33 MiB (a 25 MiB body in bodyB)
-// 1.6 s. On loopback, where reads are large, the whole 25 MiB delivery
-// arrives and decodes in about 0.5 s (BenchmarkRelay25MiB).
+// A cost that SSETransport works around: r3labs' EventStreamReader searches
+// the whole buffered event for a blank line after every read, five times
+// (one per line-ending pair), so an event that arrives in small reads costs
+// time quadratic in its size (33 MiB fed 64 KiB at a time: 1.6 s to 2.4 s
+// here, BenchmarkR3labsEventStreamReader). The response body r3labs reads
+// fills each read until the bytes hold a blank line (eventFiller), which
+// cannot delay an event, as r3labs could not dispatch it before; its buffer
+// then doubles between searches and the same event takes 0.08 s
+// (BenchmarkR3labsFilled). What remains of r3labs' cost, and is not
+// fixable from outside (it would take a fork): it splits every event into
+// lines rune by rune (bytes.FieldsFunc), copies its data twice, and keeps a
+// buffer as large as the largest event (64 MiB after a 25 MiB delivery in
+// hookline's format) for the rest of the connection. StdlibTransport has
+// none of these; docs/PERFORMANCE.md has the figures.
 package proxy

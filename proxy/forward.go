@@ -200,7 +200,7 @@ func (f *Forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 	resp, err := client.MakeRequest(req)
 	if err != nil {
 		res.Duration = now().Sub(start)
-		res.Err = err
+		res.Err = redactURLInError(err, req.URL)
 		return res
 	}
 	defer resp.Body.Close()
@@ -210,4 +210,29 @@ func (f *Forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))
 	res.Duration = now().Sub(start)
 	return res
+}
+
+// redactedError is an error whose message had a URL replaced by its
+// redacted form; errors.Is and errors.As still see the original.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redactURLInError returns err with u, as net/http prints it in errors
+// (password already hidden, query values not), replaced by RedactURL's
+// form: a target's query may hold a token.
+func redactURLInError(err error, u *url.URL) error {
+	if u.RawQuery == "" {
+		return err
+	}
+	msg := err.Error()
+	shown := u.Redacted()
+	if !strings.Contains(msg, shown) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(msg, shown, RedactURL(u.String())), err: err}
 }

@@ -58,8 +58,8 @@ type SSETransport struct {
 	// Transport is wrapped to watch the stream.
 	Client *http.Client
 	// MaxEventSize is the largest event accepted, in bytes as sent. A larger
-	// one ends the attempt with an error wrapping bufio.ErrTooLong. If zero,
-	// DefaultMaxEventSize.
+	// one is skipped: fn gets an event named OversizeEvent with its id, and
+	// the stream goes on. If zero, DefaultMaxEventSize.
 	MaxEventSize int
 	// IdleTimeout ends an attempt with ErrIdle when no byte arrives for that
 	// long, keepalive comments and pings included; the clock does not run
@@ -94,7 +94,10 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 	w := newStreamWatch(idle, cancel)
 	defer w.stop()
 
-	c := sse.NewClient(req.URL, sse.ClientMaxBufferSize(maxSize))
+	// The limiter cuts events over maxSize (see OversizeEvent); r3labs'
+	// buffer has room for the cut fragment and the marker.
+	c := sse.NewClient(req.URL, sse.ClientMaxBufferSize(maxSize+limiterSlack))
+	w.maxEvent = maxSize
 	c.Connection = t.httpClient(w)
 	// One attempt per call: the caller's loop owns retries, and r3labs'
 	// default backoff gives up after 15 minutes and ignores cancellation.
@@ -126,6 +129,14 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 			return // the caller has gone; r3labs may still hand over one event
 		}
 		name := string(m.Event)
+		if name == OversizeEvent {
+			// Cut by the limiter: pass on its id, never its fragment.
+			w.busy.Store(true)
+			fn(SSEEvent{ID: string(m.ID), Event: OversizeEvent, Data: oversizeData(maxSize)})
+			w.touch()
+			w.busy.Store(false)
+			return
+		}
 		if name == truncatedEvent || len(m.Data) == 0 {
 			// A cut-off event, or one without data (only an id, a name or
 			// a retry field): the SSE specification dispatches neither.
@@ -236,6 +247,9 @@ func describeStreamError(err error, shown string, maxSize int) error {
 	if errors.As(err, &se) || errors.Is(err, ErrPermanent) {
 		return err // from checkResponse, already described
 	}
+	if IsCertificateError(err) {
+		return fmt.Errorf("%w: %s: the relay's TLS certificate cannot be verified: %w", ErrPermanent, shown, certificateCause(err))
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		// net/http names the URL with its query; name it redacted instead.
@@ -255,6 +269,7 @@ func describeStreamError(err error, shown string, maxSize int) error {
 // when it fires and re-arms itself for the rest of the idle period.
 type streamWatch struct {
 	idle      time.Duration
+	maxEvent  int          // the event size limit (see eventLimiter)
 	start     time.Time    // for monotonic offsets
 	last      atomic.Int64 // time.Since(start) at the last activity
 	timer     *time.Timer  // nil without an idle timeout
@@ -303,7 +318,15 @@ func (t *watchTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	t.w.touch()
-	resp.Body = &watchedBody{rc: resp.Body, w: t.w, stream: resp.StatusCode >= 200 && resp.StatusCode < 300}
+	stream := resp.StatusCode >= 200 && resp.StatusCode < 300
+	body := resp.Body
+	if stream && t.w.maxEvent > 0 {
+		body = newEventLimiter(body, t.w.maxEvent, t.w.touch)
+	}
+	resp.Body = &watchedBody{rc: body, w: t.w, stream: stream}
+	if stream {
+		resp.Body = &eventFiller{rc: resp.Body} // linear time for large events
+	}
 	return resp, nil
 }
 

@@ -196,7 +196,7 @@ func (l *loop) setDefaults() {
 		}
 	}
 	l.url = o.URL
-	if o.LastEventID != "" {
+	if o.LastEventID != "" && usableEventID(o.LastEventID) {
 		l.lastID, l.ids = o.LastEventID, idsDurable
 	}
 }
@@ -234,6 +234,12 @@ func (l *loop) run(ctx context.Context) error {
 			l.notify(StateChange{State: StateConnected, Attempt: attempt, LastEventID: sent})
 		}}
 		err := l.t.Subscribe(ctx, req, func(ev SSEEvent) {
+			if !usableEventID(ev.ID) {
+				// It could not be sent back as Last-Event-ID (net/http
+				// refuses such a header, so every reconnect would fail):
+				// the event has no usable id.
+				ev.ID = ""
+			}
 			control := isControlEvent(ev)
 			if ev.ID != "" && ev.ID != prevID { // this event set a new id
 				switch {
@@ -296,6 +302,19 @@ func (l *loop) run(ctx context.Context) error {
 			return l.stop(err)
 		}
 	}
+}
+
+// maxEventIDLen bounds the event ids the loop keeps and sends back. Relays'
+// ids are short (hookline's are decimal integers, gosmee's Redis stream ids
+// such as "1700000000000-0").
+const maxEventIDLen = 256
+
+// usableEventID reports whether id can be sent back as Last-Event-ID: at
+// most maxEventIDLen bytes, with no control characters (the SSE
+// specification ignores an id holding NUL; net/http refuses to send the
+// others).
+func usableEventID(id string) bool {
+	return len(id) <= maxEventIDLen && validHeaderValue(id)
 }
 
 // resumeID returns the Last-Event-ID to send on the next attempt.

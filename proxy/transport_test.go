@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/r3labs/sse/v2"
+
 	"github.com/hookline/hookline/proxy"
 )
 
@@ -132,25 +134,38 @@ func TestTransportLargeEvents(t *testing.T) {
 }
 
 // TestTransportR3labsDefaultBufferDropsLargeEvents documents the defect
-// that DefaultMaxEventSize neutralises: with r3labs' default 64 KiB buffer a
-// 70 KiB event never arrives.
+// that DefaultMaxEventSize neutralises: r3labs' reader with its default
+// 64 KiB buffer cannot read a 70 KiB event at all.
 func TestTransportR3labsDefaultBufferDropsLargeEvents(t *testing.T) {
 	frame := bigEvent("1", randomBytes(70<<10, 1))
-	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { writeStream(w, frame) })
-	got := newCollect()
-	err := (&proxy.SSETransport{MaxEventSize: 64 << 10}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, got.add)
-	if !errors.Is(err, bufio.ErrTooLong) || len(got.all()) != 0 {
-		t.Errorf("with a 64 KiB limit: Subscribe = %v after %d events, want ErrTooLong after 0", err, len(got.all()))
+	_, err := sse.NewEventStreamReader(bytes.NewReader(frame), 64<<10).ReadEvent()
+	if !errors.Is(err, bufio.ErrTooLong) {
+		t.Errorf("r3labs with a 64 KiB buffer: ReadEvent = %v, want ErrTooLong", err)
 	}
 }
 
+// An event over MaxEventSize is skipped, reported as an OversizeEvent with
+// its id, and the events after it on the same connection still arrive.
 func TestTransportEventTooLarge(t *testing.T) {
 	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-		writeStream(w, []byte("data: "+strings.Repeat("x", 4096)+"\n\n"))
+		writeStream(w, []byte("id: 1\ndata: small\n\nid: 2\ndata: "+strings.Repeat("x", 4096)+"\n\nid: 3\ndata: after\n\n"))
 	})
-	err := (&proxy.SSETransport{MaxEventSize: 1024}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) {})
-	if !errors.Is(err, bufio.ErrTooLong) || errors.Is(err, proxy.ErrPermanent) {
-		t.Errorf("Subscribe = %v, want a retryable error wrapping bufio.ErrTooLong", err)
+	got := newCollect()
+	err := (&proxy.SSETransport{MaxEventSize: 1024}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, got.add)
+	if !errors.Is(err, io.EOF) {
+		t.Errorf("Subscribe = %v, want a clean EOF", err)
+	}
+	want := []proxy.SSEEvent{
+		{ID: "1", Data: []byte("small")},
+		{ID: "2", Event: proxy.OversizeEvent, Data: []byte(`{"limit":1024}`)},
+		{ID: "3", Data: []byte("after")},
+	}
+	if evs := got.all(); !eventsEqual(evs, want) {
+		t.Errorf("events = %q, want %q", evs, want)
+	}
+	_, err = proxy.Decode(got.all()[1])
+	if !errors.Is(err, proxy.ErrMalformedMessage) || !errors.Is(err, bufio.ErrTooLong) || !strings.Contains(err.Error(), `id "2"`) {
+		t.Errorf("Decode(oversize event) = %v, want ErrMalformedMessage and ErrTooLong naming id 2", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -38,7 +40,14 @@ type forwardOptions struct {
 	ignore       []string
 	concurrency  int
 	timeout      time.Duration
+	retries      int
 	saveDir      string
+	stateFile    string // "" for none
+	stateDefault bool   // stateFile is the default one (not --state-file)
+	failedDir    string // "" for none
+	failedAuto   bool   // failedDir is the default one (not --save or --failed-dir)
+	dedupWindow  time.Duration
+	insecure     bool
 	jsonOut      bool
 	verbose      bool
 	lastEventID  string
@@ -60,7 +69,23 @@ With --new it creates a channel on --server first. With neither --url nor
 --new it starts a relay on this machine (--listen) and prints its channel
 URL: POST deliveries there (hookline send, curl), no internet needed.
 
-Stop it with Ctrl-C: it finishes the deliveries it has and prints a summary.`,
+Stop it with Ctrl-C: it finishes the deliveries it has and prints a summary.
+
+Nothing is lost quietly. A delivery the target does not take (no answer, or
+408, 425, 429, 5xx after the retries) is saved as a capture file in
+--failed-dir (default: DIR/failed with --save, else the failed folder in
+hookline's state directory) and listed in the summary; send it later with
+hookline replay --target URL FOLDER. With --state-file (default with --save
+and --url: one file per channel in hookline's state directory) the position
+in the channel is stored after every delivery, and a restarted forward
+resumes after it from the relay's history. A delivery id seen again within
+--dedup-window is skipped as a duplicate (a redelivery, which a relay with
+durable ids such as hookline serve sends as a new event, is forwarded).
+
+hookline's state directory is $XDG_STATE_HOME/hookline, else hookline in
+the user configuration directory (~/.config/hookline on Linux,
+~/Library/Application Support/hookline on macOS, %AppData%\hookline on
+Windows).`,
 		Flags: append(secretFlags("webhook secret: verify every delivery (failed ones are never passed on)"),
 			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "relay channel `URL` to subscribe to", EnvVars: []string{"HOOKLINE_URL"}},
 			&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it"},
@@ -77,7 +102,12 @@ Stop it with Ctrl-C: it finishes the deliveries it has and prints a summary.`,
 			&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)"},
 			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries handled at once; above 1 the order is not kept"},
 			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
+			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient target failure (network error, 408, 425, 429, 5xx), honouring Retry-After; then the delivery is saved for a replay"},
 			&ucli.StringFlag{Name: "save", Usage: "save every delivery as a capture file in `DIR`"},
+			&ucli.StringFlag{Name: "failed-dir", Usage: "save deliveries the target did not take in `DIR`, for hookline replay (default: DIR/failed with --save, else in hookline's state directory)"},
+			&ucli.StringFlag{Name: "state-file", Usage: "store the position in the channel in `FILE` after every delivery, and resume from it (default with --save and --url: one file per channel in hookline's state directory)"},
+			&ucli.DurationFlag{Name: "dedup-window", Value: proxy.DefaultDedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through"},
+			insecureFlag(),
 			&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},
 			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "address of the embedded relay started when neither --url nor --new is given (`ADDR`; a busy port falls back to a free one)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
@@ -114,9 +144,10 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		resign:       c.Bool("resign") || c.String("target-secret") != "", noQuery: c.Bool("no-query"),
 		pluginDir: c.String("plugin-dir"), exec: c.StringSlice("exec"), pluginEnv: c.StringSlice("plugin-env"),
 		events: splitNames(c.StringSlice("events")), ignore: splitNames(c.StringSlice("ignore")),
-		concurrency: c.Int("concurrency"), timeout: c.Duration("timeout"), saveDir: c.String("save"),
+		concurrency: c.Int("concurrency"), timeout: c.Duration("timeout"), retries: c.Int("retries"), saveDir: c.String("save"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), lastEventID: c.String("last-event-id"),
-		listen: c.String("listen"),
+		listen: c.String("listen"), stateFile: c.String("state-file"), failedDir: c.String("failed-dir"),
+		dedupWindow: c.Duration("dedup-window"), insecure: c.Bool("insecure"),
 	}
 	var err error
 	if o.secret, err = readSecret(c); err != nil {
@@ -152,6 +183,9 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	if o.timeout <= 0 {
 		return o, usageErrorf("--timeout %v: must be positive", o.timeout)
 	}
+	if o.retries < 0 {
+		return o, usageErrorf("--retries %d: must be 0 or more", o.retries)
+	}
 	if o.saveDir != "" {
 		if st, err := os.Stat(o.saveDir); err != nil || !st.IsDir() {
 			if err := os.MkdirAll(o.saveDir, 0o755); err != nil {
@@ -159,7 +193,63 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 			}
 		}
 	}
+	if o.dedupWindow < 0 {
+		return o, usageErrorf("--dedup-window %v: must be 0 (off) or positive", o.dedupWindow)
+	}
+	if c.IsSet("state-file") && o.stateFile == "" {
+		return o, usageErrorf("--state-file is empty; give a file path, or leave the flag out")
+	}
+	if o.lastEventID != "" && !validHeaderValue(o.lastEventID) {
+		return o, usageErrorf("--last-event-id: the id contains control characters")
+	}
+	if err := checkNotDir("--state-file", o.stateFile); err != nil {
+		return o, err
+	}
+	if st, err := os.Stat(o.failedDir); o.failedDir != "" && err == nil && !st.IsDir() {
+		return o, usageErrorf("--failed-dir %s is a file; give a directory (it is created when needed)", o.failedDir)
+	}
 	return o, nil
+}
+
+// checkNotDir refuses a file flag that names a directory.
+func checkNotDir(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return usageErrorf("%s %s is a directory; give a file path", flag, path)
+	}
+	return nil
+}
+
+// defaultPaths fills in the state file and the failed folder that the user
+// did not name (see the command's description), for a run on channel
+// (empty for the embedded relay). A state directory that cannot be found
+// leaves them empty, with a note on stderr.
+func (o *forwardOptions) defaultPaths(channel string, s *streams) {
+	if o.failedDir == "" && o.saveDir != "" {
+		o.failedDir = filepath.Join(o.saveDir, "failed")
+	}
+	needFailed := o.failedDir == "" && o.target != ""
+	needState := o.stateFile == "" && o.saveDir != "" && channel != ""
+	if !needFailed && !needState {
+		return
+	}
+	dir, err := stateDir()
+	if err != nil {
+		if needFailed {
+			fmt.Fprintf(s.err, "note: no state directory (%v): deliveries the target does not take are not saved; give --failed-dir DIR\n", err)
+		}
+		return
+	}
+	if needFailed {
+		o.failedDir, o.failedAuto = filepath.Join(dir, "failed"), true
+	}
+	if needState {
+		if stream, err := proxy.StreamURL(channel, o.format); err == nil {
+			o.stateFile, o.stateDefault = filepath.Join(dir, "state", proxy.StateFileName(stream)), true
+		}
+	}
 }
 
 // newLogger returns the logger for warnings on stderr.
@@ -181,15 +271,17 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 
 func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	logger := newLogger(s.err, o.verbose)
+	transport := httpTransport(o.insecure, s)
 	channel := o.url
 	if o.newChannel {
-		u, err := createChannel(ctx, o.server)
+		u, err := createChannel(ctx, o.server, transport)
 		if err != nil {
 			return err
 		}
 		channel = u
-		fmt.Fprintf(s.err, "created channel %s\n", channel)
+		fmt.Fprintf(s.err, "created channel %s\n", proxy.RedactURL(channel))
 	}
+	o.defaultPaths(channel, s)
 	if channel == "" {
 		u, stop, err := startEmbeddedRelay(ctx, o.listen, s)
 		if err != nil {
@@ -226,26 +318,53 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		}
 	}
 	tr := newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose, nil)
+	tr.forward = true
+	dedupWindow := o.dedupWindow
+	if dedupWindow == 0 {
+		dedupWindow = -1 // off
+	}
 	client, err := proxy.New(proxy.Options{
-		URL: channel, Format: o.format, LastEventID: o.lastEventID,
-		Secret: o.secret, Handlers: handlers,
-		Target: o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetTimeout: o.timeout,
+		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
+		Transport: &proxy.SSETransport{Client: &http.Client{Transport: transport}},
+		Secret:    o.secret, Handlers: handlers,
+		Target: o.target, NoQuery: o.noQuery, ResignSecret: resignSecret,
+		HTTPClient: &rest.Client{
+			HTTPClient: &http.Client{Timeout: o.timeout, Transport: transport},
+			Retry:      &rest.RetryPolicy{MaxAttempts: o.retries + 1},
+		},
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
+		FailedDir: o.failedDir, DedupWindow: dedupWindow,
 		OnResult: tr.result, OnState: tr.state, Logger: logger,
 	})
 	if err != nil {
+		if errors.Is(err, proxy.ErrInvalidOptions) && o.stateFile != "" && strings.Contains(err.Error(), "state file") {
+			return fmt.Errorf("--state-file %s: %w", o.stateFile, err)
+		}
 		return err
 	}
 	if o.secret == "" {
 		fmt.Fprintln(s.err, "no --secret: deliveries are not verified (set HOOKLINE_SECRET to the webhook's secret)")
 	}
-	fmt.Fprintf(s.err, "forwarding %s", channel)
+	fmt.Fprintf(s.err, "forwarding %s", proxy.RedactURL(channel))
 	if o.target != "" {
 		fmt.Fprintf(s.err, " → %s", proxy.RedactURL(o.target))
 	}
 	fmt.Fprintln(s.err)
+	if o.stateFile != "" {
+		if id := client.Checkpoint(); id != "" && o.lastEventID == "" {
+			fmt.Fprintf(s.err, "resuming after event %s (state file %s)\n", id, o.stateFile)
+		} else if o.stateDefault {
+			fmt.Fprintf(s.err, "state file: %s\n", o.stateFile)
+		}
+	}
 	err = client.Run(ctx)
-	tr.summary(client.Stats(), o.saveDir)
+	tr.summary(client.Stats(), summaryInfo{
+		saveDir: o.saveDir, failedDir: client.FailedDir(), failedAuto: o.failedAuto, target: o.target,
+		stateFile: o.stateFile, checkpoint: client.Checkpoint(),
+	})
+	if hint := certHint(err, "relay"); hint != "" {
+		return fmt.Errorf("%w\n%s", err, hint)
+	}
 	if errors.Is(err, proxy.ErrPermanent) {
 		return fmt.Errorf("%w\nthe relay refused the channel; check --url (a channel URL looks like https://smee.io/AbCdEf123)", err)
 	}
@@ -281,13 +400,14 @@ func startEmbeddedRelay(ctx context.Context, addr string, s *streams) (string, f
 // createChannel asks a relay for a new channel the way smee-client does:
 // HEAD <server>/new answers with a redirect whose Location is the channel.
 // A gosmee server answers GET /new with the URL as plain text instead.
-func createChannel(ctx context.Context, server string) (string, error) {
+func createChannel(ctx context.Context, server string, transport http.RoundTripper) (string, error) {
 	base, err := url.Parse(strings.TrimRight(server, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return "", usageErrorf("--server %q: want an http(s) URL such as https://smee.io", server)
 	}
 	newURL := base.JoinPath("new")
 	client := &http.Client{
+		Transport:     transport,
 		Timeout:       15 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -323,6 +443,9 @@ func createChannel(ctx context.Context, server string) (string, error) {
 	u, status, err := try(http.MethodGet)
 	switch {
 	case err != nil:
+		if hint := certHint(err, "relay"); hint != "" {
+			return "", fmt.Errorf("creating a channel on %s: %w\n%s", proxy.RedactURL(server), err, hint)
+		}
 		return "", fmt.Errorf("creating a channel on %s: %w", proxy.RedactURL(server), err)
 	case u == "":
 		return "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", proxy.RedactURL(server), proxy.RedactURL(server), status)

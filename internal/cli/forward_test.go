@@ -249,7 +249,7 @@ func TestCreateChannel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(tt.handler)
 			t.Cleanup(srv.Close)
-			got, err := createChannel(t.Context(), srv.URL)
+			got, err := createChannel(t.Context(), srv.URL, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("createChannel error = %v, want %q", err, tt.wantErr)

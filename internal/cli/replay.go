@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -52,6 +53,7 @@ type replayOptions struct {
 	concurrency int
 	timeout     time.Duration
 	retries     int
+	insecure    bool
 	jsonOut     bool
 	verbose     bool
 }
@@ -66,6 +68,11 @@ directories of them (their *.json files), and sends every delivery to
 --target in the order they were received, with the headers they had (minus
 hop-by-hop ones) and their exact body bytes. One trace line per delivery, a
 summary at the end; the exit code is 1 when any delivery failed.
+
+A file that cannot be read (damaged, not a capture file) is reported on
+its own line and skipped; the others are still sent, and the exit code is 1.
+forward saves the deliveries its target did not take in a failed folder:
+replay that folder once the target is back.
 
 Without --target nothing is sent: replay prints what it would send (a dry
 run). With --secret, the saved signatures are checked first and a delivery
@@ -82,6 +89,7 @@ checks a different secret than GitHub's.
 			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries sent at once; above 1 the order is not kept"},
 			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
 			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After"},
+			insecureFlag(),
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload"},
 		),
@@ -103,7 +111,7 @@ func parseReplay(c *ucli.Context) (replayOptions, error) {
 	o := replayOptions{
 		paths: c.Args().Slice(), target: c.String("target"), secret: secret,
 		resign: c.Bool("resign"), noQuery: c.Bool("no-query"), concurrency: c.Int("concurrency"),
-		timeout: c.Duration("timeout"), retries: c.Int("retries"),
+		timeout: c.Duration("timeout"), retries: c.Int("retries"), insecure: c.Bool("insecure"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"),
 	}
 	switch {
@@ -127,12 +135,13 @@ func parseReplay(c *ucli.Context) (replayOptions, error) {
 }
 
 // newForwarder returns the forwarding path replay and send share with
-// forward: proxy.ForwardRequest through a rest.Client with retries.
-func newForwarder(target *url.URL, timeout time.Duration, retries int, opts proxy.ForwardOptions) *proxy.Forwarder {
+// forward: proxy.ForwardRequest through a rest.Client with retries, over
+// transport (nil for net/http's default).
+func newForwarder(target *url.URL, timeout time.Duration, retries int, opts proxy.ForwardOptions, transport http.RoundTripper) *proxy.Forwarder {
 	return &proxy.Forwarder{
 		Target: target,
 		HTTPClient: &rest.Client{
-			HTTPClient: &http.Client{Timeout: timeout},
+			HTTPClient: &http.Client{Timeout: timeout, Transport: transport},
 			Retry:      &rest.RetryPolicy{MaxAttempts: retries + 1},
 		},
 		Options: opts,
@@ -151,14 +160,22 @@ type replayer struct {
 
 	mu                                              sync.Mutex
 	done, delivered, targetFails, badSigs, verified int
+	unreadable                                      int
 }
 
 func runReplay(ctx context.Context, o replayOptions, s *streams) error {
-	ds, err := capture.Load(o.paths...)
-	if err != nil {
-		return err
+	ds, loadErrs := capture.LoadAll(o.paths...)
+	if len(ds) == 0 && len(loadErrs) > 0 {
+		if len(loadErrs) == 1 {
+			return loadErrs[0]
+		}
+		return fmt.Errorf("no capture file could be read:\n%w", errors.Join(loadErrs...))
 	}
-	r := &replayer{o: o, s: s}
+	r := &replayer{o: o, s: s, unreadable: len(loadErrs)}
+	red := paint(s.errColor, color.FgRed)
+	for _, err := range loadErrs {
+		fmt.Fprintf(s.err, "%s %v\n", red.Sprint("skipped:"), err)
+	}
 	fopts := proxy.ForwardOptions{NoQuery: o.noQuery}
 	if o.resign {
 		fopts.ResignSecret = o.secret
@@ -168,7 +185,7 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 		if err != nil {
 			return usageErrorf("--target: %v", err)
 		}
-		r.fwd = newForwarder(u, o.timeout, o.retries, fopts)
+		r.fwd = newForwarder(u, o.timeout, o.retries, fopts, httpTransport(o.insecure, s))
 		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), proxy.RedactURL(o.target))
 	} else {
 		fmt.Fprintf(s.err, "no --target: a dry run of %s, nothing is sent\n", plural(len(ds), "delivery", "deliveries"))
@@ -333,6 +350,9 @@ func (r *replayer) summary(total int) error {
 	if left := total - r.done; left > 0 {
 		fmt.Fprintf(&b, ", %s", yellow.Sprintf("%d not replayed (interrupted)", left))
 	}
+	if r.unreadable > 0 {
+		fmt.Fprintf(&b, ", %s", red.Sprint(plural(r.unreadable, "unreadable file", "unreadable files")+" skipped"))
+	}
 	if r.fwd == nil && r.done > r.badSigs {
 		b.WriteString("; give --target URL to send them")
 	}
@@ -344,6 +364,8 @@ func (r *replayer) summary(total int) error {
 		return fmt.Errorf("interrupted: %d of %d deliveries not replayed", total-r.done, total)
 	case failed > 0:
 		return fmt.Errorf("%d of %s failed", failed, plural(total, "delivery", "deliveries"))
+	case r.unreadable > 0:
+		return fmt.Errorf("%s could not be read (see above)", plural(r.unreadable, "capture file", "capture files"))
 	}
 	return nil
 }

@@ -204,7 +204,9 @@ func TestReplayResign(t *testing.T) {
 	}
 }
 
-func TestReplayBadVersionNamesTheFile(t *testing.T) {
+// A file that cannot be read is named on its own line and skipped; the
+// others are still sent, and the exit code says something failed.
+func TestReplaySkipsUnreadableFilesAndSendsTheRest(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "future.json")
 	if err := os.WriteFile(bad, []byte(`{"version":2,"event":"push"}`), 0o644); err != nil {
@@ -215,11 +217,30 @@ func TestReplayBadVersionNamesTheFile(t *testing.T) {
 	if code != ExitFailure {
 		t.Errorf("exit code = %d, want 1", code)
 	}
-	if want := "hookline: " + bad + ": unsupported capture file version 2"; !strings.Contains(errOut, want) {
+	if want := "skipped: " + bad + ": unsupported capture file version 2"; !strings.Contains(errOut, want) {
 		t.Errorf("stderr = %q, want it to contain %q", errOut, want)
 	}
-	if out != "" || len(target.requests()) != 0 {
-		t.Errorf("stdout = %q, %d requests; want nothing sent when a file cannot be read", out, len(target.requests()))
+	if want := "hookline: 1 capture file could not be read"; !strings.Contains(errOut, want) {
+		t.Errorf("stderr = %q, want it to contain %q", errOut, want)
+	}
+	if n := len(target.requests()); n != 7 || strings.Count(out, "→ 200") != 7 {
+		t.Errorf("%d requests, stdout %q; want the 7 readable captures sent", n, out)
+	}
+}
+
+// With nothing readable, the error is the file's own.
+func TestReplayNothingReadable(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "future.json")
+	if err := os.WriteFile(bad, []byte(`{"version":2,"event":"push"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "replay", "--target", "http://127.0.0.1:1", bad)
+	if code != ExitFailure {
+		t.Errorf("exit code = %d, want 1", code)
+	}
+	if want := "hookline: " + bad + ": unsupported capture file version 2"; !strings.Contains(errOut, want) {
+		t.Errorf("stderr = %q, want it to contain %q", errOut, want)
 	}
 }
 

@@ -42,6 +42,7 @@ type sendOptions struct {
 	deliveryID  string
 	timeout     time.Duration
 	retries     int
+	insecure    bool
 }
 
 // headerFlag is one --header K=V.
@@ -78,6 +79,7 @@ so the delivery travels the way GitHub's do (relay → forward → server).
 			&ucli.StringFlag{Name: "delivery-id", Usage: "use this delivery `ID` instead of a random UUID (to test duplicate handling)"},
 			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request"},
 			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After"},
+			insecureFlag(),
 		),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseSend(c)
@@ -97,7 +99,7 @@ func parseSend(c *ucli.Context) (sendOptions, error) {
 	o := sendOptions{
 		name: strings.TrimSpace(c.String("event")), payloadPath: c.String("payload"), secret: secret,
 		form: c.Bool("form"), deliveryID: c.String("delivery-id"),
-		timeout: c.Duration("timeout"), retries: c.Int("retries"),
+		timeout: c.Duration("timeout"), retries: c.Int("retries"), insecure: c.Bool("insecure"),
 	}
 	if c.NArg() > 0 {
 		return o, usageErrorf("send takes no arguments (got %q); give the payload with --payload FILE", c.Args().First())
@@ -243,7 +245,7 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 		Headers: h, Body: body,
 	}
 	action, _, _ := proxy.Describe(d)
-	fwd := newForwarder(o.target, o.timeout, o.retries, proxy.ForwardOptions{})
+	fwd := newForwarder(o.target, o.timeout, o.retries, proxy.ForwardOptions{}, httpTransport(o.insecure, s))
 	res := fwd.Forward(ctx, d)
 	return printSent(s, o, d, action, res)
 }
@@ -300,15 +302,36 @@ func printSent(s *streams, o sendOptions, d *proxy.Delivery, action string, res 
 		dim.Sprint("delivery"), d.ID, dim.Sprint("→ "+where), status, formatDuration(res.Duration))
 	switch {
 	case res.Err != nil:
-		fmt.Fprintf(s.out, "    %s\n", red.Sprint(redactSecret(res.Err.Error(), o.secret)))
+		fmt.Fprintf(s.out, "    %s\n", red.Sprint(o.redact(res.Err.Error())))
+		if hint := certHint(res.Err, where); hint != "" {
+			return fmt.Errorf("could not reach %s: %s", res.URL, hint)
+		}
 		return fmt.Errorf("could not reach %s", res.URL)
 	case !res.OK():
 		if b := strings.TrimSpace(excerpt(res.Body, 300)); b != "" {
-			fmt.Fprintf(s.out, "    %s\n", yellow.Sprint(redactSecret(strings.ReplaceAll(b, "\n", " "), o.secret)))
+			fmt.Fprintf(s.out, "    %s\n", yellow.Sprint(o.redact(strings.ReplaceAll(b, "\n", " "))))
 		}
 		return fmt.Errorf("%s answered %d %s", res.URL, res.Status, http.StatusText(res.Status))
 	}
 	return nil
+}
+
+// redact removes from text (a target's answer, an error) the secret and the
+// credentials given with --header Authorization (or Proxy-Authorization,
+// Cookie): a server that echoes its request must not make send print them.
+func (o sendOptions) redact(text string) string {
+	text = redactSecret(text, o.secret)
+	for _, h := range o.headers {
+		if !sensitiveHeaders[h.name] || h.value == "" {
+			continue
+		}
+		text = strings.ReplaceAll(text, h.value, "[redacted]")
+		// The credential alone, after its scheme ("Bearer <token>").
+		if _, cred, ok := strings.Cut(h.value, " "); ok && len(strings.TrimSpace(cred)) >= 4 {
+			text = strings.ReplaceAll(text, strings.TrimSpace(cred), "[redacted]")
+		}
+	}
+	return text
 }
 
 // wrapList joins names with commas into lines of at most width bytes.

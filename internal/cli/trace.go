@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,7 +30,17 @@ type tracer struct {
 
 	green, yellow, red, dim, bold *color.Color
 	families                      map[string]*color.Color
+
+	failed      []string // capture files of deliveries the target did not take
+	failedCount int
+	// forward is set by forward, whose deliveries exist nowhere else: a
+	// delivery neither forwarded nor saved is shown as lost. (replay's are
+	// still in their capture files.)
+	forward bool
 }
+
+// maxListedFailed bounds the failed captures the summary lists by name.
+const maxListedFailed = 20
 
 func newTracer(out, info io.Writer, colorOut bool, jsonLines, verbose bool, loc *time.Location) *tracer {
 	if loc == nil {
@@ -107,6 +119,12 @@ func eventName(r proxy.Result) string {
 func (t *tracer) result(r proxy.Result) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if r.FailedFile != "" {
+		t.failedCount++
+		if len(t.failed) < maxListedFailed {
+			t.failed = append(t.failed, r.FailedFile)
+		}
+	}
 	if t.json {
 		t.writeJSON(r)
 		return
@@ -117,6 +135,11 @@ func (t *tracer) result(r proxy.Result) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-8s %s", t.dim.Sprint(r.Received.In(t.loc).Format("15:04:05")), shortID(r),
 		t.families[family(r.Delivery.Event)].Sprintf("%-28s", eventName(r)))
+	if r.Duplicate {
+		fmt.Fprintf(&b, " %s\n", t.yellow.Sprint("duplicate, skipped"))
+		io.WriteString(t.out, b.String())
+		return
+	}
 	if r.Repository != "" {
 		b.WriteString(" " + r.Repository)
 	}
@@ -161,6 +184,9 @@ func (t *tracer) result(r proxy.Result) {
 		}
 		b.WriteString(" " + formatDuration(tr.Duration))
 	}
+	if r.Redelivery {
+		b.WriteString(" " + t.dim.Sprint("(redelivery)"))
+	}
 	b.WriteString("\n")
 	// Details on the lines below, indented: why something failed.
 	if r.Verification == proxy.Failed || (r.VerifyNote != "" && t.verbose) {
@@ -175,9 +201,21 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	if tr := r.Target; tr != nil && tr.Err != nil {
 		fmt.Fprintf(&b, "    %s\n", t.red.Sprint(tr.Err.Error()))
+		if hint := certHint(tr.Err, "target"); hint != "" {
+			fmt.Fprintf(&b, "    %s\n", t.yellow.Sprint(hint))
+		}
 	}
 	if r.SaveErr != nil {
 		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("not saved: "+r.SaveErr.Error()))
+	}
+	switch {
+	case r.FailedFile != "":
+		fmt.Fprintf(&b, "    %s %s\n", t.yellow.Sprint("saved for replay:"), r.FailedFile)
+	case r.FailedErr != nil:
+		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("not saved for replay: "+r.FailedErr.Error()))
+	}
+	if t.forward && r.Lost() {
+		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("LOST: the target did not take it and no capture file keeps it (the relay may still have it)"))
 	}
 	if t.verbose {
 		t.writeDetails(&b, r)
@@ -241,6 +279,8 @@ type jsonResult struct {
 	Size         int                 `json:"size"`
 	BodySource   string              `json:"body_source"`
 	Filtered     bool                `json:"filtered,omitempty"`
+	Duplicate    bool                `json:"duplicate,omitempty"`
+	Redelivery   bool                `json:"redelivery,omitempty"`
 	Verification string              `json:"verification,omitempty"`
 	VerifyNote   string              `json:"verify_note,omitempty"`
 	Handlers     []jsonHandler       `json:"handlers,omitempty"`
@@ -248,6 +288,9 @@ type jsonResult struct {
 	Target       *jsonTarget         `json:"target,omitempty"`
 	Saved        string              `json:"saved,omitempty"`
 	SaveError    string              `json:"save_error,omitempty"`
+	FailedFile   string              `json:"failed_file,omitempty"`
+	FailedError  string              `json:"failed_error,omitempty"`
+	Lost         bool                `json:"lost,omitempty"`
 	Headers      map[string][]string `json:"headers,omitempty"`
 	OK           bool                `json:"ok"`
 }
@@ -264,6 +307,7 @@ type jsonTarget struct {
 	Status     int     `json:"status,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
 	Error      string  `json:"error,omitempty"`
+	Hint       string  `json:"hint,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -274,6 +318,7 @@ func (t *tracer) writeJSON(r proxy.Result) {
 		Time: r.Received.UTC().Format(time.RFC3339Nano), Delivery: d.ID, EventID: d.EventID,
 		Event: d.Event, Action: r.Action, Repository: r.Repository, Sender: r.Sender,
 		Size: len(d.Body), BodySource: string(d.BodySource), Filtered: r.Filtered,
+		Duplicate: r.Duplicate, Redelivery: r.Redelivery, FailedFile: r.FailedFile, Lost: t.forward && r.Lost(),
 		Verification: string(r.Verification), VerifyNote: r.VerifyNote,
 		Saved: r.Saved, OK: r.OK(),
 	}
@@ -291,10 +336,14 @@ func (t *tracer) writeJSON(r proxy.Result) {
 		j.Target = &jsonTarget{URL: tr.URL, Status: tr.Status, DurationMS: ms(tr.Duration)}
 		if tr.Err != nil {
 			j.Target.Error = tr.Err.Error()
+			j.Target.Hint = certHint(tr.Err, "target")
 		}
 	}
 	if r.SaveErr != nil {
 		j.SaveError = r.SaveErr.Error()
+	}
+	if r.FailedErr != nil {
+		j.FailedError = r.FailedErr.Error()
 	}
 	if t.verbose {
 		j.Headers = map[string][]string{}
@@ -324,14 +373,25 @@ func (t *tracer) state(s proxy.StateChange) {
 	case proxy.StateDisconnected:
 		fmt.Fprintf(t.info, "%s %v; retrying in %s (attempt %d)\n", t.yellow.Sprint("disconnected:"), s.Err, s.RetryIn.Round(time.Millisecond), s.Attempt)
 	case proxy.StateStopped:
-		if s.Err != nil {
+		if s.Err != nil && !errors.Is(s.Err, context.Canceled) { // Ctrl-C is no news
 			fmt.Fprintf(t.info, "%s %v\n", t.red.Sprint("stopped:"), s.Err)
 		}
 	}
 }
 
-// summary prints the counts at the end of a run.
-func (t *tracer) summary(s proxy.Stats, saveDir string) {
+// summaryInfo is what the summary says besides the counts.
+type summaryInfo struct {
+	saveDir    string // --save
+	failedDir  string // where undelivered deliveries went ("" for none)
+	failedAuto bool   // failedDir is hookline's default, not the user's
+	target     string // the target URL, for the replay hint
+	stateFile  string
+	checkpoint string // the last event id stored
+}
+
+// summary prints the counts at the end of a run, then where the deliveries
+// the target did not take are, and how to send them again.
+func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fmt.Fprintf(t.info, "%s %d received", t.bold.Sprint("summary:"), s.Received)
@@ -346,17 +406,42 @@ func (t *tracer) summary(s proxy.Stats, saveDir string) {
 		{s.Unverified, "unverified", t.dim},
 		{s.HandlerFails, "handler failure(s)", t.red},
 		{s.Filtered, "filtered", t.dim},
+		{s.Duplicates, "duplicate(s) skipped", t.yellow},
+		{s.Redeliveries, "redelivered", t.dim},
 		{s.Malformed, "malformed message(s)", t.yellow},
 		{s.Gaps, "gap(s) reported by the relay", t.yellow},
 		{s.SaveFails, "not saved", t.red},
+		{s.Lost, "LOST (not delivered, not saved)", t.red},
+		{s.StateFails, "state file write failure(s)", t.red},
 	}
 	for _, p := range parts {
 		if p.n > 0 {
 			fmt.Fprintf(t.info, ", %s", p.c.Sprintf("%d %s", p.n, p.label))
 		}
 	}
-	if saveDir != "" {
-		fmt.Fprintf(t.info, "; %d saved in %s", s.Saved, saveDir)
+	if in.saveDir != "" {
+		fmt.Fprintf(t.info, "; %d saved in %s", s.Saved, in.saveDir)
 	}
 	fmt.Fprintln(t.info)
+	if t.failedCount > 0 {
+		where := in.failedDir
+		if in.failedAuto {
+			where += " (hookline's default failed folder; choose one with --failed-dir)"
+		}
+		fmt.Fprintf(t.info, "%s %s:\n", t.yellow.Sprintf("%d not taken by the target, saved for a replay in", t.failedCount), where)
+		for _, p := range t.failed {
+			fmt.Fprintf(t.info, "  %s\n", p)
+		}
+		if more := t.failedCount - len(t.failed); more > 0 {
+			fmt.Fprintf(t.info, "  … and %d more\n", more)
+		}
+		target := "URL"
+		if in.target != "" {
+			target = proxy.RedactURL(in.target)
+		}
+		fmt.Fprintf(t.info, "send them again with: hookline replay --target %s %s\n", target, in.failedDir)
+	}
+	if in.stateFile != "" && in.checkpoint != "" {
+		fmt.Fprintf(t.info, "position stored: after event %s in %s\n", in.checkpoint, in.stateFile)
+	}
 }

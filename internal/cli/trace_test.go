@@ -71,12 +71,14 @@ func traceResults() []proxy.Result {
 			Handlers:   []proxy.HandlerResult{{Name: "_any", Err: errors.New("plugin failed: _any: exit status 3: database is locked"), Duration: time.Millisecond}},
 			HandlerErr: errors.New("plugin failed: _any: exit status 3: database is locked"),
 			Target:     &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 503, Duration: 1500 * time.Millisecond},
+			FailedFile: "failed/20261122T100002.000Z-pull_request-1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed.json",
 		},
 		{
 			Delivery: d("6ec0bd7f-11c0-43da-975e-2a8ad9ebae0b", "workflow_run", `{"action":"completed"}`), Received: at.Add(3 * time.Second),
 			Action: "completed", Verification: proxy.Verified, VerifyNote: "legacy SHA-1 signature (X-Hub-Signature): the sender does not send X-Hub-Signature-256",
-			Target:  &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Err: errors.New(`rest: Post "http://127.0.0.1:3000/hook": dial tcp 127.0.0.1:3000: connect: connection refused (gave up after 4 attempts)`), Duration: 900 * time.Microsecond},
-			SaveErr: errors.New("saving delivery 6ec0bd7f: write: no space left on device"),
+			Target:    &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Err: errors.New(`rest: Post "http://127.0.0.1:3000/hook": dial tcp 127.0.0.1:3000: connect: connection refused (gave up after 4 attempts)`), Duration: 900 * time.Microsecond},
+			SaveErr:   errors.New("saving delivery 6ec0bd7f: write: no space left on device"),
+			FailedErr: errors.New("saving delivery 6ec0bd7f: write: no space left on device"),
 		},
 		{
 			Delivery: d("0e2c3e4a", "star", `{"action":"created"}`), Received: at.Add(4 * time.Second),
@@ -87,11 +89,22 @@ func traceResults() []proxy.Result {
 			Action: "published", Verification: proxy.Verified,
 			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 404, Duration: 2 * time.Millisecond},
 		},
+		{
+			Delivery: d("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues", `{"action":"opened","issue":{"number":1}}`), Received: at.Add(6 * time.Second),
+			Action: "opened", Repository: "octo-org/hello-world", Sender: "octocat", Duplicate: true,
+		},
+		{
+			Delivery: d("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues", `{"action":"opened","issue":{"number":1}}`), Received: at.Add(7 * time.Second),
+			Action: "opened", Repository: "octo-org/hello-world", Sender: "octocat", Redelivery: true,
+			Verification: proxy.Verified,
+			Target:       &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 2900 * time.Microsecond},
+		},
 	}
 }
 
 func TestTraceGolden(t *testing.T) {
-	stats := proxy.Stats{Received: 6, Filtered: 1, Verified: 3, VerifyFailed: 1, Unverified: 1, HandlerFails: 1, Forwarded: 1, TargetFails: 3, Saved: 4, SaveFails: 1}
+	stats := proxy.Stats{Received: 8, Filtered: 1, Verified: 4, VerifyFailed: 1, Unverified: 1, HandlerFails: 1, Forwarded: 2, TargetFails: 3,
+		Saved: 5, SaveFails: 2, Duplicates: 1, Redeliveries: 1, FailedSaved: 1, Lost: 1}
 	tests := []struct {
 		file           string
 		color, jsonOut bool
@@ -106,13 +119,15 @@ func TestTraceGolden(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			var out, info bytes.Buffer
 			tr := newTracer(&out, &info, tt.color, tt.jsonOut, tt.verbose, time.UTC)
+			tr.forward = true
 			tr.state(proxy.StateChange{State: proxy.StateConnecting, URL: "http://127.0.0.1:3333/abc", Attempt: 1})
 			tr.state(proxy.StateChange{State: proxy.StateConnected, URL: "http://127.0.0.1:3333/abc"})
 			for _, r := range traceResults() {
 				tr.result(r)
 			}
 			tr.state(proxy.StateChange{State: proxy.StateDisconnected, URL: "http://127.0.0.1:3333/abc", Attempt: 1, Err: errors.New("EOF"), RetryIn: 250 * time.Millisecond})
-			tr.summary(stats, "captures")
+			tr.summary(stats, summaryInfo{saveDir: "captures", failedDir: "captures/failed", target: "http://127.0.0.1:3000/hook?token=abc",
+				stateFile: "state/4f1c2d3e4a5b6c7d.json", checkpoint: "8"})
 			got := append(out.Bytes(), []byte("--- stderr ---\n")...)
 			got = append(got, info.Bytes()...)
 			golden(t, tt.file, got)

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/relay"
+)
+
+// killBody is delivery n's body in the kill test.
+func killBody(n int) []byte { return []byte(fmt.Sprintf(`{"action":"opened","n":%d}`, n)) }
+
+// forwarder is the built binary running `hookline forward`.
+type forwarder struct {
+	cmd   *exec.Cmd
+	lines chan string
+	log   []string
+}
+
+func startForwarder(t *testing.T, bin string, env []string, args ...string) *forwarder {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"forward", "--no-color"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout = io.Discard
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	f := &forwarder{cmd: cmd, lines: make(chan string, 1000)}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			f.lines <- sc.Text()
+		}
+		close(f.lines)
+	}()
+	return f
+}
+
+// waitFor reads stderr until a line contains s.
+func (f *forwarder) waitFor(t *testing.T, s string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-f.lines:
+			if !ok {
+				t.Fatalf("forward exited; stderr:\n%s", strings.Join(f.log, "\n"))
+			}
+			f.log = append(f.log, l)
+			if strings.Contains(l, s) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("forward never said %q; stderr:\n%s", s, strings.Join(f.log, "\n"))
+		}
+	}
+}
+
+// (2) The forwarder is killed with SIGKILL while deliveries flow, and
+// restarted with its state file: every delivery published reaches the
+// target, in order. The only one that may arrive twice is the one in flight
+// at the kill (the target may have taken it while the forwarder died before
+// it could record that), and only when the state file says it was not done:
+// at least once across a crash, exactly once otherwise.
+func TestForwardSurvivesSIGKILL(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGKILL and SIGINT cannot be sent on Windows")
+	}
+	bin := buildBinary(t)
+
+	// The relay keeps running in this process: it holds the history the
+	// restarted forwarder resumes from.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := relay.New(relay.Options{HistoryCount: 10000, Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	relayDone := make(chan struct{})
+	go func() { defer close(relayDone); srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-relayDone })
+	channel := relay.ListenURL(ln.Addr()) + "/" + srv.NewChannel()
+
+	// A target that takes 10 ms per delivery, so one is usually in flight.
+	var mu sync.Mutex
+	var got []int
+	var bodiesOK = true
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		n, err := strconv.Atoi(strings.TrimPrefix(r.Header.Get("X-GitHub-Delivery"), "kill-"))
+		time.Sleep(10 * time.Millisecond)
+		mu.Lock()
+		got = append(got, n)
+		if err != nil || !bytes.Equal(body, killBody(n)) {
+			bodiesOK = false
+		}
+		mu.Unlock()
+	}))
+	t.Cleanup(target.Close)
+	arrived := func() []int {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int(nil), got...)
+	}
+
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state.json")
+	env := []string{"XDG_STATE_HOME=" + filepath.Join(dir, "xdg")}
+	args := []string{"--url", channel, "--target", target.URL, "--state-file", state}
+
+	const total = 60
+	publish := func(from, to int) {
+		for n := from; n <= to; n++ {
+			req, _ := http.NewRequest(http.MethodPost, channel, bytes.NewReader(killBody(n)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-GitHub-Event", "issues")
+			req.Header.Set("X-GitHub-Delivery", fmt.Sprintf("kill-%d", n))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Errorf("publishing %d: %v", n, err)
+				return
+			}
+			resp.Body.Close()
+		}
+	}
+
+	first := startForwarder(t, bin, env, args...)
+	first.waitFor(t, "connected to")
+	published := make(chan struct{})
+	go func() { defer close(published); publish(1, total) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(arrived()) < total/3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.cmd.Wait()
+	<-published
+	atKill := arrived()
+	stored := readLastEventID(t, state)
+	if stored == 0 || stored >= total {
+		t.Fatalf("state file after the kill: last_event_id %d; want a delivery in the middle", stored)
+	}
+
+	second := startForwarder(t, bin, env, args...)
+	second.waitFor(t, "resuming after event "+strconv.Itoa(stored))
+	for len(arrived()) < total && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // room for a stray duplicate to show
+	if err := second.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for l := range second.lines {
+		second.log = append(second.log, l)
+	}
+	if err := second.cmd.Wait(); err != nil {
+		t.Errorf("the restarted forwarder: %v", err)
+	}
+
+	all := arrived()
+	t.Logf("killed after %d arrivals with the state file at %d; %d arrivals in all", len(atKill), stored, len(all))
+	count := map[int]int{}
+	var order []int
+	for _, n := range all {
+		if count[n] == 0 {
+			order = append(order, n)
+		}
+		count[n]++
+	}
+	for n := 1; n <= total; n++ {
+		switch c := count[n]; {
+		case c == 0:
+			t.Errorf("delivery %d never arrived (lost)", n)
+		case c == 2 && n == stored+1:
+			// in flight at the kill: at least once
+		case c != 1:
+			t.Errorf("delivery %d arrived %d times (the state file said %d were done)", n, c, stored)
+		}
+	}
+	for i, n := range order {
+		if n != i+1 {
+			t.Errorf("deliveries arrived in the order %v, want 1..%d", order, total)
+			break
+		}
+	}
+	if !bodiesOK {
+		t.Error("a body arrived changed")
+	}
+	if s := strings.Join(second.log, "\n"); !strings.Contains(s, fmt.Sprintf("summary: %d received", total-stored)) {
+		t.Errorf("the restarted forwarder's summary:\n%s\nwant %d received (the deliveries after %d)", s, total-stored, stored)
+	}
+}
+
+// readLastEventID reads a state file's last_event_id as a number.
+func readLastEventID(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the state file: %v", err)
+	}
+	var doc struct {
+		LastEventID string `json:"last_event_id"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("the state file does not parse (a torn write?): %v\n%s", err, data)
+	}
+	n, err := strconv.Atoi(doc.LastEventID)
+	if err != nil {
+		t.Fatalf("last_event_id %q", doc.LastEventID)
+	}
+	return n
+}

@@ -1,0 +1,298 @@
+package cli
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/proxy"
+)
+
+// closedPort returns a loopback URL where nothing listens.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr + "/hook"
+}
+
+// A target that is down: every delivery is saved in the failed folder and
+// listed in the summary; `hookline replay` of that folder, once a target is
+// up, delivers them all, byte-exact and in order.
+func TestForwardFailedFolderThenReplay(t *testing.T) {
+	rl := startLiveRelay(t)
+	failed := filepath.Join(t.TempDir(), "failed")
+	down := closedPort(t)
+	f := startForward(t, "--url", rl.channel, "--target", down, "--retries", "0", "--failed-dir", failed)
+	f.waitErr(t, "connected to")
+	for n := 1; n <= 3; n++ {
+		rl.publish(t, nil, n, seqBody(n))
+	}
+	f.waitOutLines(t, 3*3) // each: the trace line, the error, "saved for replay:"
+	if code := f.stop(t); code != ExitOK {
+		t.Errorf("exit code = %d, want 0", code)
+	}
+	stderr := f.err.String()
+	files, _ := filepath.Glob(filepath.Join(failed, "*.json"))
+	if len(files) != 3 {
+		t.Fatalf("%d files in the failed folder, want 3; stderr:\n%s", len(files), stderr)
+	}
+	for _, want := range []string{"3 not taken by the target, saved for a replay in " + failed + ":", "send them again with: hookline replay --target " + down + " " + failed} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stderr)
+		}
+	}
+	for _, file := range files {
+		if !strings.Contains(stderr, "  "+file+"\n") {
+			t.Errorf("the summary does not list %s:\n%s", file, stderr)
+		}
+	}
+	if !strings.Contains(f.out.String(), "saved for replay: "+failed) {
+		t.Errorf("the trace does not say where each delivery went:\n%s", f.out.String())
+	}
+
+	target := &sink{}
+	ts := httptest.NewServer(target)
+	t.Cleanup(ts.Close)
+	code, out, errOut := run(t, "replay", "--target", ts.URL+"/hook", failed)
+	if code != ExitOK {
+		t.Fatalf("replay exit code = %d; stdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	checkSequence(t, target.arrivals(), 1, 3)
+}
+
+// With neither --save nor --failed-dir, undelivered deliveries go to the
+// failed folder in hookline's state directory, and the summary says so.
+func TestForwardDefaultFailedFolder(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	rl := startLiveRelay(t)
+	f := startForward(t, "--url", rl.channel, "--target", closedPort(t), "--retries", "0")
+	f.waitErr(t, "connected to")
+	rl.publish(t, nil, 1, seqBody(1))
+	f.waitOutLines(t, 3)
+	f.stop(t)
+	want := filepath.Join(state, "hookline", "failed")
+	files, _ := filepath.Glob(filepath.Join(want, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("%d files in %s, want 1; stderr:\n%s", len(files), want, f.err.String())
+	}
+	if s := f.err.String(); !strings.Contains(s, want+" (hookline's default failed folder; choose one with --failed-dir)") {
+		t.Errorf("the summary does not name the default folder:\n%s", s)
+	}
+	if st, err := os.Stat(want); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("the failed folder: %v, mode %v; want owner-only", err, st.Mode().Perm())
+	}
+}
+
+// --save uses the save folder's "failed" subfolder; a 4xx is not kept.
+func TestForwardFailedFolderUnderSave(t *testing.T) {
+	rl := startLiveRelay(t)
+	target := &sink{fail: func(r *http.Request) int {
+		switch r.Header.Get("X-GitHub-Delivery") {
+		case seqID(1):
+			return http.StatusServiceUnavailable
+		case seqID(2):
+			return http.StatusUnprocessableEntity
+		}
+		return 0
+	}}
+	ts := httptest.NewServer(target)
+	t.Cleanup(ts.Close)
+	save := t.TempDir()
+	f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--retries", "0", "--save", save)
+	f.waitErr(t, "connected to")
+	for n := 1; n <= 3; n++ {
+		rl.publish(t, nil, n, seqBody(n))
+	}
+	f.waitOutLines(t, 4)
+	f.stop(t)
+	all, _ := filepath.Glob(filepath.Join(save, "*.json"))
+	failed, _ := filepath.Glob(filepath.Join(save, "failed", "*.json"))
+	if len(all) != 3 || len(failed) != 1 || !strings.Contains(failed[0], seqID(1)) {
+		t.Errorf("saved %q and, for a replay, %q; want 3 and only the 503", all, failed)
+	}
+}
+
+// The state file: with --save and --url a default one per channel; a
+// second run resumes after the position stored and gets only what came
+// while it was away.
+func TestForwardStateFileResumes(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	rl := startLiveRelay(t)
+	target := &sink{}
+	ts := httptest.NewServer(target)
+	t.Cleanup(ts.Close)
+	save := t.TempDir()
+	stream, _ := proxy.StreamURL(rl.channel, "")
+	stateFile := filepath.Join(state, "hookline", "state", proxy.StateFileName(stream))
+
+	f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--save", save)
+	f.waitErr(t, "connected to")
+	for n := 1; n <= 2; n++ {
+		rl.publish(t, nil, n, seqBody(n))
+	}
+	target.waitFor(t, 2)
+	f.waitOutLines(t, 2)
+	f.stop(t)
+	if s := f.err.String(); !strings.Contains(s, "state file: "+stateFile) || !strings.Contains(s, "position stored: after event 2 in "+stateFile) {
+		t.Errorf("stderr does not name the state file and position:\n%s", s)
+	}
+	for n := 3; n <= 4; n++ {
+		rl.publish(t, nil, n, seqBody(n))
+	}
+	f2 := startForward(t, "--url", rl.channel, "--target", ts.URL, "--save", save)
+	f2.waitErr(t, "resuming after event 2 (state file "+stateFile+")")
+	target.waitFor(t, 4)
+	f2.waitOutLines(t, 2)
+	f2.stop(t)
+	checkSequence(t, target.arrivals(), 1, 4)
+}
+
+// A damaged or foreign state file is ignored with a warning; forwarding
+// works. (The CLI rows of the hostile-input table.)
+func TestForwardHostileStateFiles(t *testing.T) {
+	rl := startLiveRelay(t)
+	tests := []struct {
+		name, content, warn string
+	}{
+		{"not JSON", "garbage\x00\xff", "not a hookline state file"},
+		{"a JSON array", "[1,2]", "not a hookline state file"},
+		{"another version", `{"version":9}`, "state file version 9"},
+		{"an id with a control character", `{"version":1,"last_event_id":"1\u0000"}`, "not a usable event id"},
+		{"another channel", `{"version":1,"channel":"https://smee.io/other","channel_sha256":"00","last_event_id":"5"}`, "belongs to another channel"},
+		{"too large", `{"version":1,"pad":"` + strings.Repeat("x", 5<<20) + `"}`, "not a hookline state file"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := &sink{}
+			ts := httptest.NewServer(target)
+			t.Cleanup(ts.Close)
+			file := filepath.Join(t.TempDir(), "state.json")
+			if err := os.WriteFile(file, []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--state-file", file)
+			f.waitErr(t, "connected to")
+			n := 100 + i
+			rl.publish(t, nil, n, seqBody(n))
+			target.waitFor(t, 1)
+			f.stop(t)
+			if s := f.err.String(); !strings.Contains(s, "ignoring the state file") || !strings.Contains(s, tt.warn) {
+				t.Errorf("stderr lacks the warning %q:\n%s", tt.warn, s)
+			}
+			if got := target.arrivals(); got[0].id != seqID(n) {
+				t.Errorf("the target got %s", got[0].id)
+			}
+		})
+	}
+}
+
+// The CLI rows of the hostile-input table: damaged files in a folder to
+// replay are each named with a clear error, and the good captures in the
+// same folder are still sent.
+func TestReplayHostileCaptureFiles(t *testing.T) {
+	good := capture.Delivery{ID: "good-1", Event: "issues", Headers: http.Header{"X-Github-Event": {"issues"}}, Body: []byte(`{"action":"opened"}`)}
+	tests := []struct {
+		name    string
+		file    string // the bad file's name in the folder
+		content []byte
+		make    func(t *testing.T, path string) // instead of content
+		want    string
+	}{
+		{name: "not JSON", file: "a.json", content: []byte("hello"), want: "malformed capture file"},
+		{name: "a JSON array", file: "a.json", content: []byte("[1,2,3]"), want: "malformed capture file"},
+		{name: "no version", file: "a.json", content: []byte(`{"event":"push"}`), want: `no "version" field`},
+		{name: "a future version", file: "a.json", content: []byte(`{"version":99,"event":"push"}`), want: "unsupported capture file version 99"},
+		{name: "no event", file: "a.json", content: []byte(`{"version":1,"headers":{},"body_encoding":"text","body":""}`), want: `no "event" name`},
+		{name: "bad base64 body", file: "a.json", content: []byte(`{"version":1,"event":"push","headers":{},"body_encoding":"base64","body":"%%%"}`), want: "body is not valid base64"},
+		{name: "an unknown body encoding", file: "a.json", content: []byte(`{"version":1,"event":"push","headers":{},"body_encoding":"rot13","body":""}`), want: `body_encoding "rot13"`},
+		{name: "an unknown field", file: "a.json", content: []byte(`{"version":1,"event":"push","headers":{},"body_encoding":"text","body":"","evil":1}`), want: `unknown field "evil"`},
+		{name: "NUL bytes and invalid UTF-8", file: "a.json", content: []byte("{\"version\":1,\x00\xff}"), want: "malformed capture file"},
+		{name: "a negative version", file: "a.json", content: []byte(`{"version":-1,"event":"push"}`), want: "unsupported capture file version -1"},
+		{name: "an overflowing version", file: "a.json", content: []byte(`{"version":99999999999999999999999,"event":"push"}`), want: "malformed capture file"},
+		{name: "a header that is not a list", file: "a.json", content: []byte(`{"version":1,"event":"push","headers":{"A":"b"},"body_encoding":"text","body":""}`), want: "malformed capture file"},
+		{name: "larger than any capture", file: "a.json", make: func(t *testing.T, path string) {
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := f.Truncate(capture.MaxFileSize + 1); err != nil { // sparse: no 64 MiB written
+				t.Fatal(err)
+			}
+		}, want: "more than a capture file holds"},
+		{name: "a directory named like a capture", file: "a.json", make: func(t *testing.T, path string) {
+			if err := os.Mkdir(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, want: "not a regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := capture.Write(dir, good); err != nil {
+				t.Fatal(err)
+			}
+			bad := filepath.Join(dir, tt.file)
+			if tt.make != nil {
+				tt.make(t, bad)
+			} else if err := os.WriteFile(bad, tt.content, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			target := &sink{}
+			ts := httptest.NewServer(target)
+			t.Cleanup(ts.Close)
+			code, _, errOut := run(t, "replay", "--target", ts.URL, dir)
+			if code != ExitFailure {
+				t.Errorf("exit code = %d, want 1", code)
+			}
+			if want := "skipped: " + bad + ": "; !strings.Contains(errOut, want) || !strings.Contains(errOut, tt.want) {
+				t.Errorf("stderr = %q, want it to name %s and say %q", errOut, bad, tt.want)
+			}
+			if got := target.arrivals(); len(got) != 1 || !bytes.Equal(got[0].body, good.Body) {
+				t.Errorf("the target got %d deliveries, want the good one", len(got))
+			}
+		})
+	}
+}
+
+// Bad values of the reliability flags are usage errors that say what to do.
+func TestForwardReliabilityUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"negative dedup window", []string{"--dedup-window", "-1s"}, "--dedup-window -1s: must be 0 (off) or positive"},
+		{"state file is a directory", []string{"--state-file", dir}, "--state-file " + dir + " is a directory"},
+		{"empty state file", []string{"--state-file", ""}, "--state-file is empty"},
+		{"failed dir is a file", []string{"--failed-dir", file}, "--failed-dir " + file + " is a file"},
+		{"negative retries", []string{"--retries", "-1"}, "--retries -1: must be 0 or more"},
+		{"control character in --last-event-id", []string{"--last-event-id", "1\x002"}, "--last-event-id: the id contains control characters"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := run(t, append([]string{"forward", "--url", "http://127.0.0.1:1/c"}, tt.args...)...)
+			if code != ExitUsage || !strings.Contains(errOut, tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, tt.wantErr)
+			}
+		})
+	}
+}

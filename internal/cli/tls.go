@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net/http"
+
+	"github.com/fatih/color"
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/hookline/hookline/proxy"
+)
+
+// insecureFlag is --insecure, shared by forward, replay and send.
+func insecureFlag() ucli.Flag {
+	return &ucli.BoolFlag{
+		Name:  "insecure",
+		Usage: "do not verify TLS certificates of targets and relays (for test servers with self-signed certificates only)",
+	}
+}
+
+// httpTransport returns the transport for requests to targets and relays:
+// nil (net/http's default, which verifies certificates) unless insecure,
+// then a copy of the default that skips verification. It prints the
+// warning about it on stderr, once per call: commands call it once.
+func httpTransport(insecure bool, s *streams) http.RoundTripper {
+	if !insecure {
+		return nil
+	}
+	fmt.Fprintf(s.err, "%s --insecure: TLS certificates are not verified; anyone on the network path can read and change deliveries (use it only with test servers)\n",
+		paint(s.errColor, color.FgYellow).Sprint("warning:"))
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+	return t
+}
+
+// certHint returns advice for an error caused by a certificate that could
+// not be verified, "" for any other error.
+func certHint(err error, what string) string {
+	if err == nil || !proxy.IsCertificateError(err) {
+		return ""
+	}
+	return fmt.Sprintf("the %s's TLS certificate is not trusted; if it is a test server with a self-signed certificate, add --insecure (or trust its CA)", what)
+}

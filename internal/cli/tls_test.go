@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"io"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/relay"
+)
+
+// newTLSServer is httptest.NewTLSServer (a certificate no client trusts)
+// without the log line for each refused handshake.
+func newTLSServer(t *testing.T, h http.Handler) *httptest.Server {
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0)
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+const insecureWarning = "warning: --insecure: TLS certificates are not verified"
+
+// TLS certificates are verified by default for targets: a self-signed
+// target fails with a message that names --insecure, and works with it
+// (with a warning, printed once).
+func TestForwardTLSTarget(t *testing.T) {
+	target := &sink{}
+	ts := newTLSServer(t, target)
+	rl := startLiveRelay(t)
+
+	t.Run("verified by default", func(t *testing.T) {
+		failed := t.TempDir()
+		f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--retries", "0", "--failed-dir", failed)
+		f.waitErr(t, "connected to")
+		rl.publish(t, nil, 1, seqBody(1))
+		f.waitOutLines(t, 4)
+		f.stop(t)
+		out := f.out.String()
+		for _, want := range []string{"→ unreachable", "certificate", "add --insecure"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("trace lacks %q:\n%s", want, out)
+			}
+		}
+		if len(target.arrivals()) != 0 {
+			t.Error("the delivery reached a target whose certificate is not trusted")
+		}
+		if files, _ := filepath.Glob(filepath.Join(failed, "*.json")); len(files) != 1 {
+			t.Errorf("%d files saved for a replay, want 1", len(files))
+		}
+	})
+	t.Run("--insecure", func(t *testing.T) {
+		f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--insecure")
+		f.waitErr(t, "connected to")
+		rl.publish(t, nil, 2, seqBody(2))
+		f.waitOutLines(t, 1)
+		f.stop(t)
+		if !strings.Contains(f.out.String(), "→ 200") {
+			t.Errorf("trace = %q, want the delivery taken", f.out.String())
+		}
+		if n := strings.Count(f.err.String(), insecureWarning); n != 1 {
+			t.Errorf("the warning appears %d times, want once:\n%s", n, f.err.String())
+		}
+	})
+}
+
+// The same for a relay served over TLS: without --insecure forward stops at
+// once with a message naming --insecure (retrying cannot fix a
+// certificate); with it, deliveries flow.
+func TestForwardTLSRelay(t *testing.T) {
+	srv := relay.New(relay.Options{Logger: slog.New(slog.DiscardHandler)})
+	rs := newTLSServer(t, srv)
+	t.Cleanup(srv.Close)
+	channel := rs.URL + "/" + srv.NewChannel()
+
+	code, _, errOut := run(t, "forward", "--url", channel, "--no-color")
+	if code != ExitFailure {
+		t.Errorf("exit code = %d, want 1", code)
+	}
+	for _, want := range []string{"the relay's TLS certificate cannot be verified", "add --insecure"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+
+	target := &sink{}
+	ts := httptest.NewServer(target)
+	t.Cleanup(ts.Close)
+	f := startForward(t, "--url", channel, "--target", ts.URL, "--insecure")
+	f.waitErr(t, "connected to")
+	(&liveRelay{srv: srv, channel: channel}).publish(t, rs.Client(), 1, seqBody(1))
+	checkSequence(t, target.waitFor(t, 1), 1, 1)
+	f.stop(t)
+	if n := strings.Count(f.err.String(), insecureWarning); n != 1 {
+		t.Errorf("the warning appears %d times, want once:\n%s", n, f.err.String())
+	}
+}
+
+func TestReplayAndSendTLS(t *testing.T) {
+	target := &sink{}
+	ts := newTLSServer(t, target)
+	dir := t.TempDir()
+	if _, err := capture.Write(dir, capture.Delivery{ID: "tls-1", Event: "ping", Body: []byte(`{"zen":"x"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"replay", []string{"replay", "--retries", "0", "--target", ts.URL, dir}},
+		{"send", []string{"send", "--event", "ping", "--retries", "0", "--target", ts.URL}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(target.arrivals())
+			code, out, errOut := run(t, tt.args...)
+			if code != ExitFailure || !strings.Contains(out+errOut, "add --insecure") {
+				t.Errorf("without --insecure: exit %d, output:\n%s%s\nwant 1 and a hint naming --insecure", code, out, errOut)
+			}
+			code, out, errOut = run(t, append(tt.args[:1:1], append([]string{"--insecure"}, tt.args[1:]...)...)...)
+			if code != ExitOK || !strings.Contains(out, "200") {
+				t.Errorf("with --insecure: exit %d, output:\n%s%s", code, out, errOut)
+			}
+			if n := strings.Count(errOut, insecureWarning); n != 1 {
+				t.Errorf("the warning appears %d times, want once:\n%s", n, errOut)
+			}
+			if got := len(target.arrivals()) - before; got != 1 {
+				t.Errorf("the target got %d deliveries, want 1", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,96 @@
+package proxy
+
+import "time"
+
+// Defaults for the duplicate window (Options.DedupWindow, DedupSize).
+const (
+	DefaultDedupWindow = time.Hour
+	DefaultDedupSize   = 10000
+)
+
+// dedup remembers the delivery ids read in the last window (at most size of
+// them) and says whether a delivery repeats one.
+//
+// A repeat is a duplicate unless the relay's event ids are durable and the
+// repeat came with a different event id than the first copy: that is a
+// deliberate redelivery (hookline's relay page, GitHub's Redeliver button
+// through a relay with durable ids), which keeps its X-GitHub-Delivery id
+// and is forwarded again. A relay that sends the same event twice (at least
+// once delivery, a replay after reconnecting) repeats its event id too.
+//
+// It is used from the reading goroutine only: no locking.
+type dedup struct {
+	window time.Duration
+	size   int
+	seen   map[string]seenID
+	fifo   []fifoEntry // in read order; head is the oldest
+	head   int
+}
+
+type seenID struct {
+	eventID string
+	at      time.Time
+}
+
+type fifoEntry struct {
+	id string
+	at time.Time
+}
+
+func newDedup(window time.Duration, size int) *dedup {
+	if window < 0 || size < 0 {
+		return nil // disabled
+	}
+	if window == 0 {
+		window = DefaultDedupWindow
+	}
+	if size == 0 {
+		size = DefaultDedupSize
+	}
+	return &dedup{window: window, size: size, seen: map[string]seenID{}}
+}
+
+// check records the delivery id (with the event id it came with) and
+// reports whether it is a duplicate, or a redelivery of an id seen before.
+// An empty id is never a duplicate. A nil *dedup reports nothing.
+func (d *dedup) check(id, eventID string, durable bool, now time.Time) (duplicate, redelivery bool) {
+	if d == nil || id == "" {
+		return false, false
+	}
+	d.expire(now)
+	if prev, ok := d.seen[id]; ok {
+		if durable && eventID != "" && prev.eventID != "" && eventID != prev.eventID {
+			d.add(id, eventID, now)
+			return false, true
+		}
+		return true, false
+	}
+	d.add(id, eventID, now)
+	return false, false
+}
+
+func (d *dedup) add(id, eventID string, now time.Time) {
+	d.seen[id] = seenID{eventID: eventID, at: now}
+	d.fifo = append(d.fifo, fifoEntry{id: id, at: now})
+	d.expire(now)
+}
+
+// expire forgets ids older than the window, and the oldest while more than
+// size are remembered.
+func (d *dedup) expire(now time.Time) {
+	for d.head < len(d.fifo) {
+		e := d.fifo[d.head]
+		if len(d.seen) <= d.size && now.Sub(e.at) < d.window {
+			break
+		}
+		if s, ok := d.seen[e.id]; ok && s.at.Equal(e.at) {
+			delete(d.seen, e.id)
+		}
+		d.fifo[d.head] = fifoEntry{}
+		d.head++
+	}
+	if d.head > 1024 && d.head*2 > len(d.fifo) {
+		d.fifo = append(d.fifo[:0:0], d.fifo[d.head:]...)
+		d.head = 0
+	}
+}

@@ -1,0 +1,154 @@
+package proxy_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hookline/hookline/proxy"
+)
+
+// frame is one SSE event carrying a delivery in hookline's format.
+func frame(eventID, deliveryID string, body string) string {
+	s := ""
+	if eventID != "" {
+		s = "id: " + eventID + "\n"
+	}
+	return s + fmt.Sprintf(`data: {"x-github-event":"issues","x-github-delivery":%q,"content-type":"application/json","bodyB":%q,"query":{}}`,
+		deliveryID, b64(body)) + "\n\n"
+}
+
+// streamOnce serves stream to the first connection and holds later ones
+// open with nothing.
+func streamOnce(t *testing.T, stream string) *sseServer {
+	return newSSEServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 0 {
+			writeStream(w, []byte(stream))
+		} else {
+			writeStream(w, nil)
+		}
+		holdOpen(r)
+	})
+}
+
+func TestClientSkipsDuplicates(t *testing.T) {
+	tests := []struct {
+		name        string
+		stream      string
+		opts        proxy.Options
+		wantTarget  string // the delivery ids the target got, in order
+		wantDup     int
+		wantRedeliv int
+	}{
+		{
+			name:       "the same event twice",
+			stream:     frame("1", "a", "{}") + frame("1", "a", "{}") + frame("2", "b", "{}"),
+			wantTarget: "a,b", wantDup: 1,
+		},
+		{
+			name:       "a repeated delivery id with a new id from a relay with durable ids is a redelivery",
+			stream:     frame("1", "a", "{}") + frame("2", "b", "{}") + frame("3", "a", "{}"),
+			wantTarget: "a,b,a", wantRedeliv: 1,
+		},
+		{
+			name: "ids per connection (smee.io): the delivery id decides",
+			stream: "id: 0\nevent: ready\ndata: {}\n\n" + frame("1", "a", "{}") + frame("2", "b", "{}") +
+				"id: 3\nevent: ping\ndata: {}\n\n" + frame("4", "a", "{}"),
+			wantTarget: "a,b", wantDup: 1,
+		},
+		{
+			name:       "no ids at all",
+			stream:     frame("", "a", "{}") + frame("", "a", "{}") + frame("", "b", "{}"),
+			wantTarget: "a,b", wantDup: 1,
+		},
+		{
+			name:       "deliveries without an id are never duplicates",
+			stream:     frame("1", "", "{}") + frame("2", "", "{}"),
+			wantTarget: ",",
+		},
+		{
+			name:       "off",
+			stream:     frame("1", "a", "{}") + frame("1", "a", "{}"),
+			opts:       proxy.Options{DedupWindow: -1},
+			wantTarget: "a,a",
+		},
+		{
+			name:       "an id falls out of a full window",
+			stream:     frame("", "a", "{}") + frame("", "b", "{}") + frame("", "c", "{}") + frame("", "a", "{}") + frame("", "c", "{}"),
+			opts:       proxy.Options{DedupSize: 2},
+			wantTarget: "a,b,c,a", wantDup: 1,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := streamOnce(t, tt.stream)
+			target := newSink(nil)
+			opts := tt.opts
+			opts.URL, opts.Target = srv.URL+"/chan", httptestServer(t, target)
+			res := newResults()
+			opts.OnResult = res.add
+			n := strings.Count(tt.stream, "x-github-delivery")
+			c, _, _ := startClient(t, opts)
+			all := res.wait(t, n)
+			var ids []string
+			for _, a := range target.arrivals() {
+				ids = append(ids, a.id)
+			}
+			if got := strings.Join(ids, ","); got != tt.wantTarget {
+				t.Errorf("the target got %q, want %q", got, tt.wantTarget)
+			}
+			s := c.Stats()
+			if s.Duplicates != int64(tt.wantDup) || s.Redeliveries != int64(tt.wantRedeliv) {
+				t.Errorf("Duplicates, Redeliveries = %d, %d; want %d, %d", s.Duplicates, s.Redeliveries, tt.wantDup, tt.wantRedeliv)
+			}
+			dups := 0
+			for _, r := range all {
+				if r.Duplicate {
+					dups++
+					if r.Target != nil || !r.OK() {
+						t.Errorf("a duplicate was handled: %+v", r)
+					}
+				}
+			}
+			if dups != tt.wantDup {
+				t.Errorf("%d Results marked Duplicate, want %d", dups, tt.wantDup)
+			}
+		})
+	}
+}
+
+// The relay's redeliver button (POST /<channel>/redeliver/<id>) repeats a
+// delivery with its X-GitHub-Delivery and a new event id: it is forwarded.
+func TestClientForwardsARelayRedelivery(t *testing.T) {
+	rl := startLiveRelay(t)
+	target := newSink(nil)
+	cw := newConnWatch()
+	res := newResults()
+	c, _, _ := startClient(t, proxy.Options{URL: rl.channel, Target: httptestServer(t, target), OnState: cw.on, OnResult: res.add})
+	cw.waitConnected(t)
+	body := seqBody(1, 10)
+	rl.publish(t, 1, body)
+	res.wait(t, 1)
+	resp, err := http.Post(rl.channel+"/redeliver/1", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("redeliver: %d", resp.StatusCode)
+	}
+	r := res.wait(t, 1)[1]
+	if !r.Redelivery || r.Duplicate || r.Target == nil || !r.Target.OK() {
+		t.Errorf("redelivery: Redelivery %v, Duplicate %v, Target %+v; want forwarded as a redelivery", r.Redelivery, r.Duplicate, r.Target)
+	}
+	if got := target.arrivals(); len(got) != 2 || got[1].id != seqID(1) {
+		t.Errorf("the target got %d deliveries, want the original and the redelivery", len(got))
+	}
+	if s := c.Stats(); s.Redeliveries != 1 || s.Duplicates != 0 {
+		t.Errorf("stats = %+v", s)
+	}
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

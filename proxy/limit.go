@@ -1,0 +1,196 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// OversizeEvent is the name SSETransport gives to an event larger than its
+// MaxEventSize. The event's bytes are dropped, and fn gets an event of this
+// name carrying the dropped event's id (when the id came before the data,
+// as every relay sends it) and data {"limit":N}. Decode reports it as an
+// error wrapping ErrMalformedMessage and bufio.ErrTooLong, and the stream
+// goes on with the next event: one oversized event never costs the
+// deliveries after it. Its id counts as handled, so a reconnect resumes
+// after it instead of receiving it again (and again).
+const OversizeEvent = "hookline-oversize-event"
+
+// limiterSlack is the room r3labs' buffer has beyond the limit: the marker
+// naming a cut-off event, and the start of the next event read with it.
+const limiterSlack = 64 << 10
+
+// eventLimiter passes an event stream through unchanged, except that an
+// event that grows past max bytes is cut: the bytes already passed are
+// followed by a line naming the event OversizeEvent and a blank line (r3labs
+// then dispatches the fragment under that name), and the rest of the event
+// is discarded up to its blank line.
+//
+// Event boundaries are r3labs' (see containsDoubleNewline in its reader): a
+// blank line is "\n\n", "\r\r", "\r\n\n", "\n\r\n" or "\r\n\r\n". Bytes are
+// scanned a line at a time with bytes.IndexByte, and nothing is copied until
+// an event is cut.
+type eventLimiter struct {
+	rc    io.ReadCloser
+	max   int
+	touch func() // reports activity while an oversized event is discarded
+
+	size    int    // bytes of the current event passed on so far
+	t1, t2  byte   // the last two bytes of the current event (0: none), newest in t2
+	discard bool   // inside an oversized event, after the cut
+	pending []byte // marker bytes still to return
+	left    []byte // bytes read but not yet scanned (after a cut)
+	err     error  // the read error to return once pending and left are drained
+}
+
+func newEventLimiter(rc io.ReadCloser, max int, touch func()) *eventLimiter {
+	return &eventLimiter{rc: rc, max: max, touch: touch}
+}
+
+// Close closes the underlying body.
+func (l *eventLimiter) Close() error { return l.rc.Close() }
+
+func (l *eventLimiter) Read(p []byte) (int, error) {
+	for {
+		if len(l.pending) > 0 {
+			n := copy(p, l.pending)
+			l.pending = l.pending[n:]
+			return n, nil
+		}
+		var n int
+		if len(l.left) > 0 {
+			n = copy(p, l.left)
+			l.left = l.left[n:]
+		} else {
+			if l.err != nil {
+				return 0, l.err
+			}
+			n, l.err = l.rc.Read(p)
+		}
+		kept, stop := l.scan(p[:n])
+		if stop < n {
+			l.left = append(bytes.Clone(p[stop:n]), l.left...) // p belongs to the caller
+		}
+		if kept > 0 {
+			return kept, nil
+		}
+		if len(l.pending) == 0 && len(l.left) == 0 && l.err != nil {
+			return 0, l.err
+		}
+		// Everything read so far was discarded: read on rather than return
+		// (0, nil), which bufio.Scanner tolerates only 100 times in a row.
+		if n > 0 && l.touch != nil {
+			l.touch()
+		}
+	}
+}
+
+// scan processes b in place: the bytes passed on are moved to b[:kept]. It
+// stops early, at stop, when it cuts an event (the marker is then pending
+// and b[stop:] is scanned after it); otherwise stop is len(b).
+func (l *eventLimiter) scan(b []byte) (kept, stop int) {
+	w, i := 0, 0
+	for i < len(b) {
+		end := len(b)
+		body := end - i // bytes before the line break
+		if j := indexBreak(b[i:]); j >= 0 {
+			end, body = i+j+1, j
+		}
+		// Only content grows an event: a line break never cuts it (so an
+		// event of exactly max bytes is not cut at its blank line).
+		if !l.discard && body > 0 && l.size+body > l.max {
+			keep := max(0, l.max-l.size)
+			copy(b[w:], b[i:i+keep])
+			w += keep
+			l.cut(keep > 0)
+			i += keep
+			l.track(b[i-keep : i]) // the kept bytes are not line breaks
+			return w, i
+		}
+		seg := b[i:end]
+		if !l.discard {
+			copy(b[w:], seg)
+			w += len(seg)
+			l.size += len(seg)
+		}
+		if l.track(seg) {
+			l.discard = false
+			l.size, l.t1, l.t2 = 0, 0, 0
+		}
+		i = end
+	}
+	return w, len(b)
+}
+
+// cut queues the marker that ends the current event under the name
+// OversizeEvent and starts discarding. keptNow says bytes of the current
+// line were just passed on, so the marker must start a new line.
+func (l *eventLimiter) cut(keptNow bool) {
+	marker := "event: " + OversizeEvent + "\n\n"
+	lastIsBreak := !keptNow && (l.t2 == '\n' || l.t2 == '\r')
+	if (keptNow || l.size > 0) && !lastIsBreak {
+		marker = "\n" + marker
+	}
+	l.pending = append(l.pending[:0], marker...)
+	l.discard = true
+}
+
+// track feeds seg (line-break-free bytes, then at most one line break) to
+// the boundary detector and reports whether seg ends the event.
+func (l *eventLimiter) track(seg []byte) bool {
+	if len(seg) == 0 {
+		return false
+	}
+	c := seg[len(seg)-1]
+	if c != '\n' && c != '\r' {
+		l.t1, l.t2 = l.t2, 'x'
+		if len(seg) > 1 {
+			l.t1 = 'x'
+		}
+		return false
+	}
+	if len(seg) > 1 {
+		l.t1, l.t2 = 'x', 'x'
+	}
+	end := (l.t2 == '\n' && c == '\n') || (l.t2 == '\r' && c == '\r') || (l.t1 == '\n' && l.t2 == '\r' && c == '\n')
+	l.t1, l.t2 = l.t2, c
+	return end
+}
+
+// indexBreak returns the index of the first '\n' or '\r' in b, or -1.
+func indexBreak(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	lim := b
+	if i >= 0 {
+		lim = b[:i]
+	}
+	if j := bytes.IndexByte(lim, '\r'); j >= 0 {
+		return j
+	}
+	return i
+}
+
+// oversizeData is the data of an OversizeEvent.
+func oversizeData(limit int) []byte {
+	return []byte(`{"limit":` + strconv.Itoa(limit) + `}`)
+}
+
+// oversizeError is Decode's error for an OversizeEvent.
+func oversizeError(ev SSEEvent) error {
+	var v struct {
+		Limit int `json:"limit"`
+	}
+	limit := "the size limit"
+	if json.Unmarshal(ev.Data, &v) == nil && v.Limit > 0 {
+		limit = "the " + strconv.Itoa(v.Limit) + "-byte limit"
+	}
+	id := ""
+	if ev.ID != "" {
+		id = " (id " + strconv.Quote(ev.ID) + ")"
+	}
+	return fmt.Errorf("%w: an event%s is larger than %s and was skipped (%w); the relay still has it",
+		ErrMalformedMessage, id, limit, bufio.ErrTooLong)
+}

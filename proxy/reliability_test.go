@@ -1,0 +1,773 @@
+package proxy_test
+
+// Fault tests: each publishes a numbered sequence through hookline's relay
+// (in this process, on loopback) and checks at the target that every
+// delivery arrived exactly once, byte-exact, in order where order is
+// promised. Every wait is bounded by a hang guard; none asserts speed.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/rest"
+)
+
+// hangGuard bounds every wait in these tests: a failure, not a timing.
+const hangGuard = 30 * time.Second
+
+// liveRelay is hookline's relay serving on loopback, with a history large
+// enough for every test here.
+type liveRelay struct {
+	base    string // http://127.0.0.1:port
+	channel string // the channel URL
+}
+
+func startLiveRelay(t *testing.T) *liveRelay {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := relay.New(relay.Options{HistoryCount: 100000, HistoryBytes: 1 << 30, TotalHistoryBytes: 1 << 30, Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	base := relay.ListenURL(ln.Addr())
+	return &liveRelay{base: base, channel: base + "/" + srv.NewChannel()}
+}
+
+// seqBody is delivery n's body: distinct bytes, with pad bytes of padding.
+func seqBody(n, pad int) []byte {
+	return []byte(fmt.Sprintf(`{"action":"opened","n":%d,"pad":"%s"}`, n, strings.Repeat("p", pad)))
+}
+
+// seqID is delivery n's X-GitHub-Delivery.
+func seqID(n int) string { return fmt.Sprintf("seq-%06d", n) }
+
+// publish POSTs delivery n to the channel, as GitHub would.
+func (r *liveRelay) publish(t testing.TB, n int, body []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, r.channel, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "issues")
+	req.Header.Set("X-GitHub-Delivery", seqID(n))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("publishing %d: %v", n, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("publishing %d: relay answered %d", n, resp.StatusCode)
+	}
+}
+
+// arrival is one request the sink answered 2xx.
+type arrival struct {
+	id   string
+	body []byte
+}
+
+// sink is a target that records every delivery it accepts. status, if
+// set, decides the answer to each attempt (n counts attempts from 0); a
+// delivery counts as arrived only when answered 2xx.
+type sink struct {
+	mu       sync.Mutex
+	got      []arrival
+	attempts int
+	status   func(n int, w http.ResponseWriter, r *http.Request) int
+	notify   chan struct{}
+}
+
+func newSink(status func(n int, w http.ResponseWriter, r *http.Request) int) *sink {
+	return &sink{status: status, notify: make(chan struct{}, 1)}
+}
+
+func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	n := s.attempts
+	s.attempts++
+	s.mu.Unlock()
+	code := http.StatusOK
+	if s.status != nil {
+		code = s.status(n, w, r)
+	}
+	if code >= 200 && code < 300 {
+		s.mu.Lock()
+		s.got = append(s.got, arrival{id: r.Header.Get("X-GitHub-Delivery"), body: body})
+		s.mu.Unlock()
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
+	}
+	w.WriteHeader(code)
+}
+
+func (s *sink) arrivals() []arrival {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]arrival(nil), s.got...)
+}
+
+// waitFor waits until n deliveries arrived.
+func (s *sink) waitFor(t testing.TB, n int) []arrival {
+	t.Helper()
+	deadline := time.After(hangGuard)
+	for {
+		if got := s.arrivals(); len(got) >= n {
+			return got
+		}
+		select {
+		case <-s.notify:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%d deliveries arrived, want %d", len(s.arrivals()), n)
+		}
+	}
+}
+
+// checkExactlyOnce asserts that got holds deliveries from..to (inclusive),
+// each once, with the bodies made by body, in order when ordered.
+func checkExactlyOnce(t testing.TB, got []arrival, from, to int, ordered bool, body func(int) []byte) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, a := range got {
+		seen[a.id]++
+	}
+	for n := from; n <= to; n++ {
+		if c := seen[seqID(n)]; c != 1 {
+			t.Errorf("delivery %d arrived %d times, want exactly once", n, c)
+		}
+	}
+	if len(got) != to-from+1 {
+		t.Errorf("%d arrivals, want %d", len(got), to-from+1)
+	}
+	for i, a := range got {
+		n, err := strconv.Atoi(strings.TrimPrefix(a.id, "seq-"))
+		if err != nil {
+			t.Errorf("arrival %d has id %q", i, a.id)
+			continue
+		}
+		if !bytes.Equal(a.body, body(n)) {
+			t.Errorf("delivery %d: body of %d bytes differs from the %d published", n, len(a.body), len(body(n)))
+		}
+		if ordered && n != from+i {
+			t.Errorf("arrival %d is delivery %d, want %d (order)", i, n, from+i)
+		}
+	}
+}
+
+// fastRetry retries a target quickly, many times: enough to ride out a
+// target that is down for a fraction of a second.
+func fastRetry(attempts int) *rest.RetryPolicy {
+	return &rest.RetryPolicy{MaxAttempts: attempts, BaseDelay: 20 * time.Millisecond, MaxDelay: 50 * time.Millisecond}
+}
+
+// connected returns an OnState that signals the first StateConnected, and
+// records the Last-Event-ID of every attempt.
+type connWatch struct {
+	mu      sync.Mutex
+	ids     []string // Last-Event-ID of each Connecting
+	connect chan struct{}
+}
+
+func newConnWatch() *connWatch { return &connWatch{connect: make(chan struct{}, 16)} }
+
+func (c *connWatch) on(s proxy.StateChange) {
+	switch s.State {
+	case proxy.StateConnecting:
+		c.mu.Lock()
+		c.ids = append(c.ids, s.LastEventID)
+		c.mu.Unlock()
+	case proxy.StateConnected:
+		c.connect <- struct{}{}
+	}
+}
+
+func (c *connWatch) waitConnected(t testing.TB) {
+	t.Helper()
+	select {
+	case <-c.connect:
+	case <-time.After(hangGuard):
+		t.Fatal("the client never connected")
+	}
+}
+
+func (c *connWatch) lastEventIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.ids...)
+}
+
+// fastStream reconnects without the default quarter-second backoff.
+var fastStream = proxy.StreamOptions{MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
+
+// (3) The TCP connection is cut in the middle of a large event: the client
+// reconnects with Last-Event-ID and loses nothing, receives nothing twice.
+func TestFaultConnectionCutMidEvent(t *testing.T) {
+	rl := startLiveRelay(t)
+	target := newSink(nil)
+	ts := httptestServer(t, target)
+
+	// A loopback TCP proxy between the client and the relay that drops
+	// the first connection after 1 MiB from the relay: inside the 2 MiB
+	// delivery 4 (about 4.7 MiB as an event).
+	proxyAddr, cuts := startCutProxy(t, strings.TrimPrefix(rl.base, "http://"), 1<<20)
+	channel := strings.Replace(rl.channel, strings.TrimPrefix(rl.base, "http://"), proxyAddr, 1)
+
+	body := func(n int) []byte {
+		if n == 4 {
+			return seqBody(n, 2<<20)
+		}
+		return seqBody(n, 100)
+	}
+	cw := newConnWatch()
+	startClient(t, proxy.Options{URL: channel, Target: ts, Stream: fastStream, OnState: cw.on})
+	cw.waitConnected(t)
+	const last = 8
+	for n := 1; n <= last; n++ {
+		rl.publish(t, n, body(n))
+	}
+	got := target.waitFor(t, last)
+	time.Sleep(50 * time.Millisecond) // room for a stray duplicate to show
+	checkExactlyOnce(t, target.arrivals(), 1, last, true, body)
+	_ = got
+	if cuts.Load() != 1 {
+		t.Errorf("the proxy cut %d connections, want 1", cuts.Load())
+	}
+	ids := cw.lastEventIDs()
+	if len(ids) < 2 || ids[1] != "3" {
+		t.Errorf("Last-Event-ID of each attempt = %q, want the reconnect to resume after 3", ids)
+	}
+}
+
+// startCutProxy forwards loopback TCP connections to upstream; the first
+// connection is closed after cutAfter bytes came back from upstream.
+func startCutProxy(t *testing.T, upstream string, cutAfter int64) (string, *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var cuts atomic.Int32
+	var conns atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			first := conns.Add(1) == 1
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", upstream)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go io.Copy(u, c)
+				if first {
+					io.CopyN(c, u, cutAfter)
+					cuts.Add(1)
+					return // both ends close: the cut
+				}
+				io.Copy(c, u)
+			}()
+		}
+	}()
+	return ln.Addr().String(), &cuts
+}
+
+// httptestServer serves h on loopback until the test ends and returns its
+// URL.
+func httptestServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+// switchableTarget is a target that can go down (its port refuses
+// connections) and come back on the same port.
+type switchableTarget struct {
+	t    *testing.T
+	addr string
+	h    http.Handler
+	mu   sync.Mutex
+	srv  *http.Server
+}
+
+func newSwitchableTarget(t *testing.T, h http.Handler) *switchableTarget {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &switchableTarget{t: t, addr: ln.Addr().String(), h: h}
+	s.serve(ln)
+	t.Cleanup(s.down)
+	return s
+}
+
+func (s *switchableTarget) url() string { return "http://" + s.addr }
+
+func (s *switchableTarget) serve(ln net.Listener) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.srv = &http.Server{Handler: s.h}
+	go s.srv.Serve(ln)
+}
+
+// down closes the listener and every connection: new ones are refused.
+func (s *switchableTarget) down() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		s.srv.Close()
+		s.srv = nil
+	}
+}
+
+// up listens on the same port again.
+func (s *switchableTarget) up() {
+	s.t.Helper()
+	var ln net.Listener
+	var err error
+	for i := 0; i < 100; i++ { // the port may linger for a moment
+		if ln, err = net.Listen("tcp", s.addr); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		s.t.Fatalf("listening on %s again: %v", s.addr, err)
+	}
+	s.serve(ln)
+}
+
+// (4) The target is down for a while, then returns: the retries ride it
+// out, and every delivery arrives once, in order.
+func TestFaultTargetDownThenBack(t *testing.T) {
+	rl := startLiveRelay(t)
+	target := newSink(nil)
+	st := newSwitchableTarget(t, target)
+	res := newResults()
+	cw := newConnWatch()
+	c, _, _ := startClient(t, proxy.Options{URL: rl.channel, Target: st.url(), Retry: fastRetry(100), OnResult: res.add, OnState: cw.on})
+	cw.waitConnected(t)
+	body := func(n int) []byte { return seqBody(n, 10) }
+	for n := 1; n <= 3; n++ {
+		rl.publish(t, n, body(n))
+	}
+	// Down once the client has 3's answer: a target that dies between
+	// handling a delivery and answering gets it again (at least once), a
+	// different test.
+	res.wait(t, 3)
+	st.down()
+	for n := 4; n <= 6; n++ {
+		rl.publish(t, n, body(n))
+	}
+	time.Sleep(300 * time.Millisecond) // down while delivery 4 is retried
+	st.up()
+	for n := 7; n <= 9; n++ {
+		rl.publish(t, n, body(n))
+	}
+	target.waitFor(t, 9)
+	res.wait(t, 6)
+	checkExactlyOnce(t, target.arrivals(), 1, 9, true, body)
+	if s := c.Stats(); s.Forwarded != 9 || s.TargetFails != 0 || s.FailedSaved != 0 {
+		t.Errorf("stats = %+v, want 9 forwarded, no failure", s)
+	}
+}
+
+// (4) A target that answers 503 with Retry-After: 1 gets the delivery again
+// no sooner than a second later, and it arrives once.
+func TestFaultTargetRetryAfter(t *testing.T) {
+	rl := startLiveRelay(t)
+	var mu sync.Mutex
+	var times []time.Time
+	target := newSink(func(n int, w http.ResponseWriter, r *http.Request) int {
+		if r.Header.Get("X-GitHub-Delivery") != seqID(2) {
+			return http.StatusOK
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		times = append(times, time.Now())
+		if len(times) == 1 {
+			w.Header().Set("Retry-After", "1")
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	ts := httptestServer(t, target)
+	res := newResults()
+	cw := newConnWatch()
+	startClient(t, proxy.Options{URL: rl.channel, Target: ts, OnResult: res.add, OnState: cw.on})
+	cw.waitConnected(t)
+	body := func(n int) []byte { return seqBody(n, 10) }
+	for n := 1; n <= 3; n++ {
+		rl.publish(t, n, body(n))
+	}
+	res.wait(t, 3)
+	checkExactlyOnce(t, target.arrivals(), 1, 3, true, body)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(times) != 2 {
+		t.Fatalf("delivery 2 was attempted %d times, want 2", len(times))
+	}
+	if gap := times[1].Sub(times[0]); gap < time.Second {
+		t.Errorf("the retry came %v after the 503, want at least the 1 s of Retry-After", gap)
+	}
+}
+
+// (5) A slow target (200 ms per delivery) and a publisher that does not
+// wait: nothing is lost, the order is kept.
+func TestFaultSlowTarget(t *testing.T) {
+	rl := startLiveRelay(t)
+	target := newSink(func(int, http.ResponseWriter, *http.Request) int {
+		time.Sleep(200 * time.Millisecond)
+		return http.StatusOK
+	})
+	ts := httptestServer(t, target)
+	cw := newConnWatch()
+	startClient(t, proxy.Options{URL: rl.channel, Target: ts, OnState: cw.on})
+	cw.waitConnected(t)
+	body := func(n int) []byte { return seqBody(n, 1000) }
+	const last = 12
+	for n := 1; n <= last; n++ {
+		rl.publish(t, n, body(n))
+	}
+	target.waitFor(t, last)
+	checkExactlyOnce(t, target.arrivals(), 1, last, true, body)
+}
+
+// Deliveries the target does not take (down, 5xx after the retries) are
+// saved in FailedDir; a 4xx is reported but not kept. Forwarding goes on.
+func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
+	rl := startLiveRelay(t)
+	target := newSink(func(_ int, _ http.ResponseWriter, r *http.Request) int {
+		switch r.Header.Get("X-GitHub-Delivery") {
+		case seqID(2):
+			return http.StatusBadGateway
+		case seqID(3):
+			return http.StatusBadRequest
+		}
+		return http.StatusOK
+	})
+	st := newSwitchableTarget(t, target)
+	failed := filepath.Join(t.TempDir(), "failed") // created when needed
+	res := newResults()
+	cw := newConnWatch()
+	c, _, _ := startClient(t, proxy.Options{URL: rl.channel, Target: st.url(), Retry: fastRetry(2), FailedDir: failed, OnResult: res.add, OnState: cw.on})
+	cw.waitConnected(t)
+	body := func(n int) []byte { return seqBody(n, 10) }
+	for n := 1; n <= 3; n++ {
+		rl.publish(t, n, body(n))
+	}
+	res.wait(t, 3)
+	st.down()
+	rl.publish(t, 4, body(4))
+	res.wait(t, 1) // results.wait counts new results
+	st.up()
+	rl.publish(t, 5, body(5))
+	all := res.wait(t, 1)
+
+	byID := map[string]proxy.Result{}
+	for _, r := range all {
+		byID[r.Delivery.ID] = r
+	}
+	for n, want := range map[int]bool{1: false, 2: true, 3: false, 4: true, 5: false} {
+		r := byID[seqID(n)]
+		if got := r.FailedFile != ""; got != want {
+			t.Errorf("delivery %d: FailedFile = %q (err %v), want saved = %v", n, r.FailedFile, r.FailedErr, want)
+			continue
+		}
+		if !want {
+			continue
+		}
+		if filepath.Dir(r.FailedFile) != failed {
+			t.Errorf("delivery %d saved in %s, want %s", n, r.FailedFile, failed)
+		}
+		cd, err := capture.Read(r.FailedFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cd.ID != seqID(n) || !bytes.Equal(cd.Body, body(n)) {
+			t.Errorf("delivery %d: the capture holds %q with %d bytes", n, cd.ID, len(cd.Body))
+		}
+	}
+	if s := c.Stats(); s.FailedSaved != 2 || s.Lost != 0 || s.TargetFails != 3 {
+		t.Errorf("stats = %+v, want 2 saved for replay, 3 target failures, none lost", s)
+	}
+	if st, err := os.Stat(failed); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("failed folder: %v, mode %v; want created owner-only", err, st.Mode().Perm())
+	}
+}
+
+// (6) The disk fills up while saving (an injected ENOSPC for one file):
+// the Result says so clearly, and forwarding and saving go on.
+func TestFaultDiskFullWhileSaving(t *testing.T) {
+	rl := startLiveRelay(t)
+	target := newSink(nil)
+	ts := httptestServer(t, target)
+	dir := t.TempDir()
+	res := newResults()
+	cw := newConnWatch()
+	c, err := proxy.New(proxy.Options{URL: rl.channel, Target: ts, SaveDir: dir, OnResult: res.add, OnState: cw.on, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetCaptureWriter(c, func(dir string, d capture.Delivery) (string, error) {
+		if d.ID == seqID(2) {
+			return "", fmt.Errorf("saving delivery %s to %s: %w", d.ID, dir, &os.PathError{Op: "write", Path: filepath.Join(dir, ".capture-1.tmp"), Err: syscall.ENOSPC})
+		}
+		return capture.Write(dir, d)
+	})
+	runClient(t, c)
+	cw.waitConnected(t)
+	body := func(n int) []byte { return seqBody(n, 10) }
+	for n := 1; n <= 3; n++ {
+		rl.publish(t, n, body(n))
+	}
+	all := res.wait(t, 3)
+	checkExactlyOnce(t, target.waitFor(t, 3), 1, 3, true, body)
+	for _, r := range all {
+		full := r.Delivery.ID == seqID(2)
+		if got := r.SaveErr != nil; got != full {
+			t.Errorf("%s: SaveErr = %v", r.Delivery.ID, r.SaveErr)
+		}
+		if full && (!errors.Is(r.SaveErr, syscall.ENOSPC) || !strings.Contains(r.SaveErr.Error(), "no space left on device")) {
+			t.Errorf("SaveErr = %v, want a message saying the disk is full", r.SaveErr)
+		}
+	}
+	if s := c.Stats(); s.Saved != 2 || s.SaveFails != 1 || s.Forwarded != 3 {
+		t.Errorf("stats = %+v, want 3 forwarded, 2 saved, 1 save failure", s)
+	}
+}
+
+// (6) A real full disk, where the test can mount a tiny tmpfs (Linux, as
+// root): the first capture fits, the big one does not, the next small one
+// fits again.
+func TestFaultDiskFullTmpfs(t *testing.T) {
+	dir := t.TempDir()
+	if err := mountTinyTmpfs(dir); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v); TestFaultDiskFullWhileSaving injects the error instead", err)
+	}
+	t.Cleanup(func() { unmount(dir) })
+	rl := startLiveRelay(t)
+	target := newSink(nil)
+	ts := httptestServer(t, target)
+	res := newResults()
+	cw := newConnWatch()
+	c, _, _ := startClient(t, proxy.Options{URL: rl.channel, Target: ts, SaveDir: dir, OnResult: res.add, OnState: cw.on})
+	cw.waitConnected(t)
+	body := func(n int) []byte {
+		if n == 2 {
+			return seqBody(n, 256<<10) // larger than the whole tmpfs
+		}
+		return seqBody(n, 10)
+	}
+	for n := 1; n <= 3; n++ {
+		rl.publish(t, n, body(n))
+	}
+	all := res.wait(t, 3)
+	checkExactlyOnce(t, target.waitFor(t, 3), 1, 3, true, body)
+	for _, r := range all {
+		full := r.Delivery.ID == seqID(2)
+		if full != (r.SaveErr != nil) || (full && !errors.Is(r.SaveErr, syscall.ENOSPC)) {
+			t.Errorf("%s: SaveErr = %v, want ENOSPC only for the big one", r.Delivery.ID, r.SaveErr)
+		}
+	}
+	if s := c.Stats(); s.Saved != 2 || s.SaveFails != 1 {
+		t.Errorf("stats = %+v, want 2 saved, 1 failure", s)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, ".capture-*"))
+	if len(leftovers) != 0 {
+		t.Errorf("temporary files left behind: %q", leftovers)
+	}
+}
+
+// runClient runs c until the test ends.
+func runClient(t *testing.T, c *proxy.Client) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(hangGuard):
+			t.Error("Client.Run did not return after cancel")
+		}
+	})
+}
+
+// stateDoc reads a state file.
+func readStateFile(t testing.TB, path string) (last string, doneAfter []string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		LastEventID string   `json:"last_event_id"`
+		DoneAfter   []string `json:"done_after"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("state file %s: %v\n%s", path, err, data)
+	}
+	return doc.LastEventID, doc.DoneAfter
+}
+
+// A client stopped and started again with its state file resumes where it
+// was: deliveries published while it was away arrive, none twice.
+func TestStateFileResumesAfterARestart(t *testing.T) {
+	rl := startLiveRelay(t)
+	target := newSink(nil)
+	ts := httptestServer(t, target)
+	state := filepath.Join(t.TempDir(), "state", "chan.json")
+	body := func(n int) []byte { return seqBody(n, 10) }
+
+	cw := newConnWatch()
+	c, cancel, wait := startClient(t, proxy.Options{URL: rl.channel, Target: ts, StateFile: state, OnState: cw.on})
+	cw.waitConnected(t)
+	for n := 1; n <= 3; n++ {
+		rl.publish(t, n, body(n))
+	}
+	target.waitFor(t, 3)
+	cancel()
+	wait()
+	if got := c.Checkpoint(); got != "3" {
+		t.Errorf("Checkpoint = %q, want 3", got)
+	}
+	if last, _ := readStateFile(t, state); last != "3" {
+		t.Errorf("state file: last_event_id %q, want 3", last)
+	}
+	for n := 4; n <= 6; n++ { // while no client listens
+		rl.publish(t, n, body(n))
+	}
+	cw2 := newConnWatch()
+	startClient(t, proxy.Options{URL: rl.channel, Target: ts, StateFile: state, OnState: cw2.on})
+	target.waitFor(t, 6)
+	time.Sleep(50 * time.Millisecond)
+	checkExactlyOnce(t, target.arrivals(), 1, 6, true, body)
+	if ids := cw2.lastEventIDs(); len(ids) == 0 || ids[0] != "3" {
+		t.Errorf("the restarted client sent Last-Event-ID %q, want 3", ids)
+	}
+}
+
+// With several workers the state file stores the watermark: a slow
+// delivery holds it back while the later ones finish, and those are listed
+// as done after it, so a restart from that file skips them.
+func TestStateFileWatermarkWithConcurrency(t *testing.T) {
+	rl := startLiveRelay(t)
+	release := make(chan struct{})
+	target := newSink(func(_ int, _ http.ResponseWriter, r *http.Request) int {
+		if r.Header.Get("X-GitHub-Delivery") == seqID(2) {
+			<-release
+		}
+		return http.StatusOK
+	})
+	ts := httptestServer(t, target)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	state := filepath.Join(t.TempDir(), "state.json")
+	body := func(n int) []byte { return seqBody(n, 10) }
+	cw := newConnWatch()
+	res := newResults()
+	c, cancel, wait := startClient(t, proxy.Options{URL: rl.channel, Target: ts, StateFile: state, Concurrency: 3, OnState: cw.on, OnResult: res.add})
+	cw.waitConnected(t)
+	for n := 1; n <= 4; n++ {
+		rl.publish(t, n, body(n))
+	}
+	res.wait(t, 3) // 1, 3 and 4; 2 is held
+	if last, done := readStateFile(t, state); last != "1" || strings.Join(done, ",") != "3,4" {
+		t.Errorf("while 2 is held: last_event_id %q, done_after %q; want 1 and 3,4", last, done)
+	}
+	if got := c.Checkpoint(); got != "1" {
+		t.Errorf("Checkpoint = %q, want 1", got)
+	}
+	close(release)
+	res.wait(t, 1)
+	cancel()
+	wait()
+	if last, done := readStateFile(t, state); last != "4" || len(done) != 0 {
+		t.Errorf("at the end: last_event_id %q, done_after %q; want 4 and none", last, done)
+	}
+
+	// A state file written while 2 was held: a restart gets 2 again but
+	// skips 3 and 4 as duplicates.
+	doc := fmt.Sprintf(`{"version":1,"channel":"x","channel_sha256":%q,"last_event_id":"1","done_after":["3","4"]}`, channelSHA256(rl.channel))
+	if err := os.WriteFile(state, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := len(target.arrivals())
+	res2 := newResults()
+	c2, _, _ := startClient(t, proxy.Options{URL: rl.channel, Target: ts, StateFile: state, OnResult: res2.add})
+	all := res2.wait(t, 3)
+	var dups, delivered []string
+	for _, r := range all {
+		if r.Duplicate {
+			dups = append(dups, r.Delivery.EventID)
+		} else {
+			delivered = append(delivered, r.Delivery.EventID)
+		}
+	}
+	if strings.Join(dups, ",") != "3,4" || strings.Join(delivered, ",") != "2" {
+		t.Errorf("after the restart: duplicates %q, delivered %q; want 3,4 and 2", dups, delivered)
+	}
+	if got := target.arrivals()[before:]; len(got) != 1 || got[0].id != seqID(2) {
+		t.Errorf("after the restart the target got %d deliveries, want only 2 again", len(got))
+	}
+	if s := c2.Stats(); s.Duplicates != 2 {
+		t.Errorf("Duplicates = %d, want 2", s.Duplicates)
+	}
+}
+
+// channelSHA256 is how a state file names its channel.
+func channelSHA256(streamURL string) string {
+	sum := sha256.Sum256([]byte(streamURL))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,164 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/r3labs/sse/v2"
+)
+
+// scriptReader returns its chunks one per Read, then blocks until closed
+// (a stream with nothing more to say yet), then returns err.
+type scriptReader struct {
+	chunks []string
+	read   int // chunks returned
+	hold   chan struct{}
+	err    error
+}
+
+func (r *scriptReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		<-r.hold
+		return 0, r.err
+	}
+	n := copy(p, r.chunks[0])
+	if n < len(r.chunks[0]) {
+		r.chunks[0] = r.chunks[0][n:]
+	} else {
+		r.chunks = r.chunks[1:]
+		r.read++
+	}
+	return n, nil
+}
+
+func (r *scriptReader) Close() error { return nil }
+
+// TestEventFillerNeverHoldsAnEvent checks that a Read returns as soon as
+// the bytes hold a blank line, in every form and split across reads, and
+// goes on reading while they do not.
+func TestEventFillerNeverHoldsAnEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before string   // returned by earlier Reads
+		chunks []string // what the stream sends before going quiet
+		want   string   // what the Read returns
+	}{
+		{"one read", "", []string{"data: a\n\n"}, "data: a\n\n"},
+		{"LF LF split", "", []string{"data: a\n", "\n"}, "data: a\n\n"},
+		{"CR CR split", "", []string{"data: a\r", "\r"}, "data: a\r\r"},
+		{"CRLF CRLF split", "", []string{"data: a\r\n", "\r", "\n"}, "data: a\r\n\r\n"},
+		{"LF CR LF split", "", []string{"data: a\n\r", "\n"}, "data: a\n\r\n"},
+		{"CR LF LF", "", []string{"data: a\r\n", "\n"}, "data: a\r\n\n"},
+		{"filled from many reads", "", []string{"da", "ta: ", strings.Repeat("x", 100), "\n", "\n"}, "data: " + strings.Repeat("x", 100) + "\n\n"},
+		{"comment", "", []string{": keepalive\n\n"}, ": keepalive\n\n"},
+		{"boundary across Reads", "data: a\n", []string{"\n"}, "\n"},
+		{"CRLF boundary across Reads", "data: a\r\n\r", []string{"\n"}, "\n"},
+		{"next event starts with the rest", "", []string{"data: a\n", "\nid: 2\ndata: b"}, "data: a\n\nid: 2\ndata: b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sr := &scriptReader{chunks: append([]string{tc.before}, tc.chunks...), hold: make(chan struct{})}
+			defer close(sr.hold)
+			f := &eventFiller{rc: sr}
+			if tc.before != "" {
+				// What r3labs already has, returned by earlier Reads into a
+				// buffer that filled up.
+				buf := make([]byte, len(tc.before))
+				if n, err := f.Read(buf); n != len(buf) || err != nil {
+					t.Fatalf("first Read = %d, %v", n, err)
+				}
+			} else {
+				sr.chunks = sr.chunks[1:]
+			}
+			got := make(chan string, 1)
+			go func() {
+				buf := make([]byte, 4096)
+				n, _ := f.Read(buf)
+				got <- string(buf[:n])
+			}()
+			select {
+			case s := <-got:
+				if s != tc.want {
+					t.Errorf("Read = %q, want %q", s, tc.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("Read blocked although the bytes so far hold a blank line")
+			}
+		})
+	}
+}
+
+func TestEventFillerStopsAtAFullBufferAndErrors(t *testing.T) {
+	sr := &scriptReader{chunks: []string{"data: ", "abcdef"}, hold: make(chan struct{}), err: io.ErrUnexpectedEOF}
+	f := &eventFiller{rc: sr}
+	buf := make([]byte, 8)
+	if n, err := f.Read(buf); n != 8 || err != nil || string(buf) != "data: ab" {
+		t.Errorf("Read = %d, %v, %q; want 8, nil, %q", n, err, buf[:n], "data: ab")
+	}
+	close(sr.hold)
+	buf = make([]byte, 64)
+	n, err := f.Read(buf)
+	if string(buf[:n]) != "cdef" || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("Read = %q, %v; want %q, %v", buf[:n], err, "cdef", io.ErrUnexpectedEOF)
+	}
+}
+
+// TestEventFillerWithR3labs reads a stream of small and large events through
+// the filler and r3labs' reader, in small socket reads.
+func TestEventFillerWithR3labs(t *testing.T) {
+	var stream bytes.Buffer
+	var want []string
+	for i, size := range []int{10, 70000, 0, 3 << 20, 5} {
+		data := strings.Repeat(string(rune('a'+i)), size)
+		fmt.Fprintf(&stream, "id: %d\ndata: %s\r\n\r\n: comment\n\n", i, data)
+		want = append(want, fmt.Sprintf("id: %d\ndata: %s", i, data), ": comment")
+	}
+	r := sse.NewEventStreamReader(&eventFiller{rc: io.NopCloser(&smallReads{r: &stream, chunk: 1000})}, DefaultMaxEventSize)
+	for i, w := range want {
+		ev, err := r.ReadEvent()
+		if err != nil || string(ev) != w {
+			t.Fatalf("event %d: %d bytes (%v), want %d bytes", i, len(ev), err, len(w))
+		}
+	}
+	if _, err := r.ReadEvent(); !errors.Is(err, io.EOF) {
+		t.Errorf("after the last event: %v, want EOF", err)
+	}
+}
+
+// smallReads returns at most chunk bytes per Read, like a socket.
+type smallReads struct {
+	r     io.Reader
+	chunk int
+}
+
+func (c *smallReads) Read(p []byte) (int, error) {
+	if len(p) > c.chunk {
+		p = p[:c.chunk]
+	}
+	return c.r.Read(p)
+}
+
+// BenchmarkR3labsFilled is BenchmarkR3labsEventStreamReader with the
+// filler that SSETransport puts in front of r3labs: compare the two. The
+// time per event now grows with its size, not its square.
+//
+//	go test -run '^$' -bench 'R3labs' ./proxy/
+func BenchmarkR3labsFilled(b *testing.B) {
+	for _, mib := range []int{1, 4, 16, 33} {
+		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
+			event := append(append([]byte("data: "), bytes.Repeat([]byte("A"), mib<<20)...), "\n\n"...)
+			b.SetBytes(int64(len(event)))
+			for b.Loop() {
+				body := &eventFiller{rc: io.NopCloser(&smallReads{r: bytes.NewReader(event), chunk: 64 << 10})}
+				r := sse.NewEventStreamReader(body, DefaultMaxEventSize)
+				if ev, err := r.ReadEvent(); err != nil || len(ev) != len(event)-2 {
+					b.Fatalf("ReadEvent: %d bytes, %v", len(ev), err)
+				}
+			}
+		})
+	}
+}

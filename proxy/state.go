@@ -1,0 +1,274 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// stateVersion is the version of the state file format.
+const stateVersion = 1
+
+// maxStateFile bounds what a state file may hold: an id and a few hundred
+// more (done_after is at most Concurrency+QueueSize ids).
+const maxStateFile = 4 << 20
+
+// stateDoc is a state file:
+//
+//	{
+//	  "version": 1,
+//	  "channel": "https://relay.example/abc",   the stream URL, redacted
+//	  "channel_sha256": "…",                    of the full stream URL
+//	  "last_event_id": "41",                    everything up to it is done
+//	  "done_after": ["43", "44"],               done, above last_event_id
+//	  "updated_at": "2026-11-22T10:00:00Z"
+//	}
+type stateDoc struct {
+	Version     int       `json:"version"`
+	Channel     string    `json:"channel"`
+	ChannelHash string    `json:"channel_sha256"`
+	LastEventID string    `json:"last_event_id"`
+	DoneAfter   []string  `json:"done_after,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// channelHash identifies a channel in a state file without storing its
+// credentials.
+func channelHash(streamURL string) string {
+	sum := sha256.Sum256([]byte(streamURL))
+	return hex.EncodeToString(sum[:])
+}
+
+// StateFileName returns the name of the default state file for a channel
+// URL: "<first 16 hex digits of its SHA-256>.json", so one directory can
+// hold the state of many channels and no URL shows in a file name.
+func StateFileName(channelURL string) string {
+	return channelHash(channelURL)[:16] + ".json"
+}
+
+// errStateOtherChannel is readState's error for a file written for another
+// channel.
+var errStateOtherChannel = errors.New("the state file belongs to another channel")
+
+// readState reads a state file written for streamURL. A missing file is no
+// state and no error.
+func readState(path, streamURL string) (stateDoc, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return stateDoc{}, nil
+	}
+	if err != nil {
+		return stateDoc{}, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxStateFile+1)); err != nil {
+		return stateDoc{}, err
+	}
+	if buf.Len() > maxStateFile {
+		return stateDoc{}, fmt.Errorf("%s: larger than %d bytes: not a hookline state file", path, maxStateFile)
+	}
+	doc, err := parseState(buf.Bytes())
+	if err != nil {
+		return stateDoc{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if doc.ChannelHash != channelHash(streamURL) {
+		return stateDoc{}, fmt.Errorf("%s: %w (%s)", path, errStateOtherChannel, doc.Channel)
+	}
+	return doc, nil
+}
+
+// parseState checks a state document: version 1, and ids that could be
+// sent back as Last-Event-ID.
+func parseState(data []byte) (stateDoc, error) {
+	var doc stateDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return stateDoc{}, fmt.Errorf("not a hookline state file: %v", err)
+	}
+	if doc.Version != stateVersion {
+		return stateDoc{}, fmt.Errorf("state file version %d (this hookline reads version %d)", doc.Version, stateVersion)
+	}
+	if !usableEventID(doc.LastEventID) {
+		return stateDoc{}, errors.New("last_event_id is not a usable event id")
+	}
+	for _, id := range doc.DoneAfter {
+		if id == "" || !usableEventID(id) {
+			return stateDoc{}, errors.New("done_after holds an unusable event id")
+		}
+	}
+	return doc, nil
+}
+
+// writeFileAtomic replaces path with data: a temporary file in the same
+// directory, written, synced (fsync) and renamed over path. After the
+// process dies at any point (kill -9), path holds the old or the new
+// content, never a mix; after a power loss too, since the data is synced
+// before the rename. The directory is not synced: a power loss may undo
+// the rename and leave the previous state, which makes a restart receive
+// some deliveries again, never fewer. Syncing it would cost a second fsync
+// per delivery (about 2 ms each on a cloud disk).
+func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, nothing to remove
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// syncDir makes a rename in dir durable where the system allows it (not on
+// Windows, where a directory cannot be opened for syncing).
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// checkpoint tracks which deliveries are done and stores the watermark: the
+// event id of the latest delivery such that it and every delivery read
+// before it are done. With one worker that is the last delivery done; with
+// several, a slow delivery holds the watermark back while later ones finish,
+// and those are listed in done_after so a restart skips them.
+//
+// Deliveries are numbered in the order they were read (seq from 0); ids are
+// the relay's, compared only for equality, never parsed.
+type checkpoint struct {
+	path       string // "" when nothing is stored
+	streamURL  string
+	shownURL   string
+	now        func() time.Time
+	onWriteErr func(error) // called after a failed write; nil after a good one
+
+	mu      sync.Mutex
+	next    uint64            // the lowest seq not done
+	done    map[uint64]string // seqs done above next, with their event ids
+	mark    string            // the watermark's event id
+	version uint64            // bumped whenever mark or done changes
+
+	wmu     sync.Mutex // serialises writes
+	written uint64     // the version on disk
+}
+
+func newCheckpoint(path, streamURL string, now func() time.Time, onWriteErr func(error)) *checkpoint {
+	return &checkpoint{
+		path: path, streamURL: streamURL, shownURL: RedactURL(streamURL), now: now,
+		onWriteErr: onWriteErr, done: map[uint64]string{},
+	}
+}
+
+// start sets the watermark read from a state file.
+func (c *checkpoint) start(mark string) {
+	c.mu.Lock()
+	c.mark = mark
+	c.mu.Unlock()
+}
+
+// finish marks delivery seq (with event id id, maybe "") done and, when the
+// watermark or the done list changed and store is true, writes the state
+// file before returning.
+func (c *checkpoint) finish(seq uint64, id string, store bool) {
+	c.mu.Lock()
+	c.done[seq] = id
+	changed := false
+	for {
+		id, ok := c.done[c.next]
+		if !ok {
+			break
+		}
+		delete(c.done, c.next)
+		c.next++
+		if id != "" {
+			c.mark = id
+		}
+		changed = true
+	}
+	if !changed && id != "" {
+		changed = true // a new entry in done_after
+	}
+	if changed {
+		c.version++
+	}
+	doc, version := c.snapshotLocked()
+	c.mu.Unlock()
+	if store && changed && c.path != "" {
+		c.write(doc, version)
+	}
+}
+
+// Mark returns the watermark.
+func (c *checkpoint) Mark() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mark
+}
+
+func (c *checkpoint) snapshotLocked() (stateDoc, uint64) {
+	doc := stateDoc{
+		Version: stateVersion, Channel: c.shownURL, ChannelHash: channelHash(c.streamURL),
+		LastEventID: c.mark,
+	}
+	if len(c.done) > 0 {
+		seqs := make([]uint64, 0, len(c.done))
+		for s, id := range c.done {
+			if id != "" {
+				seqs = append(seqs, s)
+			}
+		}
+		sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+		for _, s := range seqs {
+			doc.DoneAfter = append(doc.DoneAfter, c.done[s])
+		}
+	}
+	return doc, c.version
+}
+
+// write stores doc unless a newer version is already on disk.
+func (c *checkpoint) write(doc stateDoc, version uint64) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if version <= c.written {
+		return
+	}
+	if doc.LastEventID == "" && len(doc.DoneAfter) == 0 {
+		return // nothing worth resuming from yet
+	}
+	doc.UpdatedAt = c.now().UTC()
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err == nil {
+		data = append(data, '\n')
+		err = writeFileAtomic(c.path, data, 0o600)
+	}
+	if err != nil {
+		c.onWriteErr(fmt.Errorf("writing the state file %s: %w", c.path, err))
+		return
+	}
+	c.written = version
+	c.onWriteErr(nil)
+}

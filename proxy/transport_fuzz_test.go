@@ -1,0 +1,70 @@
+package proxy_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hookline/hookline/proxy"
+)
+
+// bodyTransport answers every request with a 200 event stream whose body is
+// the given bytes, without a network.
+type bodyTransport []byte
+
+func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{
+		StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:  http.Header{"Content-Type": {"text/event-stream"}},
+		Body:    io.NopCloser(bytes.NewReader(b)),
+		Request: r,
+	}, nil
+}
+
+// FuzzSSETransport feeds arbitrary bytes to SSETransport as a relay's
+// stream (r3labs' reader behind the event-size limiter and the
+// end-of-stream guard) and every event it passes on to Decode. Whatever the
+// bytes: no panic, Subscribe returns a stream-end error, no event is empty
+// or over the size limit (the limit is small here so the limiter is
+// exercised), and no half-received event gets through.
+//
+//	go test ./proxy -run '^$' -fuzz FuzzSSETransport -fuzztime 1m
+func FuzzSSETransport(f *testing.F) {
+	fixtures, _ := filepath.Glob(filepath.Join(fixtureDir, "*.txt"))
+	for _, name := range fixtures {
+		if b, err := os.ReadFile(name); err == nil && len(b) < 1<<20 {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("id: 1\ndata: {\"x-github-event\":\"push\",\"bodyB\":\"e30=\"}\n\n"))
+	f.Add([]byte("event: ready\ndata: {}\n\nid: 2\ndata: " + string(bytes.Repeat([]byte("x"), 600)) + "\n\nid: 3\ndata: after\n\n"))
+	f.Add([]byte("id: 1\r\ndata: a\r\n\r\ndata: cut off"))
+	f.Add([]byte(":\n\n\r\r\nid\ndata\n\nretry: x\n\n"))
+	const limit = 512
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		tr := &proxy.SSETransport{Client: &http.Client{Transport: bodyTransport(stream)}, MaxEventSize: limit, IdleTimeout: -1}
+		var events []proxy.SSEEvent
+		err := tr.Subscribe(t.Context(), proxy.SubscribeRequest{URL: "http://relay.test/chan"}, func(ev proxy.SSEEvent) {
+			events = append(events, ev)
+			proxy.Decode(ev) // must not panic
+		})
+		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("Subscribe = %v, want the end of the stream", err)
+		}
+		for i, ev := range events {
+			switch {
+			case ev.Event == proxy.OversizeEvent:
+			case len(ev.Data) == 0:
+				t.Errorf("event %d has no data: %+v", i, ev)
+			case len(ev.Data) > limit:
+				t.Errorf("event %d has %d bytes of data, over the %d-byte limit", i, len(ev.Data), limit)
+			case ev.Event == "hookline-truncated-event":
+				t.Errorf("event %d is the marker of a cut-off event", i)
+			}
+		}
+	})
+}
