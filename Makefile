@@ -5,6 +5,7 @@
 #   make test    the test suite only (installs the interop node packages and
 #                Debian's chromium for the relay page test first)
 #   make bench   the Go micro-benchmarks
+#   make fuzz-short  every fuzz target for a few seconds (part of check)
 #   make release-check
 #                `goreleaser check` on .goreleaser.yaml, and the Go tests that
 #                cross-compile every release target and check the version
@@ -27,9 +28,9 @@ GORELEASER      := $(BIN)/goreleaser-$(GORELEASER_VER)
 MODULE          := github.com/hookline/hookline
 NODE_MODULES    := interop/node_modules/.package-lock.json
 
-.PHONY: check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
+.PHONY: fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
 
-check: fmt-check vet staticcheck lang-check release-check test
+check: fmt-check vet staticcheck lang-check release-check test fuzz-short
 
 test: interop-deps browser
 	$(GO) test -race -count=1 ./...
@@ -77,6 +78,11 @@ $(NODE_MODULES): interop/package-lock.json interop/package.json
 # installed when missing; needs root or sudo).
 browser:
 	sh interop/install-chromium.sh
+
+# Every fuzz target for a few seconds (FUZZTIME=3s each); see .ci/fuzz for
+# a long run of one target.
+fuzz-short:
+	.ci/fuzz
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
