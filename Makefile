@@ -3,7 +3,8 @@
 #   make check   gofmt, go vet, staticcheck, the rest package's Go 1.14 language
 #                check, and the whole test suite with -race (interop included)
 #   make test    the test suite only (installs the interop node packages and
-#                Debian's chromium for the relay page test first)
+#                Debian's chromium and redis-server for the relay tests
+#                first)
 #   make bench   the Go micro-benchmarks
 #   make fuzz-short  every fuzz target for a few seconds (part of check)
 #   make release-check
@@ -12,7 +13,8 @@
 #                ldflags (release_test.go)
 #
 # Tools are installed by this Makefile itself, pinned, into $(BIN) and
-# interop/node_modules, and chromium from Debian's packages; nothing beyond
+# interop/node_modules, and chromium and redis-server from Debian's packages;
+# nothing beyond
 # Go, node/npm and gcc needs to be there first.
 
 GO              ?= go
@@ -28,11 +30,11 @@ GORELEASER      := $(BIN)/goreleaser-$(GORELEASER_VER)
 MODULE          := github.com/hookline/hookline
 NODE_MODULES    := interop/node_modules/.package-lock.json
 
-.PHONY: fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
+.PHONY: redis fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
 
 check: fmt-check vet staticcheck lang-check release-check test fuzz-short
 
-test: interop-deps browser
+test: interop-deps browser redis
 	$(GO) test -race -count=1 ./...
 
 fmt-check:
@@ -79,12 +81,17 @@ $(NODE_MODULES): interop/package-lock.json interop/package.json
 browser:
 	sh interop/install-chromium.sh
 
+# The Redis store tests start their own redis-server (Debian's package,
+# installed when missing; needs root or sudo).
+redis:
+	sh relay/testdata/install-redis.sh
+
 # Every fuzz target for a few seconds (FUZZTIME=3s each); see .ci/fuzz for
 # a long run of one target.
 fuzz-short:
 	.ci/fuzz
 
-bench:
+bench: redis
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 
 clean:

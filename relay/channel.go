@@ -151,22 +151,139 @@ func (s *Server) publish(name string, d *delivery, checkKey bool) (published, er
 	if err := s.store.append(name, d, c.lastID); err != nil {
 		return published{}, err
 	}
-	c.lastID = d.id
 	s.deliveries.Add(1)
 	p := published{id: d.id}
+	if d.id > c.lastID+1 && len(c.subs) > 0 {
+		// Another relay appended deliveries this one's subscribers have
+		// not had yet (a shared store): they go first.
+		if err := s.catchUp(c, d.id-1); err != nil {
+			// d is stored (the sender gets 200); the subscribers get it,
+			// in order, once the store answers again.
+			s.retryFeed(name, err)
+			return p, nil
+		}
+	}
+	c.lastID = d.id
+	p.queued = s.fanOut(c, d)
+	return p, nil
+}
+
+// fanOut queues d for every subscriber of c, cutting off those whose queue
+// is full, and returns how many it was queued for. The caller holds c.mu.
+func (s *Server) fanOut(c *channel, d *delivery) int {
+	queued := 0
 	for sub := range c.subs {
 		if sub.offer(d, s.opts.SubscriberQueue, s.opts.HistoryBytes) {
-			p.queued++
+			queued++
 			continue
 		}
-		delete(c.subs, sub)
-		c.nsubs.Add(-1)
-		s.subscribers.Add(-1)
+		s.removeSub(c, sub)
 		s.cutOff.Add(1)
 		sub.cut()
-		s.log.Warn("slow subscriber cut off; it can resume with Last-Event-ID", "channel", name)
+		s.log.Warn("slow subscriber cut off; it can resume with Last-Event-ID", "channel", c.name)
 	}
-	return p, nil
+	return queued
+}
+
+// removeSub unregisters sub from c, and stops watching c in a shared store
+// after its last subscriber. The caller holds c.mu.
+func (s *Server) removeSub(c *channel, sub *subscriber) {
+	if _, ok := c.subs[sub]; !ok {
+		return
+	}
+	delete(c.subs, sub)
+	c.nsubs.Add(-1)
+	s.subscribers.Add(-1)
+	if len(c.subs) == 0 && s.shared != nil {
+		s.shared.watch(c.name, false)
+	}
+}
+
+// catchUp queues for c's subscribers the deliveries after c.lastID up to
+// upto (all of them for math.MaxInt64), read from the store: those another
+// relay appended to a shared store. If some left the history before this
+// relay could read them, the subscribers are cut off instead: they resume
+// with Last-Event-ID and are told of the gap. The caller holds c.mu. An
+// error leaves c.lastID at the last delivery queued.
+func (s *Server) catchUp(c *channel, upto int64) error {
+	for c.lastID < upto && len(c.subs) > 0 {
+		page, _, last, err := s.store.since(c.name, c.lastID, replayPageBytes)
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 && last <= c.lastID {
+			return nil // nothing new
+		}
+		if len(page) == 0 || page[0].id != c.lastID+1 {
+			for sub := range c.subs {
+				s.removeSub(c, sub)
+				s.cutOff.Add(1)
+				sub.cut()
+			}
+			s.log.Warn("deliveries left the history before this relay could relay them; subscribers cut off, to resume with Last-Event-ID", "channel", c.name, "after", c.lastID)
+			c.lastID = max(c.lastID, min(upto, last))
+			return nil
+		}
+		for _, d := range page {
+			if d.id > upto {
+				return nil
+			}
+			c.lastID = d.id
+			s.fanOut(c, d)
+		}
+		if c.lastID >= last {
+			return nil // caught up with the store as it was when read
+		}
+	}
+	return nil
+}
+
+// fromFeed handles what a shared store's feed reports (see
+// sharedStore.startFeed): d, a delivery of channel name that any relay
+// appended, or nil to read what is new from the store. Deliveries this
+// relay's subscribers already have (by id) are skipped.
+func (s *Server) fromFeed(name string, d *delivery) {
+	s.mu.Lock()
+	c := s.channels[name]
+	if c != nil {
+		c.refs++
+	}
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	defer s.release(c)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.subs) == 0 || (d != nil && d.id <= c.lastID) {
+		return
+	}
+	upto := int64(math.MaxInt64)
+	if d != nil {
+		upto = d.id - 1
+	}
+	if err := s.catchUp(c, upto); err != nil {
+		s.retryFeed(name, err)
+		return
+	}
+	if d != nil && len(c.subs) > 0 && d.id == c.lastID+1 {
+		c.lastID = d.id
+		s.fanOut(c, d)
+	}
+}
+
+// feedRetry is how long the Server waits before it reads a shared store
+// again after a failed catch-up.
+const feedRetry = time.Second
+
+// retryFeed reads what is new for channel name again in a moment, after
+// err; subscribers stay connected meanwhile.
+func (s *Server) retryFeed(name string, err error) {
+	if errors.Is(err, errStoreClosed) {
+		return
+	}
+	s.log.Warn("could not read new deliveries from the history store; retrying", "channel", name, "err", err)
+	time.AfterFunc(feedRetry, func() { s.fromFeed(name, nil) })
 }
 
 // lookup returns delivery id of channel name if it is still in the history.
@@ -220,6 +337,15 @@ func (s *Server) join(name string, sub *subscriber, lastEventID string, resume b
 		s.release(c)
 		return nil, nil, err
 	}
+	if last > c.lastID && len(c.subs) > 0 {
+		// Another relay appended deliveries that this one's subscribers
+		// have not had yet (a shared store): they get them first, so that
+		// the new stream's replay and their queues meet at last.
+		if err := s.catchUp(c, last); err != nil {
+			s.release(c)
+			return nil, nil, err
+		}
+	}
 	if last < c.lastID {
 		// The store has forgotten the channel (its history was evicted)
 		// while this relay kept its ids for the subscribers.
@@ -232,6 +358,12 @@ func (s *Server) join(name string, sub *subscriber, lastEventID string, resume b
 	c.subs[sub] = struct{}{}
 	c.nsubs.Add(1)
 	s.subscribers.Add(1)
+	if len(c.subs) == 1 && s.shared != nil {
+		// From now on, deliveries other relays append reach this one;
+		// those appended since the read above are read again once the
+		// watch is in place (fromFeed with nil).
+		s.shared.watch(name, true)
+	}
 	if !resume {
 		rp.cursor, rp.end = last, last
 		return c, rp, nil
@@ -254,11 +386,7 @@ func (s *Server) join(name string, sub *subscriber, lastEventID string, resume b
 // leave unregisters sub from c (unless it was cut off) and releases c.
 func (s *Server) leave(c *channel, sub *subscriber) {
 	c.mu.Lock()
-	if _, ok := c.subs[sub]; ok {
-		delete(c.subs, sub)
-		c.nsubs.Add(-1)
-		s.subscribers.Add(-1)
-	}
+	s.removeSub(c, sub)
 	c.mu.Unlock()
 	s.release(c)
 }

@@ -10,12 +10,14 @@
 //	if err != nil { ... }
 //	srv, err := relay.Open(relay.Options{DataDir: "/var/lib/hookline"}) // or relay.New(relay.Options{}): history in memory
 //	if err != nil { ... } // relay.ErrDataDirInUse: another relay has the directory
+//	// or relay.Open(relay.Options{RedisURL: "redis://redis.internal:6379"}): history in Redis, shared by replicas
 //	channel := relay.ListenURL(ln.Addr()) + "/" + srv.NewChannel()
 //	err = srv.Serve(ctx, ln) // until ctx ends; then a graceful shutdown
 //
 // A Server is also an http.Handler (ServeHTTP) to mount in another server;
 // call Close when that server shuts down, so that the streams end, then
-// CloseStorage once it has shut down, to close the history file.
+// CloseStorage once it has shut down, to close the history file (or the
+// connections to Redis).
 //
 // # Routes
 //
@@ -24,7 +26,8 @@
 //	GET      /<channel>              Accept: text/event-stream: the stream
 //	GET|HEAD /<channel>              otherwise: the channel's page
 //	POST     /<channel>/redeliver/<id>  publish delivery <id> again: 200 {"id":M,"redeliveryOf":id}
-//	GET      /healthz                200 {"status":"ok", counts...} (503 while shutting down)
+//	GET      /healthz                200 {"status":"ok", counts...} (503 while shutting down, or
+//	                                 when Redis does not answer: {"status":"redis unreachable","error":...})
 //	GET      /                       a short page with a "new channel" button
 //	GET      /assets/<file>          the page's script, style and icon (embedded)
 //
@@ -106,10 +109,12 @@
 // Each channel keeps its last Options.HistoryCount deliveries within
 // Options.HistoryBytes (the newest is kept even if larger), and all channels
 // together within Options.TotalHistoryBytes (channels posted to least
-// recently lose their oldest deliveries first). A channel with neither
-// history nor subscribers is forgotten, and its ids start again at 1. With
-// Options.DataDir the history, and so the ids, survive a restart (see
-// Storage); without it they live in memory.
+// recently lose their oldest deliveries first). With Options.HistoryAge, a
+// channel that receives a delivery drops those it received longer ago. A
+// channel with neither history nor subscribers is forgotten, and its ids
+// start again at 1. With Options.DataDir or Options.RedisURL the history,
+// and so the ids, survive a restart (see Storage); without them they live
+// in memory.
 //
 // A stream opened with Last-Event-ID: N gets every retained delivery after N,
 // in order, before any live one; none is lost or repeated between the replay
@@ -148,7 +153,7 @@
 // # Storage
 //
 // The history of every channel is kept by a store, an interface internal to
-// the package (store.go) with two implementations:
+// the package (store.go) with three implementations:
 //
 //   - in memory (the default; New, or Open without DataDir): lost when the
 //     process ends; a POST is acknowledged once the delivery is in memory.
@@ -163,9 +168,12 @@
 //     to no one. The file is created 0600 (its directory 0700, and synced
 //     once after creation) and locked: a second relay on the same directory
 //     waits a second and fails with ErrDataDirInUse.
+//   - in Redis, Options.RedisURL (Open; hookline serve --redis-url): see
+//     "Several relays on one Redis" below.
 //
-// Both apply the same limits with the same code (the ledger, in memory in
-// both cases: ids, sizes and Idempotency-Keys of the retained deliveries),
+// The first two apply the same limits with the same code (the ledger, in
+// memory in both cases: ids, sizes and Idempotency-Keys of the retained
+// deliveries),
 // so bytes on disk are bounded as bytes in memory are: about
 // TotalHistoryBytes plus bbolt's page overhead (bbolt reuses freed pages
 // but never shrinks its file). On open, the file is read once to rebuild
@@ -194,21 +202,55 @@
 // POST caps one relay at a few hundred POSTs a second on ordinary disks,
 // far above any webhook source; writes are serialised across channels.
 //
-// How a shared store (issue 10: Redis Streams, for several relay replicas
-// behind one URL) plugs in: implement store (append, since, get, findKey,
-// has, stats, close), run TestStoreContract against it, and choose it in
-// Open; the streaming code does not change. A channel maps to a stream key;
-// append is a small Lua script (INCR of the channel's counter, XADD with
-// the explicit id "<id>-0", XTRIM MAXLEN/MINID for the limits, the
-// Idempotency-Key in a hash with the id) run with WAIT or AOF fsync for
-// durability; since is XRANGE from "(<after>-0"; the ids stay the integers
-// clients already hold. One thing a shared store adds: deliveries appended
-// by another replica must reach this replica's subscribers. That is a feed
-// the Server would read (XREAD BLOCK from the channel's last id, one reader
-// per channel with subscribers) and fan out exactly as publish does today;
-// a stream's join would register at the feed's position, and a live
-// delivery whose id the replay already sent would be skipped by id (ids
-// only grow per channel, which the store guarantees).
+// # Several relays on one Redis
+//
+// With Options.RedisURL the history is kept in Redis (7.0 or later), and
+// any number of relays ("replicas") using the same Redis can serve one URL
+// behind a load balancer; they keep no state of their own. docs/DEPLOY.md
+// describes a deployment.
+//
+//   - Each channel's history is a Redis stream whose entry ids are
+//     "<n>-0", n being the delivery's SSE id, with an index (sizes, times,
+//     Idempotency-Keys). An append is one Lua script, atomic in Redis: it
+//     gives the next id of the channel (ids grow per channel whichever
+//     replica receives the POST, and stay the integers clients hold),
+//     applies the limits exactly as the ledger does (XTRIM MINID to the
+//     first id kept: exact, so that a history never holds more than its
+//     limits), XADDs the record, and publishes it. The POST is answered 200
+//     once Redis has run the script; how durable that is depends on
+//     Redis's persistence (appendonly, appendfsync), see docs/DEPLOY.md.
+//   - Deliveries reach every replica through Redis pub/sub: a replica
+//     subscribes to a channel's feed while it has subscribers on it, and
+//     gets each append's id, with the delivery when it is under 64 KiB
+//     (larger ones are read from the stream). The stream stays the truth:
+//     after every (re)subscription, and whenever ids skip, a replica reads
+//     the stream from the last id its subscribers got, so a lost pub/sub
+//     message delays a delivery but never loses it, and ids sort out
+//     repeats. (XREAD BLOCK on the channels' streams was considered: one
+//     blocking call names every stream each time and must be interrupted
+//     whenever a channel gains or loses subscribers.)
+//   - Last-Event-ID resumes from the stream on any replica: a client may
+//     reconnect to another replica (its own died, or the load balancer
+//     moved it) and loses nothing within the history.
+//   - Idempotency-Keys, redeliveries and the limits are shared: a retry on
+//     another replica is still a duplicate. Every replica should run with
+//     the same limits (each append applies those of the replica that got
+//     it). The total limit evicts across channels, so the store needs one
+//     Redis primary (not Redis Cluster).
+//   - When Redis does not answer: a POST gets 503 with Retry-After: 5 and
+//     a message saying so (if the connection broke while the script was
+//     sent, the message says the delivery may have been stored: retry with
+//     the same Idempotency-Key); a new stream gets 503 (reconnect with the
+//     same Last-Event-ID); /healthz answers 503 "redis unreachable". Open
+//     streams stay open, with their pings: nothing can be delivered
+//     meanwhile, and once Redis answers again each replica resubscribes
+//     and sends its subscribers what they missed, in order. No restart is
+//     needed; Open alone fails when Redis does not answer at startup
+//     (ErrRedisUnavailable).
+//   - A replica that dies ends its streams (their connections break);
+//     clients reconnect, through the load balancer, to another replica with
+//     Last-Event-ID. A POST it had not answered may or may not be stored:
+//     senders retry, best with an Idempotency-Key.
 //
 // # Limits
 //

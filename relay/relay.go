@@ -70,8 +70,15 @@ type Options struct {
 	// the events encoded from it are cached beside it, so resident memory
 	// can reach about three times the counted bytes. With DataDir the
 	// limits bound the file instead (plus bbolt's page overhead), and the
-	// history takes no memory beyond a few dozen bytes per delivery.
+	// history takes no memory beyond a few dozen bytes per delivery; with
+	// RedisURL they bound the history in Redis, and the relay keeps none.
 	TotalHistoryBytes int64
+
+	// HistoryAge, if positive, bounds the age of each channel's history:
+	// when a channel receives a delivery, those it received more than
+	// HistoryAge before it are dropped (a channel that receives nothing
+	// keeps what it has, within the other limits). If zero, no age limit.
+	HistoryAge time.Duration
 
 	// MaxSubscribers is the number of streams one channel accepts at once;
 	// one more gets 429. If zero, DefaultMaxSubscribers.
@@ -117,6 +124,19 @@ type Options struct {
 	// damaged (ErrDataDirDamaged), or not writable. If empty, the history
 	// is kept in memory and lost when the process ends.
 	DataDir string
+
+	// RedisURL, if not empty, keeps the history in Redis (7.0 or later),
+	// shared by every relay using the same Redis: they can run behind one
+	// URL as replicas, a delivery POSTed to one reaches the subscribers of
+	// all, and a client may resume (Last-Event-ID) on any of them. The URL
+	// is redis://[user:password@]host:port[/db], rediss:// for TLS, or
+	// unix:///path/to/socket. Every delivery is in Redis before its POST
+	// is answered; how durable that is, is Redis's configuration (see
+	// docs/DEPLOY.md). Only Open honours it (New panics): Open fails with
+	// ErrRedisUnavailable when Redis does not answer. It excludes DataDir.
+	// Replicas should run with the same limits: each append applies those
+	// of the relay that received it.
+	RedisURL string
 }
 
 // Server is a relay: an http.Handler serving the routes listed in the
@@ -128,7 +148,8 @@ type Server struct {
 	started time.Time
 	listen  atomic.Pointer[string] // base URL of the listener given to Serve
 
-	store store
+	store  store
+	shared sharedStore // store, when shared with other relays (RedisURL); else nil
 
 	mu       sync.Mutex
 	channels map[string]*channel // channels in use (see channel)
@@ -141,11 +162,11 @@ type Server struct {
 }
 
 // New returns a Server with opts (see Options for the defaults) that keeps
-// the history in memory. It panics if opts.DataDir is set: use Open, which
-// reports the errors opening it can meet.
+// the history in memory. It panics if opts.DataDir or opts.RedisURL is set:
+// use Open, which reports the errors opening them can meet.
 func New(opts Options) *Server {
-	if opts.DataDir != "" {
-		panic("relay: New with Options.DataDir set; use relay.Open")
+	if opts.DataDir != "" || opts.RedisURL != "" {
+		panic("relay: New with Options.DataDir or Options.RedisURL set; use relay.Open")
 	}
 	s, _ := Open(opts) // cannot fail without a DataDir
 	return s
@@ -158,7 +179,15 @@ func New(opts Options) *Server {
 // unusable directory gives an error saying why, wrapping ErrDataDirInUse or
 // ErrDataDirDamaged where they apply, or the file system's error (such as
 // fs.ErrPermission).
+//
+// With opts.RedisURL, Open connects to Redis and checks its version; a
+// Redis that does not answer gives an error wrapping ErrRedisUnavailable.
+// The connections stay open until CloseStorage. Once open, the relay
+// survives Redis outages: see the package documentation.
 func Open(opts Options) (*Server, error) {
+	if opts.DataDir != "" && opts.RedisURL != "" {
+		return nil, errors.New("relay: Options.DataDir and Options.RedisURL exclude each other: with Redis the history is kept in Redis")
+	}
 	def := func(v *int64, d int64) {
 		if *v <= 0 {
 			*v = d
@@ -191,28 +220,41 @@ func Open(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lim := limits{chanCount: opts.HistoryCount, chanBytes: opts.HistoryBytes, totalBytes: opts.TotalHistoryBytes}
+	lim := limits{chanCount: opts.HistoryCount, chanBytes: opts.HistoryBytes, totalBytes: opts.TotalHistoryBytes, age: max(opts.HistoryAge, 0)}
 	var st store = newMemStore(lim)
-	if opts.DataDir != "" {
+	var shared sharedStore
+	switch {
+	case opts.DataDir != "":
 		bs, err := openBolt(opts.DataDir, lim, log)
 		if err != nil {
 			return nil, err
 		}
 		st = bs
+	case opts.RedisURL != "":
+		rs, err := openRedis(opts.RedisURL, lim, log)
+		if err != nil {
+			return nil, err
+		}
+		st, shared = rs, rs
 	}
-	return &Server{
+	s := &Server{
 		opts:     opts,
 		log:      log,
 		started:  time.Now(),
 		store:    st,
+		shared:   shared,
 		channels: map[string]*channel{},
 		closing:  make(chan struct{}),
-	}, nil
+	}
+	if shared != nil {
+		shared.startFeed(s.fromFeed)
+	}
+	return s, nil
 }
 
 // CloseStorage closes the history: the file of Options.DataDir is closed
 // and unlocked (every delivery already answered with 200 is in it; nothing
-// is pending). Call it once the http.Server that mounts the relay has shut
+// is pending), or the connections to Options.RedisURL are closed. Call it once the http.Server that mounts the relay has shut
 // down: later POSTs get 503, and so do streams that ask for a replay.
 // Serve calls it when it returns. It is idempotent. For a history in
 // memory it does nothing.
@@ -250,17 +292,23 @@ func (s *Server) URL() string {
 
 // Stats is a snapshot of a Server's counters, as /healthz reports them.
 type Stats struct {
-	Channels     int   `json:"channels"`     // channels with a subscriber or a retained delivery
-	Subscribers  int   `json:"subscribers"`  // open streams
-	Persistent   bool  `json:"persistent"`   // the history is kept in Options.DataDir
-	Deliveries   int64 `json:"deliveries"`   // deliveries received since New (redeliveries included)
-	Retained     int   `json:"retained"`     // deliveries held in histories (restored ones included)
+	Channels     int   `json:"channels"`     // channels with a subscriber (on this relay) or a retained delivery
+	Subscribers  int   `json:"subscribers"`  // open streams (on this relay)
+	Persistent   bool  `json:"persistent"`   // the history outlives the process (Options.DataDir or Options.RedisURL)
+	Shared       bool  `json:"shared"`       // the history is in Redis, shared with other relays (Options.RedisURL)
+	Deliveries   int64 `json:"deliveries"`   // deliveries received since New (redeliveries included; by this relay)
+	Retained     int   `json:"retained"`     // deliveries held in histories (restored ones, and other relays' in Redis, included)
 	HistoryBytes int64 `json:"historyBytes"` // their counted size
 	CutOff       int64 `json:"cutOff"`       // slow subscribers cut off since New
 }
 
-// Stats returns the current counters.
-func (s *Server) Stats() Stats {
+// Stats returns the current counters. With Options.RedisURL, the store's
+// counters (Channels, Retained, HistoryBytes) take a round trip to Redis,
+// and are zero when it does not answer.
+func (s *Server) Stats() Stats { return s.stats(true) }
+
+// stats returns the counters, those of the store only if withStore.
+func (s *Server) stats(withStore bool) Stats {
 	var subscribed []string
 	s.mu.Lock()
 	for name, c := range s.channels {
@@ -269,11 +317,22 @@ func (s *Server) Stats() Stats {
 		}
 	}
 	s.mu.Unlock()
-	st := s.store.stats()
+	var st storeStats
+	if withStore {
+		st = s.store.stats()
+	}
 	channels := st.channels
-	for _, name := range subscribed {
-		if !s.store.has(name) {
-			channels++
+	if rs, ok := s.store.(*redisStore); ok {
+		if withStore {
+			channels += rs.missing(subscribed) // one round trip
+		} else {
+			channels += len(subscribed)
+		}
+	} else {
+		for _, name := range subscribed {
+			if !s.store.has(name) {
+				channels++
+			}
 		}
 	}
 	_, inMemory := s.store.(*memStore)
@@ -281,6 +340,7 @@ func (s *Server) Stats() Stats {
 		Channels:     channels,
 		Subscribers:  int(s.subscribers.Load()),
 		Persistent:   !inMemory,
+		Shared:       s.shared != nil,
 		Deliveries:   s.deliveries.Load(),
 		Retained:     st.retained,
 		HistoryBytes: st.bytes,
@@ -384,7 +444,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
 			return
 		}
-		s.serveHealth(w)
+		s.serveHealth(w, r)
 		return
 	case strings.HasPrefix(path, "/assets/"):
 		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
@@ -552,19 +612,34 @@ func validHost(h string) bool {
 // health is the /healthz document.
 type health struct {
 	Status        string `json:"status"`
+	Error         string `json:"error,omitempty"`
 	UptimeSeconds int64  `json:"uptimeSeconds"`
 	Stats
 }
 
-func (s *Server) serveHealth(w http.ResponseWriter) {
-	st := s.Stats()
+// healthTimeout bounds the Redis ping of /healthz.
+const healthTimeout = 2 * time.Second
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	var storeErr error
+	if s.shared != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+		storeErr = s.shared.ping(ctx)
+		cancel()
+	}
+	st := s.stats(storeErr == nil)
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	h := health{Status: "ok", UptimeSeconds: int64(time.Since(s.started) / time.Second), Stats: st}
 	code := http.StatusOK
-	if closed {
+	switch {
+	case closed:
 		h.Status = "shutting down"
+		code = http.StatusServiceUnavailable
+	case storeErr != nil:
+		h.Status = "redis unreachable"
+		h.Error = strings.TrimPrefix(storeErr.Error(), "relay: ")
 		code = http.StatusServiceUnavailable
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -648,11 +723,22 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 // retry later (nothing was relayed).
 func (s *Server) storeFailed(w http.ResponseWriter, what, name string, err error) {
 	s.log.Error("history store failed", "channel", name, "err", err)
-	w.Header().Set("Retry-After", "1")
+	retry := "1"
 	msg := "the relay could not store the " + what + " (" + err.Error() + "); it was not relayed: retry later"
-	if errors.Is(err, errStoreClosed) {
+	switch {
+	case errors.Is(err, errStoreClosed):
 		msg = "the relay is shutting down; the " + what + " was not relayed: retry in a moment"
+	case errors.Is(err, errUncertain):
+		retry = "5"
+		msg = "the connection to the relay's Redis broke while storing the " + what + ", which may or may not have been stored and relayed: retry in a moment, with the same Idempotency-Key header if it has one (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
+	case errors.Is(err, ErrRedisUnavailable) && what == "stream's replay":
+		retry = "5"
+		msg = "the relay's Redis does not answer: reconnect in a moment with the same Last-Event-ID, nothing will be lost (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
+	case errors.Is(err, ErrRedisUnavailable):
+		retry = "5"
+		msg = "the relay's Redis does not answer, so the " + what + " was not stored nor relayed: retry in a moment (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
 	}
+	w.Header().Set("Retry-After", retry)
 	writeError(w, http.StatusServiceUnavailable, msg)
 }
 

@@ -2,18 +2,21 @@ package relay
 
 import (
 	"container/list"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"math"
 	"slices"
 	"sync"
+	"time"
 )
 
 // store keeps the history of every channel: the deliveries it retains, and
 // the ids it gives them. It is the seam between the streaming code (which
 // never sees how deliveries are kept) and a storage engine: memStore (the
-// default, lost on restart), boltStore (Options.DataDir), and later a Redis
-// Streams store shared by several relays (see the package documentation).
+// default, lost on restart), boltStore (Options.DataDir), and redisStore
+// (Options.RedisURL), shared by several relays, which also implements
+// sharedStore (see redis.go).
 //
 // The Server calls append and the first since of a stream while it holds
 // the channel's lock, so that a joining stream gets every delivery exactly
@@ -51,6 +54,29 @@ type store interface {
 	close() error
 }
 
+// sharedStore is a store that other relays append to as well (redisStore):
+// deliveries they append must reach this relay's subscribers, so the Server
+// watches the channels it has subscribers on and is told of their
+// deliveries.
+type sharedStore interface {
+	store
+
+	// startFeed starts reporting every delivery appended to a watched
+	// channel, by any relay (this one included), to handle: with the
+	// delivery, or with nil when the Server is to read what is new from
+	// the store (after a subscription or a reconnection, which may have
+	// missed some, or for a large delivery). Deliveries of one channel are
+	// reported in id order, possibly again or with gaps; the Server sorts
+	// that out by id. Called once, before any watch.
+	startFeed(handle func(channel string, d *delivery))
+
+	// watch sets whether channel is watched. It does not wait.
+	watch(channel string, on bool)
+
+	// ping reports whether the store's server answers.
+	ping(ctx context.Context) error
+}
+
 // storeStats are the counters a store reports for Server.Stats.
 type storeStats struct {
 	channels int   // channels with retained deliveries
@@ -63,9 +89,10 @@ var errStoreClosed = errors.New("relay: the history store is closed")
 
 // limits bound the history (see Options).
 type limits struct {
-	chanCount  int   // deliveries per channel
-	chanBytes  int64 // bytes per channel (the newest delivery is kept even if larger)
-	totalBytes int64 // bytes of all channels
+	chanCount  int           // deliveries per channel
+	chanBytes  int64         // bytes per channel (the newest delivery is kept even if larger)
+	totalBytes int64         // bytes of all channels
+	age        time.Duration // at an append, the channel drops deliveries received this long before the new one; 0: no limit
 }
 
 // ledger is the bookkeeping every store shares: which deliveries each
@@ -92,10 +119,11 @@ type ledgerChan struct {
 
 // entry is one retained delivery.
 type entry struct {
-	id   int64
-	size int64
-	key  *idempotency // nil without an Idempotency-Key header
-	d    *delivery    // memStore only
+	id       int64
+	size     int64
+	received int64        // UnixNano, for limits.age
+	key      *idempotency // nil without an Idempotency-Key header
+	d        *delivery    // memStore only
 }
 
 // idempotency is a delivery's Idempotency-Key and the SHA-256 of its body.
@@ -113,7 +141,7 @@ func newLedger(l limits) *ledger {
 
 // newEntry returns d's entry (d itself kept only if keep).
 func newEntry(d *delivery, keep bool) entry {
-	e := entry{id: d.id, size: d.size}
+	e := entry{id: d.id, size: d.size, received: d.received.UnixNano()}
 	if k := headerValue(d.header, idempotencyHeader); k != "" {
 		e.key = &idempotency{key: k, sum: sha256.Sum256(d.body)}
 	}
@@ -140,9 +168,11 @@ type drop struct {
 }
 
 // prepare works out the append of e to channel name (see store.append)
-// without changing the ledger: the channel's own limits first, then the
-// total, taken from the channels appended to least recently (the appended
-// channel counts as the most recent, and keeps at least e).
+// without changing the ledger: the channel's own limits first (age, then
+// count and bytes), then the total, taken from the channels appended to
+// least recently (the appended channel counts as the most recent, and
+// keeps at least e). redisStore's append script (redis.go) does the same in
+// Redis; the two must stay in step.
 func (l *ledger) prepare(name string, e entry, after int64) plan {
 	c := l.chans[name]
 	p := plan{name: name, c: c, id: after + 1, e: e}
@@ -155,6 +185,13 @@ func (l *ledger) prepare(name string, e entry, after int64) plan {
 	p.e.id = p.id
 	n, k := len(entries)+1, 0 // entries after the append, and those dropped
 	cbytes += e.size
+	if l.age > 0 {
+		cutoff := e.received - int64(l.age)
+		for k < len(entries) && entries[k].received < cutoff {
+			cbytes -= entries[k].size
+			k++
+		}
+	}
 	for n-k > l.chanCount || (cbytes > l.chanBytes && n-k > 1) {
 		cbytes -= entries[k].size
 		k++

@@ -15,17 +15,19 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/internal/redistest"
 )
 
 // storeKinds are the store implementations every contract test runs
-// against. A new store (Redis Streams, say) is added here and must pass
-// them all.
+// against. A new store is added here and must pass them all.
 var storeKinds = []struct {
 	name string
 	open func(t *testing.T, l limits) store
 }{
 	{"memory", func(t *testing.T, l limits) store { return newMemStore(l) }},
 	{"bolt", func(t *testing.T, l limits) store { return openTestBolt(t, t.TempDir(), l) }},
+	{"redis", func(t *testing.T, l limits) store { return openTestRedis(t, redistest.Start(t).URL(), l) }},
 }
 
 func openTestBolt(t *testing.T, dir string, l limits) *boltStore {
@@ -234,6 +236,36 @@ func TestStoreContract(t *testing.T) {
 				}
 			})
 
+			t.Run("age limit", func(t *testing.T) {
+				s := kind.open(t, limits{chanCount: 100, chanBytes: 1 << 20, totalBytes: 1 << 30, age: time.Minute})
+				at := func(seq int, sec int) *delivery {
+					d := testDelivery(seq, 10)
+					return makeDelivery(d.header, d.query, d.body, time.Unix(1700000000+int64(sec), 0))
+				}
+				mustAppend(t, s, "a", at(1, 0), 0)
+				mustAppend(t, s, "a", at(2, 30), 0)
+				mustAppend(t, s, "b", at(3, 0), 0)
+				mustAppend(t, s, "a", at(4, 60), 0) // 1 is exactly a minute old: kept
+				if ids, _, _ := sinceIDs(t, s, "a", 0); !slices.Equal(ids, []int64{1, 2, 3}) {
+					t.Errorf("a = %v, want [1 2 3]", ids)
+				}
+				mustAppend(t, s, "a", at(5, 91), 0) // 1 and 2 are older than a minute
+				if ids, first, _ := sinceIDs(t, s, "a", 0); !slices.Equal(ids, []int64{3, 4}) || first != 3 {
+					t.Errorf("a = %v (first %d), want [3 4]", ids, first)
+				}
+				mustAppend(t, s, "a", at(6, 1000), 0) // everything older: the new one stays
+				if ids, _, _ := sinceIDs(t, s, "a", 0); !slices.Equal(ids, []int64{5}) {
+					t.Errorf("a = %v, want [5]", ids)
+				}
+				// Only the channel appended to is trimmed.
+				if ids, _, _ := sinceIDs(t, s, "b", 0); !slices.Equal(ids, []int64{1}) {
+					t.Errorf("b = %v, want [1]", ids)
+				}
+				if st := s.stats(); st.retained != 2 || st.channels != 2 {
+					t.Errorf("stats = %+v, want 2 retained in 2 channels", st)
+				}
+			})
+
 			t.Run("closed", func(t *testing.T) {
 				s := kind.open(t, roomy)
 				if err := s.close(); err != nil {
@@ -425,11 +457,14 @@ func TestRecordRejects(t *testing.T) {
 // between two pages are announced with a gap event, and the replay stops
 // at the channel's last id when the stream joined (later ones come live).
 func TestReplayAnnouncesEvictionsBetweenPages(t *testing.T) {
-	for _, kind := range []string{"memory", "bolt"} {
+	for _, kind := range []string{"memory", "bolt", "redis"} {
 		t.Run(kind, func(t *testing.T) {
 			opts := Options{HistoryCount: 10}
-			if kind == "bolt" {
+			switch kind {
+			case "bolt":
 				opts.DataDir = t.TempDir()
+			case "redis":
+				opts.RedisURL = redistest.Start(t).URL()
 			}
 			s, err := Open(opts)
 			if err != nil {

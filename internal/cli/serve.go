@@ -29,14 +29,16 @@ func serveCommand(s *streams) *ucli.Command {
 	return &ucli.Command{
 		Name:      "serve",
 		Usage:     "run a webhook relay that smee-client and hookline forward can subscribe to",
-		UsageText: "hookline serve [--addr 127.0.0.1:3333] [--public-url URL] [--data-dir DIR] [options]",
+		UsageText: "hookline serve [--addr 127.0.0.1:3333] [--public-url URL] [--data-dir DIR | --redis-url URL] [options]",
 		Description: "Runs a smee.io-compatible relay: GET /new makes a channel, POST /<channel> relays a\n" +
 			"delivery to every subscriber of GET /<channel> (Server-Sent Events), and a browser on\n" +
 			"the channel URL shows its deliveries live. Each channel keeps a history, so clients\n" +
 			"that reconnect with Last-Event-ID lose nothing. With --data-dir the history is kept in\n" +
 			"DIR/relay.db and survives a restart with the same event ids; each POST is answered\n" +
-			"only once its delivery is on disk. Stop it with Ctrl-C: streams end, deliveries in\n" +
-			"flight finish.",
+			"only once its delivery is on disk. With --redis-url the history is kept in Redis and\n" +
+			"shared: run several relays on one Redis behind one URL (see docs/DEPLOY.md); a\n" +
+			"delivery POSTed to one reaches the subscribers of all, and a client may resume on any.\n" +
+			"Stop it with Ctrl-C: streams end, deliveries in flight finish.",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{
 				Name:    "addr",
@@ -73,10 +75,20 @@ func serveCommand(s *streams) *ucli.Command {
 				Usage:   "`size` of the deliveries all channels keep together",
 				EnvVars: []string{"HOOKLINE_TOTAL_HISTORY_BYTES"},
 			},
+			&ucli.DurationFlag{
+				Name:    "history-age",
+				Usage:   "`duration` after which a channel drops a delivery when it receives the next one (0s: no age limit)",
+				EnvVars: []string{"HOOKLINE_HISTORY_AGE"},
+			},
 			&ucli.StringFlag{
 				Name:    "data-dir",
 				Usage:   "`directory` where channel history is kept across restarts (relay.db; created if missing; default: memory only)",
 				EnvVars: []string{"HOOKLINE_DATA_DIR"},
+			},
+			&ucli.StringFlag{
+				Name:    "redis-url",
+				Usage:   "`URL` of a Redis (7.0+) that keeps the history, shared by every relay using it: redis://[user:password@]host:port[/db], rediss:// for TLS (default: no Redis)",
+				EnvVars: []string{"HOOKLINE_REDIS_URL"},
 			},
 			&ucli.IntFlag{
 				Name:    "max-subscribers",
@@ -116,6 +128,19 @@ func parseServe(c *ucli.Context) (serveOptions, error) {
 		return serveOptions{}, usageErrorf("--data-dir is empty; give a directory, or leave the flag out to keep the history in memory")
 	}
 	opts.relay.DataDir = c.String("data-dir")
+	if c.IsSet("redis-url") {
+		u, err := checkRedisURL(c.String("redis-url"))
+		if err != nil {
+			return serveOptions{}, err
+		}
+		if opts.relay.DataDir != "" {
+			return serveOptions{}, usageErrorf("--redis-url and --data-dir cannot be used together: with Redis the history is kept in Redis, shared by every relay; drop --data-dir")
+		}
+		opts.relay.RedisURL = u
+	}
+	if opts.relay.HistoryAge = c.Duration("history-age"); opts.relay.HistoryAge < 0 {
+		return serveOptions{}, usageErrorf("--history-age %s must not be negative (0 means no age limit)", opts.relay.HistoryAge)
+	}
 	if opts.relay.PingInterval = c.Duration("ping-interval"); opts.relay.PingInterval <= 0 {
 		return serveOptions{}, usageErrorf("--ping-interval %s must be positive, such as 30s", opts.relay.PingInterval)
 	}
@@ -178,6 +203,40 @@ func checkPublicURL(s string) (string, error) {
 	return strings.TrimRight(s, "/"), nil
 }
 
+// checkRedisURL checks a --redis-url value (without connecting).
+func checkRedisURL(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", usageErrorf("--redis-url is empty; give a URL such as redis://127.0.0.1:6379, or leave the flag out")
+	}
+	if !strings.Contains(s, "://") {
+		hidden := s
+		if i := strings.LastIndex(s, "@"); i >= 0 {
+			hidden = "xxxxx@" + s[i+1:] // a password, perhaps
+		}
+		return "", usageErrorf("--redis-url %q has no scheme; did you mean redis://%s?", hidden, hidden)
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "", usageErrorf("--redis-url is not a URL (%v); write it as redis://[user:password@]host:port[/db]", strings.ReplaceAll(err.Error(), s, redactedURL(s)))
+	case u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix":
+		return "", usageErrorf("--redis-url %q must be a redis://, rediss:// (TLS) or unix:// URL", u.Redacted())
+	case u.Scheme != "unix" && u.Host == "":
+		return "", usageErrorf("--redis-url %q has no host", u.Redacted())
+	}
+	return s, nil
+}
+
+// redisError explains why relay.Open could not use --redis-url.
+func redisError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "relay: ")
+	if errors.Is(err, relay.ErrRedisUnavailable) {
+		return fmt.Errorf("--redis-url: %s; start Redis or check the URL (host, port, password, TLS with rediss://)", msg)
+	}
+	return fmt.Errorf("--redis-url: %s", msg)
+}
+
 // dataDirError explains why relay.Open could not use --data-dir dir.
 func dataDirError(dir string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "relay: ")
@@ -190,6 +249,15 @@ func dataDirError(dir string, err error) error {
 		return fmt.Errorf("--data-dir %q is not usable: %s; give the user running hookline read and write access, or choose another directory", dir, msg)
 	}
 	return fmt.Errorf("--data-dir %q is not usable: %s", dir, msg)
+}
+
+// redactedURL returns u with its password replaced by xxxxx.
+func redactedURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	return p.Redacted()
 }
 
 // parseByteSize parses a size such as 1048576, 512KiB, 50MiB, 1GiB (binary
@@ -226,6 +294,9 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	opts.relay.Logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := relay.Open(opts.relay)
 	if err != nil {
+		if opts.relay.RedisURL != "" {
+			return redisError(err)
+		}
 		return dataDirError(opts.relay.DataDir, err)
 	}
 	ln, err := net.Listen("tcp", opts.addr)
@@ -243,10 +314,14 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	if base != listen {
 		fmt.Fprintf(s.out, "public URL:  %s\n", base)
 	}
-	if dir := opts.relay.DataDir; dir != "" {
+	switch {
+	case opts.relay.DataDir != "":
 		st := srv.Stats()
-		fmt.Fprintf(s.out, "history:     %s (%s in %s restored)\n", filepath.Join(dir, relay.DataFile), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
-	} else {
+		fmt.Fprintf(s.out, "history:     %s (%s in %s restored)\n", filepath.Join(opts.relay.DataDir, relay.DataFile), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
+	case opts.relay.RedisURL != "":
+		st := srv.Stats()
+		fmt.Fprintf(s.out, "history:     Redis at %s, shared with every relay using it (%s in %s)\n", redactedURL(opts.relay.RedisURL), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
+	default:
 		fmt.Fprintf(s.out, "history:     in memory (lost on restart; --data-dir keeps it)\n")
 	}
 	fmt.Fprintf(s.out, "new channel: %s\n", bold.Sprint(base+"/"+srv.NewChannel()))

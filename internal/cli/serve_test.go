@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/redistest"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -196,6 +197,12 @@ func TestServeUsageErrors(t *testing.T) {
 		{"max subscribers", []string{"--max-subscribers", "0"}, `--max-subscribers 0 must be at least 1`},
 		{"empty data dir", []string{"--data-dir", " "}, `--data-dir is empty; give a directory, or leave the flag out to keep the history in memory`},
 		{"argument", []string{"extra"}, `serve takes no arguments, got "extra"`},
+		{"redis and data dir", []string{"--redis-url", "redis://127.0.0.1:6379", "--data-dir", "/tmp/x"}, `--redis-url and --data-dir cannot be used together: with Redis the history is kept in Redis, shared by every relay; drop --data-dir`},
+		{"redis URL without scheme", []string{"--redis-url", "localhost:6379"}, `--redis-url "localhost:6379" has no scheme; did you mean redis://localhost:6379?`},
+		{"redis URL without scheme, password hidden", []string{"--redis-url", ":s3cret@10.0.0.7:6379"}, `--redis-url "xxxxx@10.0.0.7:6379" has no scheme; did you mean redis://xxxxx@10.0.0.7:6379?`},
+		{"redis URL other scheme", []string{"--redis-url", "http://redis.internal:6379"}, `--redis-url "http://redis.internal:6379" must be a redis://, rediss:// (TLS) or unix:// URL`},
+		{"redis URL empty", []string{"--redis-url", " "}, `--redis-url is empty; give a URL such as redis://127.0.0.1:6379, or leave the flag out`},
+		{"history age negative", []string{"--history-age", "-1m"}, `--history-age -1m0s must not be negative (0 means no age limit)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,7 +247,7 @@ func TestServeHelp(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit code %d", code)
 	}
-	for _, want := range []string{"--addr host:port", "--public-url URL", "HOOKLINE_ADDR", "--ping-interval", "--history-bytes size", "--max-subscribers", "--data-dir directory", "HOOKLINE_DATA_DIR"} {
+	for _, want := range []string{"--addr host:port", "--public-url URL", "HOOKLINE_ADDR", "--ping-interval", "--history-bytes size", "--max-subscribers", "--data-dir directory", "HOOKLINE_DATA_DIR", "--redis-url URL", "HOOKLINE_REDIS_URL", "--history-age duration", "HOOKLINE_HISTORY_AGE"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("serve --help lacks %q:\n%s", want, out)
 		}
@@ -326,5 +333,59 @@ func TestServeDataDirUnusable(t *testing.T) {
 				t.Errorf("serve --data-dir %s: exit %d, stdout %q, stderr %q; want 1 and %q before listening", tt.dir, code, out, errOut, tt.want)
 			}
 		})
+	}
+}
+
+// Two serves on one Redis (one configured by HOOKLINE_REDIS_URL): a
+// delivery POSTed to one reaches a stream on the other, with the next id.
+func TestServeRedisReplicas(t *testing.T) {
+	rs := redistest.Start(t)
+	baseA, _, stopA := startServe(t, "--addr", "127.0.0.1:0", "--redis-url", rs.URL())
+	t.Setenv("HOOKLINE_REDIS_URL", rs.URL())
+	baseB, _, stopB := startServe(t, "--addr", "127.0.0.1:0")
+
+	req, _ := http.NewRequest(http.MethodGet, baseB+"/shared", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	for i, base := range []string{baseA, baseB} {
+		resp, err := http.Post(base+"/shared", "application/json", strings.NewReader(fmt.Sprintf(`{"n":%d}`, i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf("{\"id\":%d}\n", i+1); string(answer) != want {
+			t.Errorf("POST to serve %d = %q, want %q", i+1, answer, want)
+		}
+	}
+	codeA, outA, errA := stopA()
+	codeB, outB, errB := stopB()
+	b, _ := io.ReadAll(stream.Body)
+	if !regexp.MustCompile(`(?s)event: ready\n.*\nid: 1\ndata: \{.*"body":\{"n":1\}.*\nid: 2\ndata: \{.*"body":\{"n":2\}`).Match(b) {
+		t.Errorf("stream on serve B:\n%s\nwant deliveries 1 (POSTed to A) and 2", b)
+	}
+	for _, r := range []struct {
+		code     int
+		out, err string
+	}{{codeA, outA, errA}, {codeB, outB, errB}} {
+		if r.code != ExitOK || !strings.Contains(r.out, "history:     Redis at "+rs.URL()+", shared with every relay using it (") {
+			t.Errorf("serve: exit %d, output:\n%s%s", r.code, r.out, r.err)
+		}
+	}
+}
+
+// A Redis that does not answer stops serve before it listens, with the
+// URL (password hidden) and a hint.
+func TestServeRedisUnreachable(t *testing.T) {
+	rs := redistest.Start(t)
+	rs.Kill()
+	code, out, errOut := run(t, "serve", "--addr", "127.0.0.1:0", "--redis-url", "redis://:s3cret@"+rs.Addr())
+	want := "hookline: --redis-url: connecting to Redis at redis://:xxxxx@" + rs.Addr() + ": redis is unreachable: dial tcp " + rs.Addr() + ": connect: connection refused; start Redis or check the URL"
+	if code != ExitFailure || !strings.Contains(errOut, want) || strings.Contains(errOut, "s3cret") || strings.Contains(out, "listening") {
+		t.Errorf("serve with Redis down: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
 	}
 }

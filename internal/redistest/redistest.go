@@ -1,0 +1,224 @@
+// Package redistest runs a real redis-server for tests: on loopback, on a
+// free port, with its files in a temporary directory, stopped when the test
+// ends. It is what the tests of the relay's Redis store (relay.Options
+// RedisURL, hookline serve --redis-url) run against.
+//
+// redis-server comes from Debian's package redis-server, which the
+// Makefile installs before the tests (relay/testdata/install-redis.sh).
+// A test that needs it fails, never skips, when it is missing.
+//
+//	srv := redistest.Start(t)
+//	opts := relay.Options{RedisURL: srv.URL()}
+//	srv.Kill()    // SIGKILL: an outage
+//	srv.Restart() // the same port and files: what was fsynced is back
+//	srv.Pause()   // SIGSTOP: connections open, no answers (Resume: SIGCONT)
+package redistest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// InstallHint says how to get redis-server.
+const InstallHint = "install it with `sh relay/testdata/install-redis.sh` (root or sudo: apt-get install redis-server), or run `make test`, which does"
+
+// startTimeout bounds the wait for redis-server to answer PING.
+const startTimeout = 20 * time.Second
+
+// Server is one redis-server process. Its methods are safe for concurrent
+// use.
+type Server struct {
+	t    testing.TB
+	bin  string
+	dir  string
+	port int
+	args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    bytes.Buffer
+}
+
+// Start runs redis-server with append-only persistence fsynced on every
+// write (so that Kill loses nothing that was acknowledged) and no RDB
+// snapshots; args are more redis-server options, such as "--appendfsync",
+// "everysec", which override those. It fails the test (with InstallHint)
+// if redis-server is not installed, and stops the server at the end of the
+// test.
+func Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server is not installed (the Redis store tests need a real one): %s", InstallHint)
+	}
+	s := &Server{t: t, bin: bin, dir: t.TempDir(), args: args}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.port = port
+		if lastErr = s.start(); lastErr == nil {
+			t.Cleanup(s.Kill)
+			return s
+		}
+	}
+	t.Fatalf("redis-server did not start: %v", lastErr)
+	return nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// start runs redis-server on s.port and waits until it answers PING.
+func (s *Server) start() error {
+	args := []string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--dir", s.dir,
+		"--save", "",
+		"--appendonly", "yes",
+		"--appendfsync", "always",
+		"--daemonize", "no",
+		"--logfile", "",
+		"--loglevel", "warning",
+	}
+	args = append(args, s.args...)
+	cmd := exec.Command(s.bin, args...)
+	s.mu.Lock()
+	cmd.Stdout = &lockedWriter{s}
+	cmd.Stderr = &lockedWriter{s}
+	s.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", s.bin, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	deadline := time.Now().Add(startTimeout)
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server exited at once:\n%s", s.Log())
+		default:
+		}
+		if s.ping() == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("redis-server does not answer PING after %s:\n%s", startTimeout, s.Log())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	return nil
+}
+
+// ping sends PING and expects +PONG (not -LOADING while the AOF loads).
+func (s *Server) ping() error {
+	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
+	}
+	return nil
+}
+
+// Addr returns host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// URL returns the server's redis:// URL.
+func (s *Server) URL() string { return "redis://" + s.Addr() }
+
+// Kill ends the server with SIGKILL (no shutdown, no save) and waits for
+// it. It does nothing if the server is not running.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	<-exited
+}
+
+// Pause stops the server with SIGSTOP: connections stay open and nothing
+// answers, as in a network partition. Resume continues it.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig os.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		s.cmd.Process.Signal(sig)
+	}
+}
+
+// Restart starts the server again on the same port with the same files
+// (after Kill) and waits until it answers.
+func (s *Server) Restart() {
+	s.t.Helper()
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond) // the port may linger
+	}
+	s.t.Fatalf("restarting redis-server on port %d: %v", s.port, err)
+}
+
+// Log returns what redis-server printed.
+func (s *Server) Log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.String()
+}
+
+type lockedWriter struct{ s *Server }
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.s.log.Write(b)
+}

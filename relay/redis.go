@@ -1,0 +1,652 @@
+package relay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The Redis store (Options.RedisURL) keeps every channel's history in Redis,
+// where every relay replica behind one URL reads and appends it. The layout,
+// with P the key prefix ("hookline:") and C a channel name:
+//
+//	P{C}:s   stream: one entry per retained delivery, id "<n>-0" (n is the
+//	         delivery's SSE id), one field "r": the record (record.go)
+//	P{C}:i   sorted set, the index: one member "<n> <size> <received ms> <key>"
+//	         per retained delivery, scored n (sizes and keys without
+//	         reading the records)
+//	P{C}:m   hash: last (the last id given), bytes (retained size)
+//	P{C}:k   hash: Idempotency-Key -> "<n> <sha256 hex>" of the newest
+//	         retained delivery with that key
+//	P{C}:h   presence: set (with a TTL) while a replica has subscribers
+//	P:g      hash: bytes, retained (all channels), seq (append counter)
+//	P:lru    sorted set: channel -> seq of its last append
+//	P:feed:C pub/sub: every append publishes "<n>" or "<n> <record>"
+//
+// The braces are Redis Cluster hash tags, but the append script evicts from
+// other channels (the total limit), so the store needs one Redis primary,
+// not a cluster.
+//
+// Every append is one Lua script (appendScript), atomic in Redis: it takes
+// the next id (one more than the larger of the channel's last id and the
+// caller's), works out the evictions of the limits exactly as the ledger
+// does (store.go), applies them (XTRIM MINID on each stream, to the first id
+// kept), XADDs the record with its explicit id, and PUBLISHes it. Ids
+// therefore only grow per channel, whichever replica appends.
+//
+// Deliveries reach the other replicas through Redis pub/sub: each replica
+// SUBSCRIBEs to P:feed:C while it has subscribers on channel C (and only
+// then), and gets every append's id, with the record when it is small
+// (inlineRecordBytes); a larger one, or any gap in the ids, is read from the
+// stream. Pub/sub may drop messages (a connection that breaks, an output
+// buffer over its limit), so the stream stays the truth: after every
+// (re)subscription a replica reads the stream from the last id it delivered
+// (Server.fromFeed), and ids make that exact (no loss, no duplicate). Why not
+// XREAD BLOCK on the streams of the channels with subscribers: one blocking
+// call must name every stream and its id each time, so it costs O(channels)
+// per wake-up and must be interrupted whenever a channel gains or loses its
+// subscribers; per-channel blocking reads would take a Redis connection per
+// channel. SUBSCRIBE and UNSUBSCRIBE change the set on the one live
+// connection, and Redis sends each message only to the replicas that asked.
+
+// redisKeyPrefix starts every key (and pub/sub channel) the relay uses.
+const redisKeyPrefix = "hookline:"
+
+// inlineRecordBytes is the largest record an append publishes with its id;
+// larger ones are read from the stream by the replicas that want them, so
+// that pub/sub output buffers (32 MiB by default) stay small.
+const inlineRecordBytes = 64 << 10
+
+// presenceTTL is how long a replica's presence on a channel (it has
+// subscribers) outlives its last refresh: while present, a channel whose
+// history is evicted keeps its last id, so that its ids never go back under
+// a subscriber of another replica. Refreshed every presenceTTL/3.
+const presenceTTL = 60 * time.Second
+
+// redisTimeout bounds each call to Redis (dial, read, write) and the
+// answer to a /healthz ping.
+const redisTimeout = 3 * time.Second
+
+// minRedisVersion is the oldest Redis the store runs on: scripts with a
+// shebang (flags) came in 7.0.
+const minRedisVersion = 7
+
+// Errors of the Redis store.
+var (
+	// ErrRedisUnavailable: Redis did not answer (refused, timed out, the
+	// connection broke). Wrapped by Open at startup, and by the errors a
+	// POST or a stream gets while Redis is away (answered 503).
+	ErrRedisUnavailable = errors.New("redis is unreachable")
+
+	// errUncertain marks an append whose connection broke after the script
+	// was sent: it may have been stored.
+	errUncertain = errors.New("the delivery may or may not have been stored")
+)
+
+// appendScript appends a delivery (see store.append and the layout above).
+//
+//	KEYS: m s i k h g lru
+//	ARGV: 1 channel, 2 prefix, 3 after, 4 size, 5 received ms, 6 key ("" if
+//	      none), 7 body SHA-256 hex, 8 record, 9 chanCount, 10 chanBytes,
+//	      11 totalBytes, 12 age in ms (0: none), 13 1 to publish the record
+//	      with the id
+//
+// It returns the id. The evictions are worked out before the first write,
+// and the shebang makes Redis refuse the whole script when it is out of
+// memory (maxmemory with noeviction), so a failed append writes nothing.
+var appendScript = redis.NewScript(`#!lua
+local M, S, I, K, H, G, LRU = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local name, prefix = ARGV[1], ARGV[2]
+local after, size, recv = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local key, sum, rec = ARGV[6], ARGV[7], ARGV[8]
+local maxCount, maxBytes, maxTotal, age = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
+
+-- Numbers are Lua doubles: written as integers, never as 1e+15.
+local function fmt(x) return string.format('%d', x) end
+
+local function parse(m)
+  local id, sz, rv, k = string.match(m, '^(%d+) (%d+) (%-?%d+) (.*)$')
+  return tonumber(id), tonumber(sz), tonumber(rv), k
+end
+
+local last = tonumber(redis.call('HGET', M, 'last') or 0)
+local id = math.max(after, last) + 1
+local cbytes = tonumber(redis.call('HGET', M, 'bytes') or 0) + size
+local old = redis.call('ZCARD', I)
+local n = old + 1
+
+-- This channel: age, then count and bytes (ledger.prepare).
+local own = {}
+local function ownAt(k)
+  if own[k + 1] == nil then
+    local m = redis.call('ZRANGE', I, k, k)[1]
+    local mid, msz, mrv, mkey = parse(m)
+    own[k + 1] = {m = m, id = mid, size = msz, recv = mrv, key = mkey}
+  end
+  return own[k + 1]
+end
+local k = 0
+if age > 0 then
+  while k < old and ownAt(k).recv < recv - age do
+    cbytes = cbytes - ownAt(k).size
+    k = k + 1
+  end
+end
+while n - k > maxCount or (cbytes > maxBytes and n - k > 1) do
+  cbytes = cbytes - ownAt(k).size
+  k = k + 1
+end
+local ownDropped = 0
+for j = 1, k do ownDropped = ownDropped + own[j].size end
+
+-- The total: channels appended to least recently first.
+local total = tonumber(redis.call('HGET', G, 'bytes') or 0) - ownDropped + size
+local others = {}
+local from = 0
+while total > maxTotal do
+  local names = redis.call('ZRANGE', LRU, from, from + 99)
+  if #names == 0 then break end
+  from = from + #names
+  for _, oc in ipairs(names) do
+    if total <= maxTotal then break end
+    if oc ~= name then
+      local oi = prefix .. '{' .. oc .. '}:i'
+      local ms = redis.call('ZRANGE', oi, 0, -1)
+      local drop = {name = oc, members = {}, bytes = 0, all = false}
+      for _, m in ipairs(ms) do
+        if total <= maxTotal then break end
+        local mid, msz, mrv, mkey = parse(m)
+        drop.members[#drop.members + 1] = {m = m, id = mid, key = mkey}
+        drop.bytes = drop.bytes + msz
+        total = total - msz
+      end
+      if #drop.members > 0 then
+        drop.all = #drop.members == #ms
+        if not drop.all then
+          drop.first = parse(ms[#drop.members + 1])
+        end
+        others[#others + 1] = drop
+      end
+    end
+  end
+end
+while total > maxTotal and n - k > 1 do
+  total = total - ownAt(k).size
+  ownDropped = ownDropped + ownAt(k).size
+  cbytes = cbytes - ownAt(k).size
+  k = k + 1
+end
+
+local firstKept = id
+if k < old then firstKept = ownAt(k).id end
+
+-- Writes.
+local function forgetKeys(kh, members)
+  for _, e in ipairs(members) do
+    if e.key ~= '' then
+      local v = redis.call('HGET', kh, e.key)
+      if v and tonumber(string.match(v, '^(%d+)')) == e.id then
+        redis.call('HDEL', kh, e.key)
+      end
+    end
+  end
+end
+local droppedCount = k
+local droppedBytes = ownDropped
+for _, d in ipairs(others) do
+  local base = prefix .. '{' .. d.name .. '}:'
+  droppedCount = droppedCount + #d.members
+  droppedBytes = droppedBytes + d.bytes
+  if d.all then
+    redis.call('DEL', base .. 's', base .. 'i', base .. 'k')
+    if redis.call('EXISTS', base .. 'h') == 1 then
+      redis.call('HSET', base .. 'm', 'bytes', 0)
+    else
+      redis.call('DEL', base .. 'm')
+    end
+    redis.call('ZREM', LRU, d.name)
+  else
+    forgetKeys(base .. 'k', d.members)
+    redis.call('ZREMRANGEBYRANK', base .. 'i', 0, #d.members - 1)
+    redis.call('XTRIM', base .. 's', 'MINID', fmt(d.first) .. '-0')
+    redis.call('HINCRBY', base .. 'm', 'bytes', -d.bytes)
+  end
+end
+if k > 0 then
+  local dropped = {}
+  for j = 1, k do dropped[j] = own[j] end
+  forgetKeys(K, dropped)
+  redis.call('ZREMRANGEBYRANK', I, 0, k - 1)
+  redis.call('XTRIM', S, 'MINID', fmt(firstKept) .. '-0')
+end
+redis.call('XADD', S, fmt(id) .. '-0', 'r', rec)
+redis.call('ZADD', I, id, fmt(id) .. ' ' .. fmt(size) .. ' ' .. fmt(recv) .. ' ' .. key)
+if key ~= '' then redis.call('HSET', K, key, fmt(id) .. ' ' .. sum) end
+redis.call('HSET', M, 'last', id, 'bytes', cbytes)
+redis.call('HINCRBY', G, 'bytes', size - droppedBytes)
+redis.call('HINCRBY', G, 'retained', 1 - droppedCount)
+redis.call('ZADD', LRU, redis.call('HINCRBY', G, 'seq', 1), name)
+if ARGV[13] == '1' then
+  redis.call('PUBLISH', prefix .. 'feed:' .. name, fmt(id) .. ' ' .. rec)
+else
+  redis.call('PUBLISH', prefix .. 'feed:' .. name, id)
+end
+return id
+`)
+
+// sinceScript reads a page of a channel's history (see store.since).
+//
+//	KEYS: m s i
+//	ARGV: 1 after, 2 maxBytes, 3 most deliveries to read
+//
+// It returns {first, last} or {first, last, XRANGE entries}, from one
+// atomic view.
+var sinceScript = redis.NewScript(`#!lua flags=no-writes
+local M, S, I = KEYS[1], KEYS[2], KEYS[3]
+local maxBytes = tonumber(ARGV[2])
+local last = tonumber(redis.call('HGET', M, 'last') or 0)
+local first = last + 1
+local head = redis.call('ZRANGE', I, 0, 0)[1]
+if head then first = tonumber(string.match(head, '^(%d+)')) end
+local ms = redis.call('ZRANGE', I, '(' .. ARGV[1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[3])
+local n, cnt, lastId = 0, 0, nil
+for _, m in ipairs(ms) do
+  local id, sz = string.match(m, '^(%d+) (%d+) ')
+  sz = tonumber(sz)
+  if cnt > 0 and n + sz > maxBytes then break end
+  n = n + sz
+  cnt = cnt + 1
+  lastId = id
+end
+if cnt == 0 then return {first, last} end
+local firstId = string.match(ms[1], '^(%d+)')
+return {first, last, redis.call('XRANGE', S, firstId .. '-0', lastId .. '-0')}
+`)
+
+// redisStore keeps the history in Redis, shared by every relay that uses
+// the same Redis (see the layout above). It keeps nothing in memory but
+// the set of channels it watches for its subscribers.
+type redisStore struct {
+	rdb    *redis.Client
+	where  string // the URL without its password, for messages
+	prefix string
+	lim    limits
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	ctx    context.Context // canceled by close
+	cancel context.CancelFunc
+
+	feed *redisFeed // nil until startFeed
+}
+
+// openRedis connects to the Redis at rawURL and checks that it answers and
+// is recent enough.
+func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error) {
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("relay: the Redis URL %q is not valid (%v); write it as redis://[user:password@]host:port[/db], rediss:// for TLS, or unix:///path/to/redis.sock", redactURL(rawURL), err)
+	}
+	// The relay never retries a command itself: a retried append could be
+	// stored twice. A POST that fails gets 503 and the sender retries.
+	opt.MaxRetries = -1
+	if opt.DialerRetries == 0 {
+		opt.DialerRetries = 1 // fail fast: the caller answers 503
+	}
+	for _, d := range []*time.Duration{&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout} {
+		if *d == 0 { // not set in the URL (?dial_timeout=5s...)
+			*d = redisTimeout
+		}
+	}
+	if opt.Protocol == 0 {
+		opt.Protocol = 2 // RESP2: nothing of RESP3 is needed, and proxies speak it
+	}
+	opt.DisableIdentity = true
+	opt.ContextTimeoutEnabled = true // a call's context bounds it (/healthz: 2 s)
+	if opt.ClientName == "" {
+		opt.ClientName = "hookline-relay"
+	}
+	quietRedis.Do(func() { redis.SetLogger(discardLogger{}) })
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &redisStore{
+		rdb:    redis.NewClient(opt),
+		where:  redactURL(rawURL),
+		prefix: redisKeyPrefix,
+		lim:    lim,
+		log:    log,
+		ctx:    ctx,
+		cancel: cancel,
+	}
+	if err := s.checkServer(); err != nil {
+		s.rdb.Close()
+		cancel()
+		return nil, err
+	}
+	return s, nil
+}
+
+// quietRedis silences go-redis's own logger, which writes to stderr (a
+// process-wide setting): every failure it would print reaches the relay as
+// an error, which the relay reports in its own log and answers.
+var quietRedis sync.Once
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}
+
+// checkServer pings Redis and checks its version.
+func (s *redisStore) checkServer() error {
+	ctx, cancel := context.WithTimeout(s.ctx, 2*redisTimeout)
+	defer cancel()
+	info, err := s.rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return s.wrap("connecting to", err)
+	}
+	version := ""
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			version = v
+		}
+	}
+	major, _, _ := strings.Cut(version, ".")
+	if n, err := strconv.Atoi(major); err != nil || n < minRedisVersion {
+		return fmt.Errorf("relay: the Redis at %s is version %q; the relay needs Redis %d.0 or later", s.where, version, minRedisVersion)
+	}
+	return nil
+}
+
+// redactURL returns u with its password replaced by "xxxxx".
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	return p.Redacted()
+}
+
+// wrap makes a Redis error a relay error: errStoreClosed after close,
+// ErrRedisUnavailable (with the cause) for a connection that failed.
+func (s *redisStore) wrap(doing string, err error) error {
+	if errors.Is(err, redis.ErrClosed) || s.isClosed() {
+		return errStoreClosed
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		msg := err.Error()
+		code, _, _ := strings.Cut(msg, " ")
+		switch code {
+		case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN":
+			// Redis is starting (loading its data) or busy: it will answer.
+		case "OOM":
+			return fmt.Errorf("relay: %s Redis at %s: Redis is full (it reached maxmemory; raise it or lower the history limits): %w", doing, s.where, err)
+		default:
+			// Redis refused: a read-only replica, a script error.
+			return fmt.Errorf("relay: %s Redis at %s: %w", doing, s.where, err)
+		}
+	}
+	return fmt.Errorf("relay: %s Redis at %s: %w: %w", doing, s.where, ErrRedisUnavailable, err)
+}
+
+func (s *redisStore) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// keys returns the keys of channel name: m s i k h.
+func (s *redisStore) keys(name string) (m, st, i, k, h string) {
+	base := s.prefix + "{" + name + "}:"
+	return base + "m", base + "s", base + "i", base + "k", base + "h"
+}
+
+func (s *redisStore) feedChannel(name string) string { return s.prefix + "feed:" + name }
+
+func (s *redisStore) append(channel string, d *delivery, after int64) error {
+	if s.isClosed() {
+		return errStoreClosed
+	}
+	rec := encodeRecord(d)
+	key := headerValue(d.header, idempotencyHeader)
+	sum := sha256.Sum256(d.body)
+	m, st, i, k, h := s.keys(channel)
+	inline := "0"
+	if len(rec) <= inlineRecordBytes {
+		inline = "1"
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout+time.Duration(len(rec)>>20)*time.Second)
+	defer cancel()
+	id, err := appendScript.Run(ctx, s.rdb,
+		[]string{m, st, i, k, h, s.prefix + "g", s.prefix + "lru"},
+		channel, s.prefix, after, d.size, d.received.UnixMilli(), key, hex.EncodeToString(sum[:]), rec,
+		s.lim.chanCount, s.lim.chanBytes, s.lim.totalBytes, s.lim.age.Milliseconds(), inline,
+	).Int64()
+	if err != nil {
+		err = s.wrap("storing the delivery in", err)
+		if errors.Is(err, ErrRedisUnavailable) && !isDialError(err) {
+			err = fmt.Errorf("%w (%w)", err, errUncertain)
+		}
+		return err
+	}
+	d.id = id
+	return nil
+}
+
+// isDialError reports whether err is a failure to connect (so nothing was
+// sent).
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func (s *redisStore) since(channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
+	if s.isClosed() {
+		return nil, 0, 0, errStoreClosed
+	}
+	m, st, i, _, _ := s.keys(channel)
+	most := maxBytes/entryOverhead + 1 // every delivery counts at least entryOverhead
+	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout+time.Duration(maxBytes>>20)*time.Second)
+	defer cancel()
+	v, err := sinceScript.Run(ctx, s.rdb, []string{m, st, i}, after, maxBytes, most).Slice()
+	if err != nil {
+		return nil, 0, 0, s.wrap("reading the history from", err)
+	}
+	if len(v) < 2 {
+		return nil, 0, 0, fmt.Errorf("relay: reading the history from Redis at %s: an answer of %d values", s.where, len(v))
+	}
+	first, _ := v[0].(int64)
+	last, _ := v[1].(int64)
+	if len(v) == 2 {
+		return nil, first, last, nil
+	}
+	entries, _ := v[2].([]any)
+	page := make([]*delivery, 0, len(entries))
+	for _, e := range entries {
+		d, err := s.decodeEntry(channel, e)
+		if err != nil {
+			// Left out: the reader sees a gap, as with a damaged record
+			// in the bbolt file.
+			s.log.Warn("skipping an unreadable delivery in Redis", "channel", channel, "err", err)
+			continue
+		}
+		page = append(page, d)
+	}
+	return page, first, last, nil
+}
+
+// decodeEntry decodes one XRANGE entry, [id, [field, value...]], as the Lua
+// script returns it (go-redis gives []any of strings).
+func (s *redisStore) decodeEntry(channel string, e any) (*delivery, error) {
+	pair, _ := e.([]any)
+	if len(pair) != 2 {
+		return nil, fmt.Errorf("%w: not a stream entry", errBadRecord)
+	}
+	sid, _ := pair[0].(string)
+	fields, _ := pair[1].([]any)
+	var rec string
+	for j := 0; j+1 < len(fields); j += 2 {
+		if f, _ := fields[j].(string); f == "r" {
+			rec, _ = fields[j+1].(string)
+		}
+	}
+	return decodeStreamRecord(sid, rec)
+}
+
+// decodeStreamRecord decodes the record of stream entry sid ("<n>-0").
+func decodeStreamRecord(sid, rec string) (*delivery, error) {
+	n, seq, ok := strings.Cut(sid, "-")
+	id, err := strconv.ParseInt(n, 10, 64)
+	if !ok || seq != "0" || err != nil || id <= 0 {
+		return nil, fmt.Errorf("%w: stream entry id %q", errBadRecord, truncate(sid, 40))
+	}
+	d, err := decodeRecord([]byte(rec))
+	if err != nil {
+		return nil, err
+	}
+	d.id = id
+	return d, nil
+}
+
+func (s *redisStore) get(channel string, id int64) (*delivery, error) {
+	if s.isClosed() {
+		return nil, errStoreClosed
+	}
+	if id <= 0 {
+		return nil, nil
+	}
+	_, st, _, _, _ := s.keys(channel)
+	sid := strconv.FormatInt(id, 10) + "-0"
+	ctx, cancel := context.WithTimeout(s.ctx, 2*redisTimeout)
+	defer cancel()
+	msgs, err := s.rdb.XRange(ctx, st, sid, sid).Result()
+	if err != nil {
+		return nil, s.wrap(fmt.Sprintf("reading delivery %d from", id), err)
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	rec, _ := msgs[0].Values["r"].(string)
+	d, err := decodeStreamRecord(msgs[0].ID, rec)
+	if err != nil {
+		return nil, fmt.Errorf("relay: reading delivery %d: %w", id, err)
+	}
+	return d, nil
+}
+
+func (s *redisStore) findKey(channel, key string) (int64, [sha256.Size]byte, bool, error) {
+	var sum [sha256.Size]byte
+	if s.isClosed() {
+		return 0, sum, false, errStoreClosed
+	}
+	_, _, _, k, _ := s.keys(channel)
+	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout)
+	defer cancel()
+	v, err := s.rdb.HGet(ctx, k, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, sum, false, nil
+	}
+	if err != nil {
+		return 0, sum, false, s.wrap("reading an Idempotency-Key from", err)
+	}
+	idText, hexSum, _ := strings.Cut(v, " ")
+	id, err := strconv.ParseInt(idText, 10, 64)
+	b, herr := hex.DecodeString(hexSum)
+	if err != nil || herr != nil || len(b) != sha256.Size {
+		return 0, sum, false, fmt.Errorf("relay: Redis at %s: the Idempotency-Key entry %q of channel %s is damaged", s.where, truncate(v, 100), channel)
+	}
+	copy(sum[:], b)
+	return id, sum, true, nil
+}
+
+func (s *redisStore) has(channel string) bool {
+	return s.missing([]string{channel}) == 0
+}
+
+// missing returns how many of channels have no retained delivery (all of
+// them if Redis does not answer), in one round trip.
+func (s *redisStore) missing(channels []string) int {
+	if len(channels) == 0 {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout)
+	defer cancel()
+	cmds := make([]*redis.IntCmd, len(channels))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for j, c := range channels {
+			_, _, i, _, _ := s.keys(c)
+			cmds[j] = p.Exists(ctx, i)
+		}
+		return nil
+	})
+	if err != nil {
+		return len(channels)
+	}
+	n := 0
+	for _, c := range cmds {
+		if c.Val() == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// stats returns the counters kept in Redis (zero if Redis does not answer:
+// /healthz says so on its own).
+func (s *redisStore) stats() storeStats {
+	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout)
+	defer cancel()
+	var g *redis.SliceCmd
+	var n *redis.IntCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		g = p.HMGet(ctx, s.prefix+"g", "retained", "bytes")
+		n = p.ZCard(ctx, s.prefix+"lru")
+		return nil
+	})
+	if err != nil {
+		return storeStats{}
+	}
+	num := func(v any) int64 {
+		str, _ := v.(string)
+		x, _ := strconv.ParseInt(str, 10, 64)
+		return x
+	}
+	vals := g.Val()
+	return storeStats{channels: int(n.Val()), retained: int(num(vals[0])), bytes: num(vals[1])}
+}
+
+// ping checks that Redis answers.
+func (s *redisStore) ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return s.wrap("pinging", err)
+	}
+	return nil
+}
+
+// close stops the feed and closes the connections; later calls fail with
+// errStoreClosed.
+func (s *redisStore) close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	f := s.feed
+	s.mu.Unlock()
+	if f != nil {
+		f.stop()
+	}
+	s.cancel()
+	return s.rdb.Close()
+}

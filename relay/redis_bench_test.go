@@ -1,0 +1,171 @@
+package relay_test
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"net/url"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/relay"
+)
+
+// The replica benchmarks compare one relay with its history in memory (the
+// default) with two relays sharing a Redis (--redis-url), on this machine:
+// redis-server runs with appendonly yes and appendfsync everysec, as
+// docs/DEPLOY.md recommends. Run them with (from the repository root):
+//
+//	go test -run '^$' -bench 'Replicas' -benchtime 2000x -count 5 ./relay/
+//
+// In the Redis case every POST goes alternately to replica A and replica B
+// and the subscribers are shared between them, so that every delivery
+// crosses Redis (an append script, then pub/sub to the other replica).
+
+// relays returns the base URLs of the relays of a setup: one in memory, or
+// two on a fresh Redis.
+func relays(b *testing.B, setup string, opts relay.Options) []string {
+	b.Helper()
+	if setup == "memory-1" {
+		_, ts := newRelay(b, opts)
+		return []string{ts.URL}
+	}
+	rs := redistest.Start(b, "--appendfsync", "everysec")
+	return []string{newReplica(b, rs.URL(), opts).ts.URL, newReplica(b, rs.URL(), opts).ts.URL}
+}
+
+var replicaSetups = []string{"memory-1", "redis-2"}
+
+// BenchmarkReplicasIngest measures deliveries of 4 KiB JSON from POST to
+// one subscriber's stream, with 4 parallel senders: in the Redis case the
+// subscriber is on replica B and the senders alternate A and B.
+func BenchmarkReplicasIngest(b *testing.B) {
+	body := `{"action":"opened","pad":"` + strings.Repeat("x", 4096-len(`{"action":"opened","pad":""}`)) + `"}`
+	for _, setup := range replicaSetups {
+		b.Run(setup, func(b *testing.B) {
+			bases := relays(b, setup, relay.Options{SubscriberQueue: 1 << 20, HistoryCount: 1 << 20, HistoryBytes: 1 << 40, TotalHistoryBytes: 1 << 40})
+			u, _ := url.Parse(bases[len(bases)-1])
+			conn, err := dialStream(u.Host, "/bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			var got atomic.Int64
+			go func() {
+				br := bufio.NewReaderSize(conn, 64<<10)
+				for {
+					line, err := br.ReadSlice('\n')
+					if err != nil && err != bufio.ErrBufferFull {
+						return
+					}
+					if bytes.HasPrefix(line, []byte("id: ")) {
+						got.Add(1)
+					}
+				}
+			}()
+			time.Sleep(50 * time.Millisecond) // the replica's pub/sub subscription
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			var n atomic.Int64
+			b.SetBytes(int64(len(body)))
+			b.SetParallelism(4)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					base := bases[int(n.Add(1))%len(bases)]
+					resp, err := client.Post(base+"/bench", "application/json", strings.NewReader(body))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Errorf("POST = %d", resp.StatusCode)
+						return
+					}
+				}
+			})
+			deadline := time.Now().Add(wait)
+			for got.Load() < int64(b.N) {
+				if time.Now().After(deadline) {
+					b.Fatalf("the subscriber got %d of %d deliveries", got.Load(), b.N)
+				}
+				runtime.Gosched()
+			}
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "deliveries/s")
+		})
+	}
+}
+
+// BenchmarkReplicasFanOutLatency measures the time from the start of a POST
+// to its arrival at each of 100 subscribers, one POST at a time, and
+// reports the 50th and 99th percentiles: in the Redis case half the
+// subscribers are on replica A, half on B, and POSTs alternate A and B.
+func BenchmarkReplicasFanOutLatency(b *testing.B) {
+	const n = 100
+	body := `{"action":"completed","pad":"` + strings.Repeat("y", 1024) + `"}`
+	for _, setup := range replicaSetups {
+		b.Run(setup, func(b *testing.B) {
+			bases := relays(b, setup, relay.Options{MaxSubscribers: n})
+			var sent atomic.Int64 // UnixNano of the current POST's start
+			arrivals := make(chan time.Duration, n)
+			var wg sync.WaitGroup
+			for i := 0; i < n; i++ {
+				u, _ := url.Parse(bases[i%len(bases)])
+				c, err := dialStream(u.Host, "/fanout")
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					br := bufio.NewReader(c)
+					for {
+						line, err := br.ReadSlice('\n')
+						if err != nil {
+							return
+						}
+						if bytes.HasPrefix(line, []byte("id: ")) {
+							arrivals <- time.Duration(time.Now().UnixNano() - sent.Load())
+						}
+					}
+				}()
+			}
+			time.Sleep(50 * time.Millisecond) // the replicas' pub/sub subscriptions
+			latencies := make([]time.Duration, 0, b.N*n)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				sent.Store(time.Now().UnixNano())
+				resp, err := http.Post(bases[i%len(bases)]+"/fanout", "application/json", strings.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+				for j := 0; j < n; j++ {
+					select {
+					case d := <-arrivals:
+						latencies = append(latencies, d)
+					case <-time.After(wait):
+						b.Fatalf("delivery %d reached %d of %d subscribers", i, j, n)
+					}
+				}
+			}
+			b.StopTimer()
+			slices.Sort(latencies)
+			pct := func(p float64) float64 {
+				return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds()) / 1000
+			}
+			b.ReportMetric(pct(0.50), "p50-ms")
+			b.ReportMetric(pct(0.99), "p99-ms")
+		})
+	}
+}

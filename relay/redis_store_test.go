@@ -1,0 +1,134 @@
+package relay
+
+import (
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/redistest"
+)
+
+// openTestRedis opens a Redis store on url, closed at the end of the test.
+func openTestRedis(t *testing.T, url string, l limits) *redisStore {
+	t.Helper()
+	s, err := openRedis(url, l, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("openRedis(%s) = %v", url, err)
+	}
+	t.Cleanup(func() { s.close() })
+	return s
+}
+
+// Two stores on one Redis (two relays) share the ids: each append takes
+// the next one, whichever store makes it, and each reads the other's.
+func TestRedisStoresShareIDs(t *testing.T) {
+	url := redistest.Start(t).URL()
+	a, b := openTestRedis(t, url, roomy), openTestRedis(t, url, roomy)
+	for i := 1; i <= 6; i++ {
+		s := a
+		if i%2 == 0 {
+			s = b
+		}
+		if id := mustAppend(t, s, "c", testDelivery(i, 100), 0); id != int64(i) {
+			t.Errorf("append #%d gave id %d, want %d", i, id, i)
+		}
+	}
+	for _, s := range []*redisStore{a, b} {
+		if ids, first, last := sinceIDs(t, s, "c", 2); !slices.Equal(ids, []int64{3, 4, 5, 6}) || first != 1 || last != 6 {
+			t.Errorf("since(c, 2) = %v %d %d, want [3 4 5 6] 1 6", ids, first, last)
+		}
+	}
+	if st := a.stats(); st.retained != 6 || st.channels != 1 {
+		t.Errorf("stats = %+v, want 6 retained in 1 channel", st)
+	}
+}
+
+// A channel whose history the total limit evicts keeps its last id while a
+// relay has subscribers on it (its presence key), so that ids never go
+// back under those subscribers; without one it starts again at 1.
+func TestRedisPresenceKeepsIDs(t *testing.T) {
+	one := testDelivery(0, 1000).size
+	s := openTestRedis(t, redistest.Start(t).URL(), limits{chanCount: 100, chanBytes: 1 << 20, totalBytes: 2 * one})
+	s.startFeed(func(string, *delivery) {})
+	mustAppend(t, s, "held", testDelivery(1, 1000), 0)
+	mustAppend(t, s, "free", testDelivery(2, 1000), 0)
+	s.watch("held", true)
+	_, _, _, _, h := s.keys("held")
+	waitUntil(t, "the presence key", func() bool { return s.rdb.Exists(s.ctx, h).Val() == 1 })
+	mustAppend(t, s, "other", testDelivery(3, 1000), 0)
+	mustAppend(t, s, "other", testDelivery(4, 1000), 0) // evicts held, then free
+	if s.has("held") || s.has("free") {
+		t.Fatalf("held %v, free %v: want both evicted", s.has("held"), s.has("free"))
+	}
+	if id := mustAppend(t, s, "held", testDelivery(5, 10), 0); id != 2 {
+		t.Errorf("next id of the held channel = %d, want 2", id)
+	}
+	if id := mustAppend(t, s, "free", testDelivery(6, 10), 0); id != 1 {
+		t.Errorf("next id of the free channel = %d, want 1", id)
+	}
+}
+
+// The feed reports each append of a watched channel, whichever store made
+// it: small ones with the delivery, large ones by id (nil, to read), and
+// after each subscription a nil (to catch up).
+func TestRedisFeed(t *testing.T) {
+	url := redistest.Start(t).URL()
+	a, b := openTestRedis(t, url, roomy), openTestRedis(t, url, roomy)
+	type report struct {
+		channel string
+		id      int64 // 0 for nil
+	}
+	got := make(chan report, 100)
+	b.startFeed(func(c string, d *delivery) {
+		r := report{channel: c}
+		if d != nil {
+			r.id = d.id
+		}
+		got <- r
+	})
+	b.watch("w", true)
+	next := func() report {
+		t.Helper()
+		select {
+		case r := <-got:
+			return r
+		case <-time.After(20 * time.Second):
+			t.Fatal("nothing reported")
+			return report{}
+		}
+	}
+	if r := next(); r != (report{"w", 0}) {
+		t.Errorf("after watch: %+v, want a catch-up of w", r)
+	}
+	mustAppend(t, a, "unwatched", testDelivery(1, 10), 0)
+	mustAppend(t, a, "w", testDelivery(2, 10), 0)
+	if r := next(); r != (report{"w", 1}) {
+		t.Errorf("after a small append: %+v, want w 1", r)
+	}
+	mustAppend(t, a, "w", testDelivery(3, inlineRecordBytes+1), 0)
+	if r := next(); r != (report{"w", 0}) {
+		t.Errorf("after a large append: %+v, want a catch-up of w", r)
+	}
+	b.watch("w", false)
+	b.watch("w2", true)
+	if r := next(); r != (report{"w2", 0}) {
+		t.Errorf("after watch w2: %+v, want a catch-up of w2", r)
+	}
+	mustAppend(t, a, "w", testDelivery(4, 10), 0)
+	mustAppend(t, a, "w2", testDelivery(5, 10), 0)
+	if r := next(); r != (report{"w2", 1}) {
+		t.Errorf("after unwatch w: %+v, want only w2 1", r)
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not the case after 20s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
