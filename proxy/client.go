@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/jsonscan"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
 )
@@ -766,29 +766,52 @@ func payloadJSON(d *Delivery) []byte {
 
 func isJSONObject(p []byte) bool {
 	t := bytes.TrimLeft(p, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && json.Valid(p)
+	return len(t) > 0 && t[0] == '{' && jsonscan.Valid(p)
 }
 
 // summarize reads the trace fields from a payload.
 func summarize(payload []byte) (action, repo, sender string) {
-	if payload == nil {
+	// jsonscan splits the payload without decoding it: a 25 MiB push costs
+	// one fast scan, not a full json.Unmarshal. As in JSON.parse, the last
+	// of duplicate keys wins; keys are matched as written (GitHub never
+	// escapes these).
+	members, ok := jsonscan.Object(payload)
+	if !ok {
 		return "", "", ""
 	}
-	var s struct {
-		Action     json.RawMessage `json:"action"`
-		Repository struct {
-			FullName string `json:"full_name"`
-		} `json:"repository"`
-		Sender struct {
-			Login string `json:"login"`
-		} `json:"sender"`
+	for _, m := range members {
+		switch string(m.Key) {
+		case `"action"`:
+			action = stringValue(m.Value)
+		case `"repository"`:
+			repo = memberString(m.Value, `"full_name"`)
+		case `"sender"`:
+			sender = memberString(m.Value, `"login"`)
+		}
 	}
-	if json.Unmarshal(payload, &s) != nil {
-		// A field of an unexpected type: take what decodes.
-		return webhooks.Event{Payload: payload}.Action(), "", ""
+	return action, repo, sender
+}
+
+// memberString returns the string value of key in the JSON object obj, ""
+// when obj is not an object or the value is not a string.
+func memberString(obj []byte, key string) string {
+	members, _ := jsonscan.Object(obj)
+	v := ""
+	for _, m := range members {
+		if string(m.Key) == key {
+			v = stringValue(m.Value)
+		}
 	}
-	_ = json.Unmarshal(s.Action, &action)
-	return action, s.Repository.FullName, s.Sender.Login
+	return v
+}
+
+// stringValue decodes a JSON string literal, "" for any other value.
+func stringValue(v []byte) string {
+	s, err := jsonString(v)
+	if err != nil {
+		return ""
+	}
+	return string(s)
 }
 
 // Describe returns what a trace line shows of d's payload: the top-level
