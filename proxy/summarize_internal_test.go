@@ -4,7 +4,7 @@ import "testing"
 
 func TestSummarize(t *testing.T) {
 	tests := []struct {
-		name, payload                string
+		name, payload              string
 		action, repository, sender string
 	}{
 		{"all three", `{"action":"opened","repository":{"id":1,"full_name":"octo-org/hello-world"},"sender":{"login":"octocat"}}`, "opened", "octo-org/hello-world", "octocat"},

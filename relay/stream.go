@@ -207,9 +207,14 @@ func (sw *streamWriter) delivery(d *delivery) error {
 	if err := sw.arm(len(frame)); err != nil {
 		return err
 	}
-	var idLine [64]byte
-	b := idLine[:0]
-	if len(frame) >= sizeHintMin {
+	// The line escapes (Write takes an interface): size it to the need,
+	// as most events have no size hint.
+	hint, size := len(frame) >= sizeHintMin, 32
+	if hint {
+		size = 64
+	}
+	b := make([]byte, 0, size)
+	if hint {
 		b = append(b, ": "+SizeHint+" "...)
 		b = strconv.AppendInt(b, int64(len(frame)), 10)
 		b = append(b, '\n')
