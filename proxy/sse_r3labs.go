@@ -73,26 +73,12 @@ type SSETransport struct {
 // for the errors. fn must not retain ev.Data beyond what it owns (it owns
 // it) and must not panic.
 func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn func(SSEEvent)) error {
-	if err := ctx.Err(); err != nil {
+	a, err := beginAttempt(ctx, req, t.MaxEventSize, t.IdleTimeout)
+	if err != nil {
 		return err
 	}
-	shown := RedactURL(req.URL)
-	if u, err := url.Parse(req.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, shown)
-	}
-	maxSize := t.MaxEventSize
-	if maxSize <= 0 {
-		maxSize = DefaultMaxEventSize
-	}
-	idle := t.IdleTimeout
-	if idle == 0 {
-		idle = DefaultIdleTimeout
-	}
-
-	attemptCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	w := newStreamWatch(idle, cancel)
-	defer w.stop()
+	defer a.end()
+	shown, maxSize, idle, attemptCtx, w := a.shown, a.maxSize, a.idle, a.ctx, a.watch
 
 	// The limiter cuts events over maxSize (see OversizeEvent); r3labs'
 	// buffer has room for the cut fragment and the marker.
@@ -124,7 +110,7 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 		return nil
 	}
 
-	err := c.SubscribeRawWithContext(attemptCtx, func(m *sse.Event) {
+	err = c.SubscribeRawWithContext(attemptCtx, func(m *sse.Event) {
 		if ctx.Err() != nil {
 			return // the caller has gone; r3labs may still hand over one event
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -46,26 +45,12 @@ type StdlibTransport struct {
 // req.URL and passes each event to fn until the stream ends. See Transport
 // for the errors. fn owns ev.Data and must not panic.
 func (t *StdlibTransport) Subscribe(ctx context.Context, req SubscribeRequest, fn func(SSEEvent)) error {
-	if err := ctx.Err(); err != nil {
+	a, err := beginAttempt(ctx, req, t.MaxEventSize, t.IdleTimeout)
+	if err != nil {
 		return err
 	}
-	shown := RedactURL(req.URL)
-	if u, err := url.Parse(req.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, shown)
-	}
-	maxSize := t.MaxEventSize
-	if maxSize <= 0 {
-		maxSize = DefaultMaxEventSize
-	}
-	idle := t.IdleTimeout
-	if idle == 0 {
-		idle = DefaultIdleTimeout
-	}
-
-	attemptCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	w := newStreamWatch(idle, cancel)
-	defer w.stop()
+	defer a.end()
+	shown, maxSize, idle, attemptCtx, w := a.shown, a.maxSize, a.idle, a.ctx, a.watch
 
 	hreq, err := http.NewRequestWithContext(attemptCtx, http.MethodGet, req.URL, nil)
 	if err != nil {

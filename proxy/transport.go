@@ -210,3 +210,40 @@ func RedactURL(s string) string {
 	}
 	return u.String()
 }
+
+// attempt is what both SSE transports set up for one connection attempt.
+type attempt struct {
+	ctx     context.Context // the attempt's context; the idle watch cancels it with ErrIdle
+	cancel  context.CancelCauseFunc
+	watch   *streamWatch
+	shown   string        // the stream URL with credentials redacted, for messages
+	maxSize int           // the effective MaxEventSize
+	idle    time.Duration // the effective IdleTimeout
+}
+
+// beginAttempt checks ctx and req.URL and sets up one attempt with the
+// effective limits (zero means DefaultMaxEventSize and DefaultIdleTimeout).
+// The caller must call end when the attempt is over.
+func beginAttempt(ctx context.Context, req SubscribeRequest, maxEventSize int, idleTimeout time.Duration) (*attempt, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	shown := RedactURL(req.URL)
+	if u, err := url.Parse(req.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, shown)
+	}
+	if maxEventSize <= 0 {
+		maxEventSize = DefaultMaxEventSize
+	}
+	if idleTimeout == 0 {
+		idleTimeout = DefaultIdleTimeout
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	return &attempt{ctx: actx, cancel: cancel, watch: newStreamWatch(idleTimeout, cancel), shown: shown, maxSize: maxEventSize, idle: idleTimeout}, nil
+}
+
+// end stops the idle watch and releases the attempt's context.
+func (a *attempt) end() {
+	a.watch.stop()
+	a.cancel(nil)
+}
