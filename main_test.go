@@ -29,6 +29,72 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// forwardProc is a running `hookline forward` with its embedded relay,
+// whose stderr is read line by line.
+type forwardProc struct {
+	cmd     *exec.Cmd
+	channel string      // the channel URL it printed
+	lines   chan string // the rest of its stderr; closed when it ends
+	log     []string    // the stderr lines read so far
+}
+
+// startForward starts cmd, a `hookline forward` without --url, and waits up
+// to timeout until it has printed its channel and connected to it. The
+// process is killed when the test ends.
+func startForward(t *testing.T, cmd *exec.Cmd, timeout time.Duration) *forwardProc {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	p := &forwardProc{cmd: cmd, lines: make(chan string, 100)}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	deadline := time.After(timeout)
+	for p.channel == "" || !strings.Contains(p.stderr(), "connected to") {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("%s exited early; stderr:\n%s", strings.Join(cmd.Args, " "), p.stderr())
+			}
+			p.log = append(p.log, l)
+			if _, rest, ok := strings.Cut(l, "POST deliveries to "); ok {
+				p.channel = rest
+			}
+		case <-deadline:
+			t.Fatalf("%s did not start; stderr:\n%s", strings.Join(cmd.Args, " "), p.stderr())
+		}
+	}
+	return p
+}
+
+// stderr returns the stderr lines read so far.
+func (p *forwardProc) stderr() string { return strings.Join(p.log, "\n") }
+
+// interrupt stops the process as Ctrl-C does (a kill on Windows, which has
+// no SIGINT), reads the rest of its stderr and returns Wait's error.
+func (p *forwardProc) interrupt(t *testing.T) error {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		p.cmd.Process.Kill()
+	} else if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for l := range p.lines {
+		p.log = append(p.log, l)
+	}
+	return p.cmd.Wait()
+}
+
 // The real binary, stopped with SIGINT while a delivery is in flight at a
 // slow target: it finishes that delivery, prints the summary and exits 0.
 func TestForwardDrainsOnSIGINT(t *testing.T) {
@@ -47,41 +113,8 @@ func TestForwardDrainsOnSIGINT(t *testing.T) {
 	cmd := exec.Command(bin, "forward", "--listen", "127.0.0.1:0", "--target", target.URL, "--no-color")
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var channel string
-	var log []string
-	timeout := time.After(30 * time.Second)
-	for channel == "" || !strings.Contains(strings.Join(log, "\n"), "connected to") {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("forward exited early; stderr:\n%s", strings.Join(log, "\n"))
-			}
-			log = append(log, l)
-			if _, rest, ok := strings.Cut(l, "POST deliveries to "); ok {
-				channel = rest
-			}
-		case <-timeout:
-			t.Fatalf("forward did not start; stderr:\n%s", strings.Join(log, "\n"))
-		}
-	}
-	req, _ := http.NewRequest(http.MethodPost, channel, strings.NewReader(`{"zen":"Design for failure."}`))
+	fw := startForward(t, cmd, 30*time.Second)
+	req, _ := http.NewRequest(http.MethodPost, fw.channel, strings.NewReader(`{"zen":"Design for failure."}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", "ping")
 	req.Header.Set("X-GitHub-Delivery", "sigint-1")
@@ -92,22 +125,16 @@ func TestForwardDrainsOnSIGINT(t *testing.T) {
 	resp.Body.Close()
 	select {
 	case <-arrived:
-	case <-timeout:
+	case <-time.After(30 * time.Second):
 		t.Fatal("the delivery never reached the target")
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for l := range lines {
-		log = append(log, l)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("exit: %v, want 0; stderr:\n%s", err, strings.Join(log, "\n"))
+	if err := fw.interrupt(t); err != nil {
+		t.Errorf("exit: %v, want 0; stderr:\n%s", err, fw.stderr())
 	}
 	if !strings.Contains(stdout.String(), "ping") || !strings.Contains(stdout.String(), "→ 200") {
 		t.Errorf("trace = %q, want the ping forwarded with 200", stdout.String())
 	}
-	if !strings.Contains(strings.Join(log, "\n"), "summary: 1 received, 1 forwarded") {
-		t.Errorf("stderr lacks the summary:\n%s", strings.Join(log, "\n"))
+	if !strings.Contains(fw.stderr(), "summary: 1 received, 1 forwarded") {
+		t.Errorf("stderr lacks the summary:\n%s", fw.stderr())
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -491,43 +489,13 @@ func TestReadmeQuickStart(t *testing.T) {
 
 	bin := buildBinary(t)
 	args := append(substitute(forward.words, ""), "--listen", "127.0.0.1:0")
-	fw := exec.Command(bin, args...)
-	fw.Env = cleanEnv()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = cleanEnv()
 	var stdout syncBuffer
-	fw.Stdout = &stdout
-	stderr, err := fw.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fw.Process.Kill() })
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var log []string
-	channel := ""
+	cmd.Stdout = &stdout
+	fw := startForward(t, cmd, 60*time.Second)
+	channel := fw.channel
 	deadline := time.After(60 * time.Second)
-	for channel == "" || !strings.Contains(strings.Join(log, "\n"), "connected to") {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("hookline %s exited early; stderr:\n%s", strings.Join(args, " "), strings.Join(log, "\n"))
-			}
-			log = append(log, l)
-			if _, rest, ok := strings.Cut(l, "POST deliveries to "); ok {
-				channel = rest
-			}
-		case <-deadline:
-			t.Fatalf("hookline %s did not start; stderr:\n%s", strings.Join(args, " "), strings.Join(log, "\n"))
-		}
-	}
 
 	var sent []string
 	for _, c := range cmds[1:] {
@@ -558,20 +526,12 @@ func TestReadmeQuickStart(t *testing.T) {
 				t.Errorf("the server received %s, want %s", got, name)
 			}
 		case <-deadline:
-			t.Fatalf("%s never reached the server; forward's stderr:\n%s\nstdout:\n%s", name, strings.Join(log, "\n"), stdout.String())
+			t.Fatalf("%s never reached the server; forward's stderr:\n%s\nstdout:\n%s", name, fw.stderr(), stdout.String())
 		}
 	}
 
-	if runtime.GOOS == "windows" {
-		fw.Process.Kill()
-	} else if err := fw.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for l := range lines {
-		log = append(log, l)
-	}
-	if err := fw.Wait(); err != nil && runtime.GOOS != "windows" {
-		t.Errorf("forward exited with %v after Ctrl-C, want 0; stderr:\n%s", err, strings.Join(log, "\n"))
+	if err := fw.interrupt(t); err != nil && runtime.GOOS != "windows" {
+		t.Errorf("forward exited with %v after Ctrl-C, want 0; stderr:\n%s", err, fw.stderr())
 	}
 	trace := stdout.String()
 	if strings.Count(trace, "✓ verified") != len(sent) || strings.Count(trace, "→ 200") != len(sent) {
