@@ -7,9 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
-	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,61 +109,10 @@ func BenchmarkReplicasIngest(b *testing.B) {
 // subscribers are on replica A, half on B, and POSTs alternate A and B.
 func BenchmarkReplicasFanOutLatency(b *testing.B) {
 	const n = 100
-	body := `{"action":"completed","pad":"` + strings.Repeat("y", 1024) + `"}`
 	for _, setup := range replicaSetups {
 		b.Run(setup, func(b *testing.B) {
 			bases := relays(b, setup, relay.Options{MaxSubscribers: n})
-			var sent atomic.Int64 // UnixNano of the current POST's start
-			arrivals := make(chan time.Duration, n)
-			var wg sync.WaitGroup
-			for i := 0; i < n; i++ {
-				u, _ := url.Parse(bases[i%len(bases)])
-				c, err := dialStream(u.Host, "/fanout")
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer c.Close()
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					br := bufio.NewReader(c)
-					for {
-						line, err := br.ReadSlice('\n')
-						if err != nil {
-							return
-						}
-						if bytes.HasPrefix(line, []byte("id: ")) {
-							arrivals <- time.Duration(time.Now().UnixNano() - sent.Load())
-						}
-					}
-				}()
-			}
-			time.Sleep(50 * time.Millisecond) // the replicas' pub/sub subscriptions
-			latencies := make([]time.Duration, 0, b.N*n)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				sent.Store(time.Now().UnixNano())
-				resp, err := http.Post(bases[i%len(bases)]+"/fanout", "application/json", strings.NewReader(body))
-				if err != nil {
-					b.Fatal(err)
-				}
-				resp.Body.Close()
-				for j := 0; j < n; j++ {
-					select {
-					case d := <-arrivals:
-						latencies = append(latencies, d)
-					case <-time.After(wait):
-						b.Fatalf("delivery %d reached %d of %d subscribers", i, j, n)
-					}
-				}
-			}
-			b.StopTimer()
-			slices.Sort(latencies)
-			pct := func(p float64) float64 {
-				return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds()) / 1000
-			}
-			b.ReportMetric(pct(0.50), "p50-ms")
-			b.ReportMetric(pct(0.99), "p99-ms")
+			fanOutLatency(b, bases, n, 50*time.Millisecond) // the replicas' pub/sub subscriptions
 		})
 	}
 }
