@@ -88,11 +88,6 @@
 // and it refuses (431) a delivery whose headers exceed 16 KiB, Node's limit,
 // which smee.io and most targets enforce.
 //
-// Before an event of 64 KiB or more the relay writes a comment line,
-// ": hookline-size N" (SizeHint), N being an upper bound of the event's
-// data; SSE clients ignore comments, and proxy.StdlibTransport uses it to
-// read the event into one buffer.
-//
 // # Extended messages
 //
 // A stream opened with ?hookline=1 (StreamQuery; what the page uses, since a

@@ -160,17 +160,6 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 
 var errClosing = errors.New("relay: closing")
 
-// SizeHint names the comment that precedes every event of sizeHintMin
-// bytes or more: ": hookline-size N" says that the event's data lines take
-// N bytes (an upper bound of its data). SSE clients ignore comments;
-// proxy.StdlibTransport sizes its buffer with it, so a 58 MiB event is read
-// into one allocation instead of a growing one.
-const SizeHint = "hookline-size"
-
-// sizeHintMin is the smallest event that gets a SizeHint: below it the
-// hint saves less than it costs.
-const sizeHintMin = 64 << 10
-
 // streamWriter writes events to one subscriber with a deadline per event.
 type streamWriter struct {
 	w       http.ResponseWriter
@@ -207,18 +196,7 @@ func (sw *streamWriter) delivery(d *delivery) error {
 	if err := sw.arm(len(frame)); err != nil {
 		return err
 	}
-	// The line escapes (Write takes an interface): size it to the need,
-	// as most events have no size hint.
-	hint, size := len(frame) >= sizeHintMin, 32
-	if hint {
-		size = 64
-	}
-	b := make([]byte, 0, size)
-	if hint {
-		b = append(b, ": "+SizeHint+" "...)
-		b = strconv.AppendInt(b, int64(len(frame)), 10)
-		b = append(b, '\n')
-	}
+	b := make([]byte, 0, 32)
 	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, d.id, 10)
 	b = append(b, '\n')

@@ -10,21 +10,20 @@ import (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
-		// The harness started this test binary as a forwarder (see
-		// forwardWith), as it starts the bench command itself.
+		// The harness started this test binary as hookline (--profile),
+		// as it starts the bench command itself.
 		os.Exit(runAsHookline())
 	}
 	os.Exit(m.Run())
 }
 
 // TestQuick runs the benchmark command's quick mode: the real hookline
-// binary, the real smee-client and the direct baseline, plus the forwarder
-// on StdlibTransport, each on a fresh `hookline serve`. It checks
+// binary, the real smee-client and the direct baseline, , each on a fresh `hookline serve`. It checks
 // correctness only: every delivery arrives once, byte-exact, and the report
 // is well formed. Timings are never asserted (SPEC section 10). It needs
 // node and `npm ci --prefix interop`, and fails, never skips, without them.
 func TestQuick(t *testing.T) {
-	o, err := parseOptions([]string{"--quick", "--tools", "direct,hookline,smee,hookline-stdlib"}, os.Stderr)
+	o, err := parseOptions([]string{"--quick", "--tools", "direct,hookline,smee"}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +61,7 @@ func TestQuick(t *testing.T) {
 	for _, want := range []string{
 		rep.Machine.CPU, "smee-client " + rep.Machine.Smee,
 		"**quick-4KiB**", "**quick-1MiB**",
-		"| direct POST (baseline) |", "| hookline forward |", "| smee-client |", "| hookline (StdlibTransport) |",
+		"| direct POST (baseline) |", "| hookline forward |", "| smee-client |",
 		"| hookline / smee-client |", "| hookline − direct |",
 	} {
 		if !strings.Contains(text, want) {

@@ -201,12 +201,6 @@ func (h *harness) trial(ctx context.Context, s scenario, p *payload, tool string
 			}
 		case toolSmee:
 			fargv = []string{h.node, h.smee, "--url", relay.channel, "--target", targetURL}
-		case toolStdlib, toolR3labs:
-			fargv = []string{h.self, "forward", "--url", relay.channel, "--target", targetURL, "--concurrency", fmt.Sprint(h.o.concurrency)}
-			fenv = []string{"HOOKLINE_SECRET=" + h.o.secret, childEnv + "=1", transportEnv + "=" + strings.TrimPrefix(tool, "hookline-")}
-			if h.o.profile != "" {
-				fenv = append(fenv, cpuProfileEnv+"="+prefix+tool+".cpu.pprof", memProfileEnv+"="+prefix+tool+".mem.pprof")
-			}
 		}
 		fwd, err = startProc(tool, h.work, fargv, fenv, nil)
 		if err != nil {

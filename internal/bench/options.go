@@ -16,11 +16,6 @@ const (
 	toolDirect   = "direct"   // the publisher POSTs straight to the target
 	toolHookline = "hookline" // hookline serve + hookline forward
 	toolSmee     = "smee"     // hookline serve + smee-client
-	// hookline serve + this program acting as hookline forward on
-	// proxy.Client with proxy.StdlibTransport or proxy.SSETransport: the
-	// CLI cannot choose a transport (see forwardWith).
-	toolStdlib = "hookline-stdlib"
-	toolR3labs = "hookline-r3labs"
 	// hookline serve + hookline forward from the --compare binary (an
 	// earlier build, say), alternating with the others.
 	toolCompare = "compare"
@@ -105,7 +100,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		rate     = fs.Float64("rate", 0, "deliveries per second (a custom scenario); 0 publishes as fast as possible")
 		window   = fs.Int("window", 0, "deliveries in flight at most when publishing as fast as possible (default 512, or 1 for bodies of 1 MiB and more)")
 		pubs     = fs.Int("publishers", 0, "concurrent publishing POSTs (default 4, or 1 for bodies of 1 MiB and more)")
-		tools    = fs.String("tools", strings.Join(allTools, ","), "tools to measure, comma-separated: direct (baseline), hookline, smee; and hookline-stdlib, hookline-r3labs (this program as the forwarder, on proxy.Client with either transport)")
+		tools    = fs.String("tools", strings.Join(allTools, ","), "tools to measure, comma-separated: direct (baseline), hookline, smee, compare (the --compare binary)")
 		scenName = fs.String("scenarios", "", "run only these default scenarios, comma-separated (4KiB, 4KiB@500/s, 1MiB, 25MiB)")
 	)
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds: every tool runs once per round, in a rotating order")
@@ -188,13 +183,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	for _, t := range strings.Split(*tools, ",") {
 		t = strings.TrimSpace(t)
 		switch t {
-		case toolDirect, toolHookline, toolSmee, toolStdlib, toolR3labs, toolCompare:
+		case toolDirect, toolHookline, toolSmee, toolCompare:
 			o.tools = append(o.tools, t)
 		case "smee-client":
 			o.tools = append(o.tools, toolSmee)
 		case "":
 		default:
-			return o, fmt.Errorf("--tools: unknown tool %q (want direct, hookline, smee, hookline-stdlib, hookline-r3labs)", t)
+			return o, fmt.Errorf("--tools: unknown tool %q (want direct, hookline, smee, compare)", t)
 		}
 	}
 	if o.compare != "" && !slices.Contains(o.tools, toolCompare) {

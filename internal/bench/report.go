@@ -167,8 +167,6 @@ var toolNames = map[string]string{
 	toolDirect:   "direct POST (baseline)",
 	toolHookline: "hookline forward",
 	toolSmee:     "smee-client",
-	toolStdlib:   "hookline (StdlibTransport)",
-	toolR3labs:   "hookline (SSETransport, same harness)",
 	toolCompare:  "hookline forward (--compare binary)",
 }
 

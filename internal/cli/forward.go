@@ -48,7 +48,6 @@ type forwardOptions struct {
 	failedAuto   bool   // failedDir is the default one (not --save or --failed-dir)
 	dedupWindow  time.Duration
 	insecure     bool
-	sseReader    string
 	jsonOut      bool
 	verbose      bool
 	lastEventID  string
@@ -109,7 +108,6 @@ Windows).`,
 			&ucli.StringFlag{Name: "state-file", Usage: "store the position in the channel in `FILE` after every delivery, and resume from it (default with --save and --url: one file per channel in hookline's state directory)"},
 			&ucli.DurationFlag{Name: "dedup-window", Value: proxy.DefaultDedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through"},
 			insecureFlag(),
-			&ucli.StringFlag{Name: "sse-reader", Value: "r3labs", Usage: "Server-Sent Events reader: r3labs (github.com/r3labs/sse, the default) or stdlib (hookline's own, faster and leaner on large deliveries)"},
 			&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},
 			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "address of the embedded relay started when neither --url nor --new is given (`ADDR`; a busy port falls back to a free one)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
@@ -150,7 +148,6 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), lastEventID: c.String("last-event-id"),
 		listen: c.String("listen"), stateFile: c.String("state-file"), failedDir: c.String("failed-dir"),
 		dedupWindow: c.Duration("dedup-window"), insecure: c.Bool("insecure"),
-		sseReader: c.String("sse-reader"),
 	}
 	var err error
 	if o.secret, err = readSecret(c); err != nil {
@@ -161,9 +158,6 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	}
 	if o.url != "" && o.newChannel {
 		return o, usageErrorf("--url and --new cannot be used together: --new creates a channel, --url uses an existing one")
-	}
-	if o.sseReader != "r3labs" && o.sseReader != "stdlib" {
-		return o, usageErrorf("--sse-reader %q: want r3labs or stdlib", o.sseReader)
 	}
 	switch o.format {
 	case "", proxy.FormatSmee, proxy.FormatGosmee, proxy.FormatHookline:
@@ -331,7 +325,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	}
 	client, err := proxy.New(proxy.Options{
 		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
-		Transport: sseTransport(o.sseReader, &http.Client{Transport: transport}),
+		Transport: &proxy.SSETransport{Client: &http.Client{Transport: transport}},
 		Secret:    o.secret, Handlers: handlers,
 		Target: o.target, NoQuery: o.noQuery, ResignSecret: resignSecret,
 		HTTPClient: &rest.Client{
@@ -457,14 +451,4 @@ func createChannel(ctx context.Context, server string, transport http.RoundTripp
 		return "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", proxy.RedactURL(server), proxy.RedactURL(server), status)
 	}
 	return u, nil
-}
-
-// sseTransport returns the SSE reader --sse-reader names (parseForward
-// checked it): r3labs/sse, the default the specification asks for, or
-// hookline's own reader (proxy.StdlibTransport; see docs/PERFORMANCE.md).
-func sseTransport(name string, hc *http.Client) proxy.Transport {
-	if name == "stdlib" {
-		return &proxy.StdlibTransport{Client: hc}
-	}
-	return &proxy.SSETransport{Client: hc}
 }

@@ -191,7 +191,6 @@ func TestForwardUsageErrors(t *testing.T) {
 		{"bad concurrency", []string{"--url", "http://127.0.0.1:1/c", "--concurrency", "0"}, "--concurrency 0: must be at least 1"},
 		{"resign without secret", []string{"--url", "http://127.0.0.1:1/c", "--resign"}, "--resign needs a secret"},
 		{"unknown format", []string{"--url", "http://127.0.0.1:1/c", "--format", "ngrok"}, `--format "ngrok": want smee, gosmee or hookline`},
-		{"unknown sse reader", []string{"--url", "http://127.0.0.1:1/c", "--sse-reader", "eventsource"}, `--sse-reader "eventsource": want r3labs or stdlib`},
 		{"relay url without scheme", []string{"--url", "smee.io/abc"}, "--url:"},
 		{"stray argument", []string{"https://smee.io/abc"}, `forward takes no arguments (got "https://smee.io/abc"); did you mean --url https://smee.io/abc?`},
 	}
@@ -271,12 +270,6 @@ func TestCreateChannel(t *testing.T) {
 // With neither --url nor --new, forward starts a relay on loopback and
 // prints its channel; a delivery POSTed there is forwarded byte-exact.
 func TestForwardEmbeddedRelay(t *testing.T) {
-	for _, reader := range []string{"r3labs", "stdlib"} {
-		t.Run(reader, func(t *testing.T) { testForwardEmbeddedRelay(t, reader) })
-	}
-}
-
-func testForwardEmbeddedRelay(t *testing.T, reader string) {
 	got := make(chan []byte, 1)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -288,7 +281,7 @@ func testForwardEmbeddedRelay(t *testing.T, reader string) {
 	var stdout, stderr syncBuffer
 	code := make(chan int, 1)
 	go func() {
-		code <- Run(ctx, []string{"hookline", "forward", "--listen", "127.0.0.1:0", "--target", target.URL, "--json", "--sse-reader", reader},
+		code <- Run(ctx, []string{"hookline", "forward", "--listen", "127.0.0.1:0", "--target", target.URL, "--json"},
 			strings.NewReader(""), &stdout, &stderr)
 	}()
 	var channel string
