@@ -52,9 +52,10 @@ $(STATICCHECK):
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
 	mv $(BIN)/staticcheck $@
 
-# The rest package keeps compiling for code written for Go 1.14-1.17.
+# The rest package, and the internal packages it imports, keep compiling
+# for code written for Go 1.14-1.17.
 lang-check:
-	$(GO) build -gcflags=$(MODULE)/rest=-lang=go1.14 ./rest
+	$(GO) build -gcflags=$(MODULE)/rest=-lang=go1.14 -gcflags=$(MODULE)/internal/header=-lang=go1.14 -gcflags=$(MODULE)/internal/backoff=-lang=go1.14 ./rest
 
 # The first install builds GoReleaser from source (minutes on a cold Go build
 # cache, seconds after).

@@ -19,6 +19,8 @@ import (
 
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/internal/jsonscan"
+	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
 )
@@ -339,7 +341,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c.source = opts.Source
 	if c.source == "" {
-		c.source = RedactURL(opts.URL)
+		c.source = redact.URL(opts.URL)
 	}
 	var target *url.URL
 	if opts.Target != "" {
@@ -398,9 +400,9 @@ func ParseTarget(s string) (*url.URL, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrInvalidTarget, err)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%w: %q: the scheme must be http or https", ErrInvalidTarget, RedactURL(s))
+		return nil, fmt.Errorf("%w: %q: the scheme must be http or https", ErrInvalidTarget, redact.URL(s))
 	case u.Host == "":
-		return nil, fmt.Errorf("%w: %q has no host", ErrInvalidTarget, RedactURL(s))
+		return nil, fmt.Errorf("%w: %q has no host", ErrInvalidTarget, redact.URL(s))
 	}
 	return u, nil
 }
@@ -807,7 +809,7 @@ func memberString(obj []byte, key string) string {
 
 // stringValue decodes a JSON string literal, "" for any other value.
 func stringValue(v []byte) string {
-	s, err := jsonString(v)
+	s, err := wire.String(v)
 	if err != nil {
 		return ""
 	}

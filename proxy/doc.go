@@ -131,7 +131,7 @@
 // job.
 //
 // Hostile input. An event larger than the transport's MaxEventSize is
-// dropped without ending the connection and reported as OversizeEvent (an
+// dropped without ending the connection and reported as oversizeEvent (an
 // error wrapping ErrMalformedMessage and bufio.ErrTooLong), and its id
 // counts as handled: a relay that keeps it in its history cannot make the
 // client fetch it forever. Event ids that could not be sent back as
@@ -288,7 +288,7 @@
 //     the arithmetic). An event over the limit would still end the
 //     connection with bufio.ErrTooLong, and a relay that replays it would
 //     loop the client forever: a reader under r3labs cuts such an event
-//     short and names it OversizeEvent, so it is skipped with its id and the
+//     short and names it oversizeEvent, so it is skipped with its id and the
 //     stream goes on (ClientMaxBufferSize is the limit plus room for the
 //     cut).
 //   - Retries inside r3labs ignore a deadline or a cancel during the wait and

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
 )
@@ -189,13 +190,13 @@ func (f *Forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 	if client == nil {
 		client = defaultForwardClient
 	}
-	res := &TargetResult{URL: RedactURL(f.Target.String())}
+	res := &TargetResult{URL: redact.URL(f.Target.String())}
 	req, err := ForwardRequest(ctx, f.Target, d, f.Options)
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	res.URL = RedactURL(req.URL.String())
+	res.URL = redact.URL(req.URL.String())
 	start := now()
 	resp, err := client.MakeRequest(req)
 	if err != nil {
@@ -234,5 +235,5 @@ func redactURLInError(err error, u *url.URL) error {
 	if !strings.Contains(msg, shown) {
 		return err
 	}
-	return &redactedError{msg: strings.ReplaceAll(msg, shown, RedactURL(u.String())), err: err}
+	return &redactedError{msg: strings.ReplaceAll(msg, shown, redact.URL(u.String())), err: err}
 }

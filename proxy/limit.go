@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+
+	"github.com/hookline/hookline/internal/wire"
 )
 
-// OversizeEvent is the name SSETransport gives to an event larger than its
+// oversizeEvent is the name SSETransport gives to an event larger than its
 // MaxEventSize. The event's bytes are dropped, and fn gets an event of this
 // name carrying the dropped event's id (when the id came before the data,
 // as every relay sends it) and data {"limit":N}. Decode reports it as an
@@ -17,7 +19,7 @@ import (
 // goes on with the next event: one oversized event never costs the
 // deliveries after it. Its id counts as handled, so a reconnect resumes
 // after it instead of receiving it again (and again).
-const OversizeEvent = "hookline-oversize-event"
+const oversizeEvent = "hookline-oversize-event"
 
 // limiterSlack is the room r3labs' buffer has beyond the limit: the marker
 // naming a cut-off event, and the start of the next event read with it.
@@ -25,7 +27,7 @@ const limiterSlack = 64 << 10
 
 // eventLimiter passes an event stream through unchanged, except that an
 // event that grows past max bytes is cut: the bytes already passed are
-// followed by a line naming the event OversizeEvent and a blank line (r3labs
+// followed by a line naming the event oversizeEvent and a blank line (r3labs
 // then dispatches the fragment under that name), and the rest of the event
 // is discarded up to its blank line.
 //
@@ -96,7 +98,7 @@ func (l *eventLimiter) scan(b []byte) (kept, stop int) {
 	for i < len(b) {
 		end := len(b)
 		body := end - i // bytes before the line break
-		if j := indexBreak(b[i:]); j >= 0 {
+		if j := wire.IndexLineBreak(b[i:]); j >= 0 {
 			end, body = i+j+1, j
 		}
 		// Only content grows an event: a line break never cuts it (so an
@@ -126,10 +128,10 @@ func (l *eventLimiter) scan(b []byte) (kept, stop int) {
 }
 
 // cut queues the marker that ends the current event under the name
-// OversizeEvent and starts discarding. keptNow says bytes of the current
+// oversizeEvent and starts discarding. keptNow says bytes of the current
 // line were just passed on, so the marker must start a new line.
 func (l *eventLimiter) cut(keptNow bool) {
-	marker := "event: " + OversizeEvent + "\n\n"
+	marker := "event: " + oversizeEvent + "\n\n"
 	lastIsBreak := !keptNow && (l.t2 == '\n' || l.t2 == '\r')
 	if (keptNow || l.size > 0) && !lastIsBreak {
 		marker = "\n" + marker
@@ -160,25 +162,12 @@ func (l *eventLimiter) track(seg []byte) bool {
 	return end
 }
 
-// indexBreak returns the index of the first '\n' or '\r' in b, or -1.
-func indexBreak(b []byte) int {
-	i := bytes.IndexByte(b, '\n')
-	lim := b
-	if i >= 0 {
-		lim = b[:i]
-	}
-	if j := bytes.IndexByte(lim, '\r'); j >= 0 {
-		return j
-	}
-	return i
-}
-
-// oversizeData is the data of an OversizeEvent.
+// oversizeData is the data of an oversizeEvent.
 func oversizeData(limit int) []byte {
 	return []byte(`{"limit":` + strconv.Itoa(limit) + `}`)
 }
 
-// oversizeError is Decode's error for an OversizeEvent.
+// oversizeError is Decode's error for an oversizeEvent.
 func oversizeError(ev SSEEvent) error {
 	var v struct {
 		Limit int `json:"limit"`

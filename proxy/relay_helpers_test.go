@@ -188,6 +188,12 @@ func (c *collect) waitFor(t testing.TB, n int) []proxy.SSEEvent {
 // noSleep is a StreamOptions.Sleep that does not wait.
 func noSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 
+// noBackoff returns o with backoff waits that end at once.
+func noBackoff(o proxy.StreamOptions) proxy.StreamOptions {
+	proxy.SetStreamClock(&o, noSleep, nil)
+	return o
+}
+
 // eventsEqual reports whether two event lists are the same.
 func eventsEqual(a, b []proxy.SSEEvent) bool {
 	if len(a) != len(b) {

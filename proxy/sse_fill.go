@@ -1,8 +1,9 @@
 package proxy
 
 import (
-	"bytes"
 	"io"
+
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // eventFiller is the body r3labs reads: it fills each Read with as many
@@ -47,7 +48,7 @@ func (f *eventFiller) Close() error { return f.rc.Close() }
 func (f *eventFiller) scan(b []byte) bool {
 	found := false
 	for len(b) > 0 {
-		i := nextLineBreak(b)
+		i := wire.IndexLineBreak(b)
 		if i < 0 {
 			f.push(b)
 			return found
@@ -72,20 +73,4 @@ func (f *eventFiller) push(b []byte) {
 	} else if len(b) == 1 {
 		f.t1, f.t2 = f.t2, b[0]
 	}
-}
-
-// nextLineBreak returns the index of the first '\n' or '\r' in b, or -1,
-// looking for '\r' only before the first '\n' (linear in the bytes scanned).
-func nextLineBreak(b []byte) int {
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
-		i = len(b)
-	}
-	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
-		return j
-	}
-	if i == len(b) {
-		return -1
-	}
-	return i
 }

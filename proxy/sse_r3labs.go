@@ -9,13 +9,13 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
 
+	"github.com/hookline/hookline/internal/header"
 	"github.com/r3labs/sse/v2"
 	"gopkg.in/cenkalti/backoff.v1"
 )
@@ -58,7 +58,7 @@ type SSETransport struct {
 	// Transport is wrapped to watch the stream.
 	Client *http.Client
 	// MaxEventSize is the largest event accepted, in bytes as sent. A larger
-	// one is skipped: fn gets an event named OversizeEvent with its id, and
+	// one is skipped: fn gets an event named oversizeEvent with its id, and
 	// the stream goes on. If zero, DefaultMaxEventSize.
 	MaxEventSize int
 	// IdleTimeout ends an attempt with ErrIdle when no byte arrives for that
@@ -80,7 +80,7 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 	defer a.end()
 	shown, maxSize, idle, attemptCtx, w := a.shown, a.maxSize, a.idle, a.ctx, a.watch
 
-	// The limiter cuts events over maxSize (see OversizeEvent); r3labs'
+	// The limiter cuts events over maxSize (see oversizeEvent); r3labs'
 	// buffer has room for the cut fragment and the marker.
 	c := sse.NewClient(req.URL, sse.ClientMaxBufferSize(maxSize+limiterSlack))
 	w.maxEvent = maxSize
@@ -115,10 +115,10 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 			return // the caller has gone; r3labs may still hand over one event
 		}
 		name := string(m.Event)
-		if name == OversizeEvent {
+		if name == oversizeEvent {
 			// Cut by the limiter: pass on its id, never its fragment.
 			w.busy.Store(true)
-			fn(SSEEvent{ID: string(m.ID), Event: OversizeEvent, Data: oversizeData(maxSize)})
+			fn(SSEEvent{ID: string(m.ID), Event: oversizeEvent, Data: oversizeData(maxSize)})
 			w.touch()
 			w.busy.Store(false)
 			return
@@ -182,7 +182,8 @@ func checkResponse(resp *http.Response, shown string) error {
 		}
 		return fmt.Errorf("%w: %s answered %d with Content-Type %q; %s", ErrNotEventStream, shown, resp.StatusCode, ct, hint)
 	}
-	e := &StatusError{StatusCode: resp.StatusCode, URL: shown, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
+	e := &StatusError{StatusCode: resp.StatusCode, URL: shown}
+	e.RetryAfter, _ = header.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if b, _ := io.ReadAll(io.LimitReader(resp.Body, 512)); len(b) > 0 {
 		e.Message = excerpt(b, 120)
 	}
@@ -207,23 +208,6 @@ func excerpt(b []byte, max int) string {
 		s = string(r[:max]) + "…"
 	}
 	return s
-}
-
-// retryAfter parses a Retry-After value (seconds or an HTTP date).
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		if s < 0 {
-			return 0
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // describeStreamError turns what r3labs returned into an error that names

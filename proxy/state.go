@@ -14,6 +14,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/hookline/hookline/internal/redact"
 )
 
 // stateVersion is the version of the state file format.
@@ -178,7 +180,7 @@ type checkpoint struct {
 
 func newCheckpoint(path, streamURL string, now func() time.Time, onWriteErr func(error)) *checkpoint {
 	return &checkpoint{
-		path: path, streamURL: streamURL, shownURL: RedactURL(streamURL), now: now,
+		path: path, streamURL: streamURL, shownURL: redact.URL(streamURL), now: now,
 		onWriteErr: onWriteErr, done: map[uint64]string{},
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/hookline/hookline/internal/backoff"
+	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/internal/redact"
 )
 
 // Defaults for StreamOptions.
@@ -116,12 +119,9 @@ type StreamOptions struct {
 	// from Subscribe's goroutine.
 	OnState func(StateChange)
 
-	// Sleep waits d or until ctx is done, returning ctx.Err() then. If nil,
-	// a timer is used. Tests inject it to avoid waiting.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Jitter returns a random duration in [0, max]. If nil, uniform random.
-	// Tests inject it to make backoff deterministic.
-	Jitter func(max time.Duration) time.Duration
+	// Test seams (export_test.go): how the loop waits and draws jitter.
+	sleep  func(ctx context.Context, d time.Duration) error
+	jitter func(max time.Duration) time.Duration
 }
 
 // Subscribe follows a relay stream until ctx ends: it opens a connection
@@ -184,16 +184,11 @@ func (l *loop) setDefaults() {
 	if o.StableAfter <= 0 {
 		o.StableAfter = DefaultStableAfter
 	}
-	if o.Sleep == nil {
-		o.Sleep = sleepContext
+	if o.sleep == nil {
+		o.sleep = backoff.Sleep
 	}
-	if o.Jitter == nil {
-		o.Jitter = func(max time.Duration) time.Duration {
-			if max <= 0 {
-				return 0
-			}
-			return rand.N(max + 1)
-		}
+	if o.jitter == nil {
+		o.jitter = backoff.Jitter
 	}
 	l.url = o.URL
 	if o.LastEventID != "" && usableEventID(o.LastEventID) {
@@ -203,7 +198,7 @@ func (l *loop) setDefaults() {
 
 func (l *loop) notify(c StateChange) {
 	if l.opts.OnState != nil {
-		c.URL = RedactURL(l.url)
+		c.URL = redact.URL(l.url)
 		l.opts.OnState(c)
 	}
 }
@@ -215,7 +210,7 @@ func (l *loop) stop(err error) error {
 
 func (l *loop) run(ctx context.Context) error {
 	if u, err := url.Parse(l.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return l.stop(fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, RedactURL(l.url)))
+		return l.stop(fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, redact.URL(l.url)))
 	}
 	triedGosmee, droppedID := false, false
 	for {
@@ -295,7 +290,7 @@ func (l *loop) run(ctx context.Context) error {
 		}
 		l.failures++
 		l.notify(StateChange{State: StateDisconnected, Attempt: attempt, Err: err, RetryIn: delay})
-		if err := l.opts.Sleep(ctx, delay); err != nil || ctx.Err() != nil {
+		if err := l.opts.sleep(ctx, delay); err != nil || ctx.Err() != nil {
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
@@ -314,7 +309,7 @@ const maxEventIDLen = 256
 // specification ignores an id holding NUL; net/http refuses to send the
 // others).
 func usableEventID(id string) bool {
-	return len(id) <= maxEventIDLen && validHeaderValue(id)
+	return len(id) <= maxEventIDLen && header.IsValue(id)
 }
 
 // resumeID returns the Last-Event-ID to send on the next attempt.
@@ -333,25 +328,7 @@ func (l *loop) resumeID() string {
 
 // backoff returns the wait after l.failures consecutive failures.
 func (l *loop) backoff() time.Duration {
-	ceiling := l.opts.MinBackoff
-	for i := 0; i < l.failures && ceiling < l.opts.MaxBackoff; i++ {
-		ceiling *= 2
-	}
-	ceiling = min(ceiling, l.opts.MaxBackoff)
-	d := l.opts.Jitter(ceiling)
+	ceiling := backoff.Ceiling(l.opts.MinBackoff, l.opts.MaxBackoff, l.failures)
+	d := l.opts.jitter(ceiling)
 	return max(0, min(d, ceiling))
-}
-
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

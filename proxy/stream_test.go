@@ -74,7 +74,7 @@ func TestSubscribeReconnectsAfterEOF(t *testing.T) {
 		}
 	})
 	got, st := newCollect(), &states{}
-	stop, _ := runSubscribe(t, nil, proxy.StreamOptions{URL: srv.URL + "/chan", Sleep: noSleep, OnState: st.add}, got.add)
+	stop, _ := runSubscribe(t, nil, noBackoff(proxy.StreamOptions{URL: srv.URL + "/chan", OnState: st.add}), got.add)
 	evs := got.waitFor(t, 6)
 	if err := stop(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Subscribe = %v, want context.Canceled", err)
@@ -136,7 +136,8 @@ func TestSubscribeLastEventID(t *testing.T) {
 				writeStream(w, body)
 			})
 			opts := tt.opts
-			opts.URL, opts.Sleep = srv.URL, noSleep
+			opts.URL = srv.URL
+			proxy.SetStreamClock(&opts, noSleep, nil)
 			connected := make(chan struct{}, 2)
 			opts.OnState = func(c proxy.StateChange) {
 				if c.State == proxy.StateConnected {
@@ -172,7 +173,7 @@ func TestSubscribeRetriesTransientStatuses(t *testing.T) {
 				holdOpen(r)
 			})
 			got, st := newCollect(), &states{}
-			stop, _ := runSubscribe(t, nil, proxy.StreamOptions{URL: srv.URL, Sleep: noSleep, OnState: st.add}, got.add)
+			stop, _ := runSubscribe(t, nil, noBackoff(proxy.StreamOptions{URL: srv.URL, OnState: st.add}), got.add)
 			got.waitFor(t, 1)
 			stop()
 			var se *proxy.StatusError
@@ -188,7 +189,7 @@ func TestSubscribeStopsOnPermanentError(t *testing.T) {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", status) })
 			st := &states{}
-			err := proxy.Subscribe(t.Context(), nil, proxy.StreamOptions{URL: srv.URL + "/chan", Sleep: noSleep, OnState: st.add}, func(proxy.SSEEvent) {})
+			err := proxy.Subscribe(t.Context(), nil, noBackoff(proxy.StreamOptions{URL: srv.URL + "/chan", OnState: st.add}), func(proxy.SSEEvent) {})
 			var se *proxy.StatusError
 			if !errors.Is(err, proxy.ErrPermanent) || !errors.As(err, &se) || se.StatusCode != status {
 				t.Fatalf("Subscribe = %v, want ErrPermanent with status %d", err, status)
@@ -218,7 +219,7 @@ func TestSubscribeReconnectsAfterIdle(t *testing.T) {
 	})
 	got, st := newCollect(), &states{}
 	tr := &proxy.SSETransport{IdleTimeout: 100 * time.Millisecond}
-	stop, _ := runSubscribe(t, tr, proxy.StreamOptions{URL: srv.URL, Sleep: noSleep, OnState: st.add}, got.add)
+	stop, _ := runSubscribe(t, tr, noBackoff(proxy.StreamOptions{URL: srv.URL, OnState: st.add}), got.add)
 	got.waitFor(t, 2)
 	stop()
 	if c := st.all()[2]; c.State != proxy.StateDisconnected || !errors.Is(c.Err, proxy.ErrIdle) {
@@ -238,7 +239,7 @@ func TestSubscribeFallsBackToGosmeeEvents(t *testing.T) {
 		holdOpen(r)
 	})
 	got, st := newCollect(), &states{}
-	stop, _ := runSubscribe(t, nil, proxy.StreamOptions{URL: srv.URL + "/abcdefghijkl", Sleep: noSleep, OnState: st.add}, got.add)
+	stop, _ := runSubscribe(t, nil, noBackoff(proxy.StreamOptions{URL: srv.URL + "/abcdefghijkl", OnState: st.add}), got.add)
 	if evs, want := got.waitFor(t, 4), fixtureEvents(t, "gosmee.txt"); !eventsEqual(evs, want) {
 		t.Errorf("events = %q, want %q", evs, want)
 	}
@@ -256,7 +257,7 @@ func TestSubscribeStopsWhenNothingIsAnEventStream(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, "{}")
 	})
-	err := proxy.Subscribe(t.Context(), nil, proxy.StreamOptions{URL: srv.URL + "/abc", Sleep: noSleep}, func(proxy.SSEEvent) {})
+	err := proxy.Subscribe(t.Context(), nil, noBackoff(proxy.StreamOptions{URL: srv.URL + "/abc"}), func(proxy.SSEEvent) {})
 	if !errors.Is(err, proxy.ErrNotEventStream) || srv.count() != 2 {
 		t.Errorf("Subscribe = %v after %d requests, want ErrNotEventStream after 2", err, srv.count())
 	}
@@ -271,7 +272,6 @@ func TestSubscribeCancelDuringBackoff(t *testing.T) {
 	opts := proxy.StreamOptions{
 		URL:        srv.URL,
 		MinBackoff: time.Hour, // the real timer-based sleep, long
-		Jitter:     func(max time.Duration) time.Duration { return max },
 		OnState: func(c proxy.StateChange) {
 			if c.State == proxy.StateDisconnected {
 				select {
@@ -281,6 +281,7 @@ func TestSubscribeCancelDuringBackoff(t *testing.T) {
 			}
 		},
 	}
+	proxy.SetStreamClock(&opts, nil, func(max time.Duration) time.Duration { return max })
 	stop, _ := runSubscribe(t, nil, opts, func(proxy.SSEEvent) {})
 	<-disconnected
 	if err := stop(); !errors.Is(err, context.Canceled) {
@@ -376,18 +377,15 @@ func TestSubscribeBackoff(t *testing.T) {
 	)
 	var slept []time.Duration
 	done := make(chan struct{})
-	opts := proxy.StreamOptions{
-		URL:    "http://relay.test/chan",
-		Jitter: func(max time.Duration) time.Duration { return max },
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			slept = append(slept, d)
-			if len(slept) == len(script) {
-				close(done)
-				<-ctx.Done()
-			}
-			return ctx.Err()
-		},
-	}
+	opts := proxy.StreamOptions{URL: "http://relay.test/chan"}
+	proxy.SetStreamClock(&opts, func(ctx context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		if len(slept) == len(script) {
+			close(done)
+			<-ctx.Done()
+		}
+		return ctx.Err()
+	}, func(max time.Duration) time.Duration { return max })
 	stop, _ := runSubscribe(t, &fakeTransport{script: script}, opts, func(proxy.SSEEvent) {})
 	<-done
 	stop()
@@ -412,17 +410,15 @@ func TestSubscribeJitterStaysInRange(t *testing.T) {
 	}
 	var slept []time.Duration
 	done := make(chan struct{})
-	opts := proxy.StreamOptions{
-		URL: "http://relay.test/chan", MinBackoff: time.Millisecond, MaxBackoff: 8 * time.Millisecond,
-		Jitter: func(max time.Duration) time.Duration { return 3 * max }, // a broken jitter is clamped
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			if slept = append(slept, d); len(slept) == 5 {
-				close(done)
-				<-ctx.Done()
-			}
-			return ctx.Err()
-		},
+	opts := proxy.StreamOptions{URL: "http://relay.test/chan", MinBackoff: time.Millisecond, MaxBackoff: 8 * time.Millisecond}
+	sleep := func(ctx context.Context, d time.Duration) error {
+		if slept = append(slept, d); len(slept) == 5 {
+			close(done)
+			<-ctx.Done()
+		}
+		return ctx.Err()
 	}
+	proxy.SetStreamClock(&opts, sleep, func(max time.Duration) time.Duration { return 3 * max }) // a broken jitter is clamped
 	stop, _ := runSubscribe(t, &fakeTransport{script: script}, opts, func(proxy.SSEEvent) {})
 	<-done
 	stop()
@@ -432,7 +428,8 @@ func TestSubscribeJitterStaysInRange(t *testing.T) {
 	}
 
 	// The default jitter: every wait within [0, ceiling].
-	opts.Jitter, slept, done = nil, nil, make(chan struct{})
+	slept, done = nil, make(chan struct{})
+	proxy.SetStreamClock(&opts, sleep, nil)
 	stop, _ = runSubscribe(t, &fakeTransport{script: script}, opts, func(proxy.SSEEvent) {})
 	<-done
 	stop()
@@ -450,7 +447,7 @@ func TestSubscribeDropsARejectedLastEventID(t *testing.T) {
 		fail(rejected), // the relay does not know id 5
 		fail(rejected), // nor anything else: permanent
 	}}
-	err := proxy.Subscribe(t.Context(), ft, proxy.StreamOptions{URL: "http://relay.test/chan", Sleep: noSleep}, func(proxy.SSEEvent) {})
+	err := proxy.Subscribe(t.Context(), ft, noBackoff(proxy.StreamOptions{URL: "http://relay.test/chan"}), func(proxy.SSEEvent) {})
 	if !errors.Is(err, proxy.ErrPermanent) {
 		t.Errorf("Subscribe = %v, want ErrPermanent", err)
 	}
@@ -464,7 +461,7 @@ func TestSubscribeNilErrorFromTransportIsRetried(t *testing.T) {
 		func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error { return nil },
 	}}
 	st := &states{}
-	stop, _ := runSubscribe(t, ft, proxy.StreamOptions{URL: "http://relay.test/chan", Sleep: noSleep, OnState: st.add}, func(proxy.SSEEvent) {})
+	stop, _ := runSubscribe(t, ft, noBackoff(proxy.StreamOptions{URL: "http://relay.test/chan", OnState: st.add}), func(proxy.SSEEvent) {})
 	for len(ft.lastEventIDs()) < 2 {
 		time.Sleep(time.Millisecond)
 	}

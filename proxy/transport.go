@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/internal/redact"
 )
 
 // SSEEvent is one Server-Sent Event as received from a relay.
@@ -167,48 +169,21 @@ func StreamURL(channelURL string, f Format) (string, error) {
 func parseChannelURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("channel URL %q: %w", RedactURL(s), errors.Unwrap(err))
+		return nil, fmt.Errorf("channel URL %q: %w", redact.URL(s), errors.Unwrap(err))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("channel URL %q must start with http:// or https://", RedactURL(s))
+		return nil, fmt.Errorf("channel URL %q must start with http:// or https://", redact.URL(s))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("channel URL %q has no host", RedactURL(s))
+		return nil, fmt.Errorf("channel URL %q has no host", redact.URL(s))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	if u.Path == "" {
-		return nil, fmt.Errorf("channel URL %q has no channel; create one with --new", RedactURL(s))
+		return nil, fmt.Errorf("channel URL %q has no channel; create one with --new", redact.URL(s))
 	}
 	u.Fragment = ""
 	return u, nil
-}
-
-// RedactURL returns s with its password and every query value replaced by
-// "xxxxx", for error messages and logs. The channel path is kept: users need
-// it to tell channels apart. A string that does not parse is returned as
-// "<invalid URL>".
-func RedactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "<invalid URL>"
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k, vs := range q {
-			for i := range vs {
-				vs[i] = "xxxxx"
-			}
-			q[k] = vs
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }
 
 // attempt is what both SSE transports set up for one connection attempt.
@@ -228,7 +203,7 @@ func beginAttempt(ctx context.Context, req SubscribeRequest, maxEventSize int, i
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	shown := RedactURL(req.URL)
+	shown := redact.URL(req.URL)
 	if u, err := url.Parse(req.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, shown)
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // channel is what the Server holds for a channel in use (a stream, or a
@@ -372,9 +374,9 @@ func (s *Server) join(name string, sub *subscriber, lastEventID string, resume b
 	rp.cursor, rp.end, rp.page = after, last, page
 	switch {
 	case unknown:
-		rp.gap = &gapEvent{From: 1, To: first - 1, Reason: "unknown"}
+		rp.gap = &wire.Gap{From: 1, To: first - 1, Reason: "unknown"}
 	case after+1 < first:
-		rp.gap = &gapEvent{From: after + 1, To: first - 1, Reason: "expired"}
+		rp.gap = &wire.Gap{From: after + 1, To: first - 1, Reason: "expired"}
 	}
 	if rp.gap != nil {
 		rp.gap.LastEventID = rp.lastEventID
@@ -401,13 +403,13 @@ type replay struct {
 	lastEventID string // the client's, for gap events
 	cursor      int64  // the last id replayed or announced lost
 	end         int64  // the channel's last id at join; later ones come live
-	gap         *gapEvent
+	gap         *wire.Gap
 	page        []*delivery
 }
 
 // next returns the next gap to announce (or nil) and deliveries to send,
 // and done once the replay is over.
-func (rp *replay) next() (gap *gapEvent, page []*delivery, done bool, err error) {
+func (rp *replay) next() (gap *wire.Gap, page []*delivery, done bool, err error) {
 	if rp.gap == nil && len(rp.page) == 0 {
 		if rp.cursor >= rp.end {
 			return nil, nil, true, nil
@@ -431,7 +433,7 @@ func (rp *replay) next() (gap *gapEvent, page []*delivery, done bool, err error)
 		if len(page) > 0 {
 			to = page[0].id - 1
 		}
-		gap = &gapEvent{From: rp.cursor + 1, To: to, Reason: "expired", LastEventID: rp.lastEventID}
+		gap = &wire.Gap{From: rp.cursor + 1, To: to, Reason: "expired", LastEventID: rp.lastEventID}
 	}
 	if gap != nil {
 		rp.cursor = max(rp.cursor, gap.To)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // FuzzIngest posts arbitrary bodies, content types, headers and queries to
@@ -59,7 +61,7 @@ func FuzzIngest(f *testing.F) {
 				case "body", "query", "timestamp", "bodyB":
 					continue
 				}
-				if _, ok := v.(string); !ok || !validToken(k) || k != strings.ToLower(k) {
+				if _, ok := v.(string); !ok || !header.IsToken(k) || k != strings.ToLower(k) {
 					t.Fatalf("header key %q = %#v: want a lowercase token with a string value", k, v)
 				}
 			}
@@ -122,7 +124,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		f.Fatal("no captures in testdata/captures to seed from")
 	}
 	f.Add(encodeRecord(makeDelivery(nil, "", nil, time.Unix(0, 0))))
-	f.Add(encodeRecord(makeDelivery([]headerField{{"content-type", "application/x-www-form-urlencoded"}, {"x", "\xff\x00"}}, "a[b]=1", []byte("payload=%7B%7D"), time.Unix(-1, 5))))
+	f.Add(encodeRecord(makeDelivery([]wire.Header{{Name: "content-type", Value: "application/x-www-form-urlencoded"}, {Name: "x", Value: "\xff\x00"}}, "a[b]=1", []byte("payload=%7B%7D"), time.Unix(-1, 5))))
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		d, err := decodeRecord(rec)

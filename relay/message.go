@@ -1,19 +1,17 @@
 package relay
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
+	"github.com/hookline/hookline/internal/header"
 	"github.com/hookline/hookline/internal/jsonscan"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // maxHeaderBytes is the largest header block ingest accepts: the sum over
@@ -44,28 +42,12 @@ var hopHeaders = map[string]bool{
 	"expect":              true,
 }
 
-// reservedKeys are message keys that are not headers. A request header with
-// one of these names is dropped: it would be overwritten (body, query,
-// timestamp, as smee.io does) or mistaken for the body by clients that read
-// bodyB or rawdata.
-var reservedKeys = map[string]bool{
-	"body":      true,
-	"query":     true,
-	"timestamp": true,
-	"bodyb":     true,
-	"rawdata":   true,
-}
-
-// headerField is one request header as a message key: a lowercase name and
-// the values joined the way Node joins them in req.headers.
-type headerField struct{ name, value string }
-
 // delivery is one POST to a channel. It is immutable once published and
 // shared by every subscriber and the history.
 type delivery struct {
 	id       int64 // set by publish
 	received time.Time
-	header   []headerField // sorted by name
+	header   []wire.Header // sorted by name
 	query    string        // the raw query string
 	body     []byte
 	size     int64 // what it counts against the history limits
@@ -82,18 +64,19 @@ func newDelivery(r *http.Request, body []byte, now time.Time) *delivery {
 	return makeDelivery(messageHeaders(r), r.URL.RawQuery, body, now)
 }
 
-func makeDelivery(header []headerField, query string, body []byte, now time.Time) *delivery {
+func makeDelivery(header []wire.Header, query string, body []byte, now time.Time) *delivery {
 	d := &delivery{received: now, header: header, query: query, body: body}
 	d.size = int64(len(body)+len(query)) + entryOverhead
 	contentType := ""
 	for _, h := range header {
-		d.size += int64(len(h.name) + len(h.value))
-		if h.name == "content-type" {
-			contentType = h.value
+		d.size += int64(len(h.Name) + len(h.Value))
+		if h.Name == "content-type" {
+			contentType = h.Value
 		}
 	}
 	d.bodyJSON = bodyValue(contentType, body)
-	d.queryJSON = appendQSJSON(nil, parseQS(query, queryOptions))
+	q, _ := url.ParseQuery(query) // keeps the pairs that parse
+	d.queryJSON = wire.AppendQuery(nil, q)
 	return d
 }
 
@@ -117,7 +100,7 @@ func headerBytes(r *http.Request) int {
 // host added, hop-by-hop headers (and those Connection names) and reserved
 // names removed, repeated fields joined with ", " ("; " for cookie), sorted
 // by name.
-func messageHeaders(r *http.Request) []headerField {
+func messageHeaders(r *http.Request) []wire.Header {
 	drop := map[string]bool{}
 	for _, v := range r.Header.Values("Connection") {
 		for _, tok := range strings.Split(v, ",") {
@@ -126,52 +109,38 @@ func messageHeaders(r *http.Request) []headerField {
 			}
 		}
 	}
-	fields := make([]headerField, 0, len(r.Header)+1)
+	fields := make([]wire.Header, 0, len(r.Header)+1)
 	if r.Host != "" {
-		fields = append(fields, headerField{"host", r.Host})
+		fields = append(fields, wire.Header{Name: "host", Value: r.Host})
 	}
 	for k, vs := range r.Header {
 		name := strings.ToLower(k)
-		if hopHeaders[name] || reservedKeys[name] || drop[name] || name == "host" || !validToken(name) {
+		if hopHeaders[name] || wire.Reserved(name) || drop[name] || name == "host" || !header.IsToken(name) {
 			continue
 		}
 		sep := ", "
 		if name == "cookie" {
 			sep = "; "
 		}
-		fields = append(fields, headerField{name, strings.Join(vs, sep)})
+		fields = append(fields, wire.Header{Name: name, Value: strings.Join(vs, sep)})
 	}
-	slices.SortFunc(fields, func(a, b headerField) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(fields, func(a, b wire.Header) int { return strings.Compare(a.Name, b.Name) })
 	return fields
 }
 
-// validToken reports whether name is an HTTP token: what a server's parser
-// allows as a header name, checked again for handlers mounted elsewhere, as
-// fetch would throw on anything else.
-func validToken(name string) bool {
-	if name == "" {
+// unsafeForSmee reports whether smee-client cannot forward the header: it
+// passes sec-fetch-mode to fetch as the request mode, which throws for
+// anything but cors, no-cors and same-origin (a browser form sends
+// "navigate"). Such a header is left out of smee-shaped messages.
+func unsafeForSmee(h wire.Header) bool {
+	if h.Name != "sec-fetch-mode" {
 		return false
 	}
-	for _, c := range []byte(name) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
+	switch h.Value {
+	case "cors", "no-cors", "same-origin":
+		return false
 	}
 	return true
-}
-
-// plainSafe reports whether smee-client can forward the header: it passes
-// sec-fetch-mode to fetch as the request mode, which throws for anything but
-// cors, no-cors and same-origin (a browser form sends "navigate").
-func plainSafe(h headerField) bool {
-	if h.name != "sec-fetch-mode" {
-		return true
-	}
-	switch h.value {
-	case "cors", "no-cors", "same-origin":
-		return true
-	}
-	return false
 }
 
 // bodyValue returns the JSON for a message's "body" key, as smee.io's
@@ -189,7 +158,8 @@ func bodyValue(contentType string, body []byte) []byte {
 			return body
 		}
 	case mt == "application/x-www-form-urlencoded":
-		return appendQSJSON(nil, parseQS(string(body), formOptions))
+		form, _ := url.ParseQuery(string(body)) // keeps the pairs that parse
+		return wire.AppendQuery(nil, form)
 	}
 	return []byte("{}")
 }
@@ -206,143 +176,14 @@ func (d *delivery) frame(ext bool) []byte {
 	return d.plain
 }
 
-// encode writes the message JSON as SSE data lines: every header, then
-// body, query, timestamp (smee.io's order) and, for ext, bodyB. Only the raw
-// JSON of the body can hold line breaks (as JSON whitespace); each starts a
-// new data line, which the client joins back with "\n".
+// encode returns the message's SSE data lines: every header, then body,
+// query, timestamp (smee.io's order) and, for ext, bodyB.
 func (d *delivery) encode(ext bool) []byte {
-	n := len(d.bodyJSON) + len(d.queryJSON) + 256
-	for _, h := range d.header {
-		n += len(h.name) + len(h.value) + 8
-	}
+	m := wire.Message{Header: d.header, Body: d.bodyJSON, Query: d.queryJSON, Timestamp: d.received}
 	if ext {
-		n += base64.StdEncoding.EncodedLen(len(d.body)) + 16
+		m.BodyB = d.body
+	} else if slices.ContainsFunc(d.header, unsafeForSmee) {
+		m.Header = slices.DeleteFunc(slices.Clone(d.header), unsafeForSmee)
 	}
-	b := make([]byte, 0, n)
-	b = append(b, "data: {"...)
-	for _, h := range d.header {
-		if !ext && !plainSafe(h) {
-			continue
-		}
-		b = appendJSONString(b, h.name)
-		b = append(b, ':')
-		b = appendJSONString(b, h.value)
-		b = append(b, ',')
-	}
-	b = append(b, `"body":`...)
-	b = appendDataLines(b, d.bodyJSON)
-	b = append(b, `,"query":`...)
-	b = append(b, d.queryJSON...)
-	b = append(b, `,"timestamp":`...)
-	b = strconv.AppendInt(b, d.received.UnixMilli(), 10)
-	if ext {
-		b = append(b, `,"bodyB":"`...)
-		b = base64.StdEncoding.AppendEncode(b, d.body)
-		b = append(b, '"')
-	}
-	return append(b, "}\n\n"...)
-}
-
-// appendDataLines appends s, starting a new "data: " line at each line break
-// (CRLF, CR or LF, which SSE all treat as one).
-func appendDataLines(b, s []byte) []byte {
-	for {
-		i := indexLineBreak(s)
-		if i < 0 {
-			return append(b, s...)
-		}
-		b = append(b, s[:i]...)
-		b = append(b, "\ndata: "...)
-		if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
-			i++
-		}
-		s = s[i+1:]
-	}
-}
-
-// indexLineBreak returns the index of the first '\n' or '\r' in s, or -1.
-// It looks for '\r' only before the first '\n', so that finding every line
-// break of s costs time linear in its size.
-func indexLineBreak(s []byte) int {
-	i := bytes.IndexByte(s, '\n')
-	if i < 0 {
-		i = len(s)
-	}
-	if j := bytes.IndexByte(s[:i], '\r'); j >= 0 {
-		return j
-	}
-	if i == len(s) {
-		return -1
-	}
-	return i
-}
-
-// appendJSONString appends s as a JSON string the way JSON.stringify writes
-// it (no HTML escaping); invalid UTF-8 becomes U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// Control events. Neither carries an id, so a client's Last-Event-ID always
-// names a delivery.
-var (
-	readyEvent = []byte("event: ready\ndata: {}\n\n")
-	pingEvent  = []byte("event: ping\ndata: {}\n\n")
-)
-
-// gapEvent is the data of a hookline-gap event: deliveries From to To
-// (inclusive) will not be replayed.
-type gapEvent struct {
-	From        int64  `json:"from"`
-	To          int64  `json:"to"`
-	Reason      string `json:"reason"`
-	LastEventID string `json:"lastEventId"`
-}
-
-func (g gapEvent) frame() []byte {
-	data, _ := json.Marshal(g) // cannot fail: plain fields
-	b := append([]byte("event: hookline-gap\ndata: "), data...)
-	return append(b, "\n\n"...)
+	return wire.EncodeMessage(m)
 }

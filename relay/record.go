@@ -7,6 +7,9 @@ import (
 	"hash/crc32"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // A record is a delivery as the bbolt store keeps it on disk; its id is the
@@ -36,15 +39,15 @@ var errBadRecord = errors.New("relay: unreadable stored delivery")
 func encodeRecord(d *delivery) []byte {
 	n := 1 + binary.MaxVarintLen64*(4+2*len(d.header)) + len(d.query) + len(d.body) + 4
 	for _, h := range d.header {
-		n += len(h.name) + len(h.value)
+		n += len(h.Name) + len(h.Value)
 	}
 	b := make([]byte, 0, n)
 	b = append(b, recordFormat)
 	b = binary.AppendVarint(b, d.received.UnixNano())
 	b = binary.AppendUvarint(b, uint64(len(d.header)))
 	for _, h := range d.header {
-		b = appendField(b, h.name)
-		b = appendField(b, h.value)
+		b = appendField(b, h.Name)
+		b = appendField(b, h.Value)
 	}
 	b = appendField(b, d.query)
 	b = binary.AppendUvarint(b, uint64(len(d.body)))
@@ -82,13 +85,13 @@ func decodeRecord(rec []byte) (*delivery, error) {
 	if n > uint64(len(r.b))/2 { // each field takes at least two bytes
 		return nil, fmt.Errorf("%w: %d header fields in %d bytes", errBadRecord, n, len(r.b))
 	}
-	header := make([]headerField, 0, n)
+	fields := make([]wire.Header, 0, n)
 	for i := uint64(0); i < n && r.err == nil; i++ {
 		name, value := r.field(), r.field()
-		if r.err == nil && (!validToken(name) || name != strings.ToLower(name)) {
+		if r.err == nil && (!header.IsToken(name) || name != strings.ToLower(name)) {
 			return nil, fmt.Errorf("%w: header name %q", errBadRecord, truncate(name, 64))
 		}
-		header = append(header, headerField{name, value})
+		fields = append(fields, wire.Header{Name: name, Value: value})
 	}
 	query := r.field()
 	body := r.bytes()
@@ -98,7 +101,7 @@ func decodeRecord(rec []byte) (*delivery, error) {
 	if len(r.b) != 0 {
 		return nil, fmt.Errorf("%w: %d bytes after the body", errBadRecord, len(r.b))
 	}
-	return makeDelivery(header, query, body, time.Unix(0, received)), nil
+	return makeDelivery(fields, query, body, time.Unix(0, received)), nil
 }
 
 // recordReader reads a record's fields; the first error sticks.

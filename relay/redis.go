@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/hookline/hookline/internal/redact"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -297,7 +297,7 @@ type redisStore struct {
 func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("relay: the Redis URL %q is not valid (%v); write it as redis://[user:password@]host:port[/db], rediss:// for TLS, or unix:///path/to/redis.sock", redactURL(rawURL), err)
+		return nil, fmt.Errorf("relay: the Redis URL %q is not valid (%v); write it as redis://[user:password@]host:port[/db], rediss:// for TLS, or unix:///path/to/redis.sock", redact.URL(rawURL), err)
 	}
 	// The relay never retries a command itself: a retried append could be
 	// stored twice. A POST that fails gets 503 and the sender retries.
@@ -322,7 +322,7 @@ func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &redisStore{
 		rdb:    redis.NewClient(opt),
-		where:  redactURL(rawURL),
+		where:  redact.URL(rawURL),
 		prefix: redisKeyPrefix,
 		lim:    lim,
 		log:    log,
@@ -365,15 +365,6 @@ func (s *redisStore) checkServer() error {
 		return fmt.Errorf("relay: the Redis at %s is version %q; the relay needs Redis %d.0 or later", s.where, version, minRedisVersion)
 	}
 	return nil
-}
-
-// redactURL returns u with its password replaced by "xxxxx".
-func redactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(an unparsable URL)"
-	}
-	return p.Redacted()
 }
 
 // wrap makes a Redis error a relay error: errStoreClosed after close,

@@ -16,6 +16,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // Defaults for the zero values of Options.
@@ -523,19 +526,10 @@ func setCORS(w http.ResponseWriter, r *http.Request, methods string) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", methods)
-	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" && validTokenList(req) {
+	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" && header.IsTokenList(req) {
 		h.Set("Access-Control-Allow-Headers", req)
 	}
 	h.Set("Access-Control-Max-Age", "600")
-}
-
-func validTokenList(s string) bool {
-	for _, c := range []byte(s) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-_, .!#$%&'*+^`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // writeJSON writes v as a JSON response with status code.
@@ -750,10 +744,10 @@ func (s *Server) tooLarge(w http.ResponseWriter, n int64) {
 	writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than the relay's limit of %d bytes (%s); GitHub never sends more than 25 MiB", s.opts.MaxBodyBytes, size))
 }
 
-func headerValue(h []headerField, name string) string {
+func headerValue(h []wire.Header, name string) string {
 	for _, f := range h {
-		if f.name == name {
-			return f.value
+		if f.Name == name {
+			return f.Value
 		}
 	}
 	return ""

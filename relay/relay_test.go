@@ -134,7 +134,7 @@ func TestSmeeMessageShape(t *testing.T) {
 	want := `{"content-length":"40","content-type":"application/json","host":"relay.test",` +
 		`"user-agent":"GitHub-Hookshot/044aadd","x-github-delivery":"72d3162e-cc78-11e3-81ab-4c9367dc0958",` +
 		`"x-github-event":"issues","x-hub-signature-256":"sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17",` +
-		`"body":{"action":"opened","issue":{"number":1}},"query":{"ref":"main","a":{"b":"1"}},"timestamp":0}`
+		`"body":{"action":"opened","issue":{"number":1}},"query":{"a[b]":"1","ref":"main"},"timestamp":0}`
 	if ev.ID != "1" || ev.Event != "" || normalize(ev.Data) != want {
 		t.Errorf("event = id %q event %q\n%s\nwant id 1, unnamed\n%s", ev.ID, ev.Event, ev.Data, want)
 	}
@@ -161,7 +161,7 @@ func TestBodies(t *testing.T) {
 		{"JSON scalar", "application/json", `"just a string"`, `"just a string"`},
 		{"invalid JSON", "application/json", `{"a":`, `{}`},
 		{"empty JSON body", "application/json", ``, `{}`},
-		{"form", "application/x-www-form-urlencoded", "payload=%7B%22zen%22%3A%22hi%22%7D&a[]=1&a[]=2", `{"payload":"{\"zen\":\"hi\"}","a":["1","2"]}`},
+		{"form", "application/x-www-form-urlencoded", "payload=%7B%22zen%22%3A%22hi%22%7D&a[]=1&a[]=2&a[]=3&b=x", `{"a[]":["1","2","3"],"b":"x","payload":"{\"zen\":\"hi\"}"}`},
 		{"text", "text/plain", "hello\r\nworld", `{}`},
 		{"binary", "application/octet-stream", string(binary), `{}`},
 		{"no content type", "", `{"a":1}`, `{}`},

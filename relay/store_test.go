@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // storeKinds are the store implementations every contract test runs
@@ -44,13 +45,13 @@ var roomy = limits{chanCount: 100, chanBytes: 1 << 20, totalBytes: 1 << 30}
 
 // testDelivery is a delivery of the given body size with a seq header, as
 // a request would make it.
-func testDelivery(seq int, bodySize int, extra ...headerField) *delivery {
-	h := append([]headerField{
-		{"content-type", "application/json"},
-		{"x-github-event", "push"},
-		{"x-seq", fmt.Sprint(seq)},
+func testDelivery(seq int, bodySize int, extra ...wire.Header) *delivery {
+	h := append([]wire.Header{
+		{Name: "content-type", Value: "application/json"},
+		{Name: "x-github-event", Value: "push"},
+		{Name: "x-seq", Value: fmt.Sprint(seq)},
 	}, extra...)
-	slices.SortFunc(h, func(a, b headerField) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(h, func(a, b wire.Header) int { return strings.Compare(a.Name, b.Name) })
 	body := fmt.Sprintf(`{"seq":%d,"pad":"%s"}`, seq, strings.Repeat("x", max(bodySize-30, 0)))
 	return makeDelivery(h, "a=1&b[c]=2", []byte(body), time.UnixMilli(1700000000000+int64(seq)))
 }
@@ -120,7 +121,7 @@ func TestStoreContract(t *testing.T) {
 
 			t.Run("byte exact", func(t *testing.T) {
 				s := kind.open(t, roomy)
-				d := makeDelivery([]headerField{{"content-type", "application/octet-stream"}, {"x-bin", "caf\xe9 \x7f"}}, "q=%FF&x", []byte("\x00\xff\r\n\xc3\x28 body"), time.Unix(1700000000, 123456789))
+				d := makeDelivery([]wire.Header{{Name: "content-type", Value: "application/octet-stream"}, {Name: "x-bin", Value: "caf\xe9 \x7f"}}, "q=%FF&x", []byte("\x00\xff\r\n\xc3\x28 body"), time.Unix(1700000000, 123456789))
 				want := [2][]byte{d.frame(false), d.frame(true)}
 				id := mustAppend(t, s, "a", d, 0)
 				got, err := s.get("a", id)
@@ -220,7 +221,7 @@ func TestStoreContract(t *testing.T) {
 
 			t.Run("idempotency keys", func(t *testing.T) {
 				s := kind.open(t, roomy)
-				key := func(k string) headerField { return headerField{idempotencyHeader, k} }
+				key := func(k string) wire.Header { return wire.Header{Name: idempotencyHeader, Value: k} }
 				d1 := testDelivery(1, 10, key("k1"))
 				mustAppend(t, s, "a", d1, 0)
 				mustAppend(t, s, "a", testDelivery(2, 10), 0)
@@ -290,7 +291,7 @@ func TestBoltReopen(t *testing.T) {
 	s := openTestBolt(t, dir, l)
 	var frames [][]byte
 	for i := 1; i <= 5; i++ {
-		d := testDelivery(i, 100*i, headerField{idempotencyHeader, fmt.Sprint("key", i)})
+		d := testDelivery(i, 100*i, wire.Header{Name: idempotencyHeader, Value: fmt.Sprint("key", i)})
 		mustAppend(t, s, "a", d, 0)
 		frames = append(frames, d.frame(true))
 	}

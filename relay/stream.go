@@ -6,23 +6,23 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // StreamQuery and StreamHeader opt a stream into hookline's extended
 // messages (with bodyB): GET /<channel>?hookline=1 (what the page's
 // EventSource uses, as it cannot set headers) or the header
-// X-Hookline-Stream: 1.
+// X-Hookline-Stream: 1. LastEventIDQuery stands in for the Last-Event-ID
+// header on a first connection, for clients (such as a browser's
+// EventSource) that cannot send it: ?lastEventId=0 replays the whole
+// history. The header wins when both are present, so an EventSource's
+// automatic reconnections resume where they stopped.
 const (
-	StreamQuery  = "hookline"
-	StreamHeader = "X-Hookline-Stream"
+	StreamQuery      = wire.StreamQuery
+	StreamHeader     = wire.StreamHeader
+	LastEventIDQuery = wire.LastEventIDQuery
 )
-
-// LastEventIDQuery is the query parameter that stands in for the
-// Last-Event-ID header on a first connection, for clients (such as a
-// browser's EventSource) that cannot send the header themselves: ?lastEventId=0
-// replays the whole history. The header wins when both are present, so an
-// EventSource's automatic reconnections resume where they stopped.
-const LastEventIDQuery = "lastEventId"
 
 // wantsExtended reports whether the stream asked for hookline's messages.
 func wantsExtended(r *http.Request) bool {
@@ -93,7 +93,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	w.WriteHeader(http.StatusOK)
 
 	sw := streamWriter{w: w, rc: rc, sub: sub, timeout: s.opts.WriteTimeout}
-	err = sw.write(readyEvent)
+	err = sw.write(wire.ReadyFrame)
 	for err == nil {
 		gap, page, done, rerr := rp.next()
 		if done || rerr != nil {
@@ -101,7 +101,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 			break
 		}
 		if gap != nil {
-			err = sw.write(gap.frame())
+			err = sw.write(gap.Frame())
 		}
 		for _, d := range page {
 			if err != nil {
@@ -132,7 +132,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 			}
 			ping.Reset(s.opts.PingInterval)
 		case <-ping.C:
-			if err = sw.write(pingEvent); err == nil {
+			if err = sw.write(wire.PingFrame); err == nil {
 				err = sw.flush()
 			}
 		case <-sub.kicked:

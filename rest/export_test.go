@@ -3,6 +3,8 @@ package rest
 import (
 	"context"
 	"time"
+
+	"github.com/hookline/hookline/internal/backoff"
 )
 
 // SetRetryClock makes p use now, random and sleep instead of the real clock,
@@ -12,7 +14,7 @@ func SetRetryClock(p *RetryPolicy, now func() time.Time, random func() float64, 
 }
 
 // SleepContext is the real wait of a RetryPolicy.
-var SleepContext = sleepContext
+var SleepContext = backoff.Sleep
 
 // DefaultHTTPClientTimeout is the timeout of the client used when
 // Client.HTTPClient is nil.

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/internal/header"
 )
 
 // Version is the version of this package's API. It is not the version of
@@ -489,7 +491,7 @@ func buildRequest(ctx context.Context, request Request) (*http.Request, error) {
 	method := string(request.Method)
 	if method == "" {
 		method = http.MethodGet
-	} else if !isToken(method) {
+	} else if !header.IsToken(method) {
 		return nil, &detailError{kind: ErrInvalidMethod, msg: fmt.Sprintf(
 			"rest: method %q is not a valid HTTP method; use one of rest.Get, rest.Post, rest.Put, rest.Patch, rest.Delete, rest.Head, rest.Options", method)}
 	}
@@ -517,11 +519,11 @@ func buildRequest(ctx context.Context, request Request) (*http.Request, error) {
 	hasContentType := false
 	for _, name := range sortedKeys(request.Headers) {
 		value := request.Headers[name]
-		if !isToken(name) {
+		if !header.IsToken(name) {
 			return nil, &detailError{kind: ErrInvalidHeader, msg: fmt.Sprintf(
 				"rest: header name %q is not a valid HTTP header name; remove spaces, colons and other separators", name)}
 		}
-		if !isHeaderValue(value) {
+		if !header.IsValue(value) {
 			// The value is not quoted: it may be a secret.
 			return nil, &detailError{kind: ErrInvalidHeader, msg: fmt.Sprintf(
 				"rest: header %q has a value with a control character (such as CR or LF); remove it", name)}
@@ -642,33 +644,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// isToken reports whether s is an HTTP token (RFC 9110, section 5.6.2), the
-// syntax of methods and header names.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// isHeaderValue reports whether s can be sent as a header value: no control
-// characters other than horizontal tab.
-func isHeaderValue(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }

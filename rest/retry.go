@@ -7,10 +7,11 @@ import (
 	"errors"
 	"math/rand"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/hookline/hookline/internal/backoff"
+	"github.com/hookline/hookline/internal/header"
 )
 
 // RetryPolicy says when and how long a Client waits to resend a failed
@@ -97,55 +98,17 @@ func (p *RetryPolicy) delay(attempt int, header http.Header) time.Duration {
 			return d
 		}
 	}
-	ceiling, limit := p.baseDelay(), p.maxDelay()
-	for i := 1; i < attempt && ceiling < limit; i++ {
-		if ceiling > limit/2 {
-			ceiling = limit
-			break
-		}
-		ceiling *= 2
-	}
-	if ceiling > limit {
-		ceiling = limit
-	}
+	ceiling := backoff.Ceiling(p.baseDelay(), p.maxDelay(), attempt-1)
 	return time.Duration(p.random() * float64(ceiling))
 }
 
 // retryAfter parses a Retry-After value, capped by MaxRetryAfter.
 func (p *RetryPolicy) retryAfter(v string) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	limit := p.maxRetryAfter()
-	var d time.Duration
-	if v[0] >= '0' && v[0] <= '9' {
-		secs, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			var numErr *strconv.NumError
-			if !errors.As(err, &numErr) || numErr.Err != strconv.ErrRange {
-				return 0, false
-			}
-			return limit, true
-		}
-		if secs > int64(limit/time.Second) {
-			return limit, true
-		}
-		d = time.Duration(secs) * time.Second
-	} else {
-		t, err := http.ParseTime(v)
-		if err != nil {
-			return 0, false
-		}
-		d = t.Sub(p.now())
-	}
-	if d < 0 {
-		d = 0
-	}
-	if d > limit {
+	d, ok := header.RetryAfter(v, p.now())
+	if limit := p.maxRetryAfter(); d > limit {
 		d = limit
 	}
-	return d, true
+	return d, ok
 }
 
 func (p *RetryPolicy) now() time.Time {
@@ -169,7 +132,7 @@ func (p *RetryPolicy) wait(ctx context.Context, d time.Duration) error {
 	if p.clock != nil && p.clock.sleep != nil {
 		return p.clock.sleep(ctx, d)
 	}
-	return sleepContext(ctx, d)
+	return backoff.Sleep(ctx, d)
 }
 
 // jitter is seeded once: the global source of math/rand is not seeded
@@ -178,21 +141,6 @@ var (
 	jitterMu sync.Mutex
 	jitter   = rand.New(rand.NewSource(time.Now().UnixNano()))
 )
-
-// sleepContext waits for d or until ctx is done, returning ctx's error then.
-func sleepContext(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil || d <= 0 {
-		return err
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // retryableStatus reports whether a response status is worth retrying.
 func retryableStatus(code int) bool {

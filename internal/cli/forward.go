@@ -16,6 +16,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/rest"
@@ -199,7 +201,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	if c.IsSet("state-file") && o.stateFile == "" {
 		return o, usageErrorf("--state-file is empty; give a file path, or leave the flag out")
 	}
-	if o.lastEventID != "" && !validHeaderValue(o.lastEventID) {
+	if o.lastEventID != "" && !header.IsValue(o.lastEventID) {
 		return o, usageErrorf("--last-event-id: the id contains control characters")
 	}
 	if err := checkNotDir("--state-file", o.stateFile); err != nil {
@@ -279,7 +281,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 			return err
 		}
 		channel = u
-		fmt.Fprintf(s.err, "created channel %s\n", proxy.RedactURL(channel))
+		fmt.Fprintf(s.err, "created channel %s\n", redact.URL(channel))
 	}
 	o.defaultPaths(channel, s)
 	if channel == "" {
@@ -345,9 +347,9 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	if o.secret == "" {
 		fmt.Fprintln(s.err, "no --secret: deliveries are not verified (set HOOKLINE_SECRET to the webhook's secret)")
 	}
-	fmt.Fprintf(s.err, "forwarding %s", proxy.RedactURL(channel))
+	fmt.Fprintf(s.err, "forwarding %s", redact.URL(channel))
 	if o.target != "" {
-		fmt.Fprintf(s.err, " → %s", proxy.RedactURL(o.target))
+		fmt.Fprintf(s.err, " → %s", redact.URL(o.target))
 	}
 	fmt.Fprintln(s.err)
 	if o.stateFile != "" {
@@ -444,11 +446,11 @@ func createChannel(ctx context.Context, server string, transport http.RoundTripp
 	switch {
 	case err != nil:
 		if hint := certHint(err, "relay"); hint != "" {
-			return "", fmt.Errorf("creating a channel on %s: %w\n%s", proxy.RedactURL(server), err, hint)
+			return "", fmt.Errorf("creating a channel on %s: %w\n%s", redact.URL(server), err, hint)
 		}
-		return "", fmt.Errorf("creating a channel on %s: %w", proxy.RedactURL(server), err)
+		return "", fmt.Errorf("creating a channel on %s: %w", redact.URL(server), err)
 	case u == "":
-		return "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", proxy.RedactURL(server), proxy.RedactURL(server), status)
+		return "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", redact.URL(server), redact.URL(server), status)
 	}
 	return u, nil
 }

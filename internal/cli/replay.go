@@ -19,6 +19,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 )
@@ -186,7 +187,7 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 			return usageErrorf("--target: %v", err)
 		}
 		r.fwd = newForwarder(u, o.timeout, o.retries, fopts, httpTransport(o.insecure, s))
-		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), proxy.RedactURL(o.target))
+		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), redact.URL(o.target))
 	} else {
 		fmt.Fprintf(s.err, "no --target: a dry run of %s, nothing is sent\n", plural(len(ds), "delivery", "deliveries"))
 	}

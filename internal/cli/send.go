@@ -15,6 +15,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/internal/examples"
+	"github.com/hookline/hookline/internal/header"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/webhooks"
 )
@@ -114,7 +115,7 @@ func parseSend(c *ucli.Context) (sendOptions, error) {
 		return o, usageErrorf("--event %q is not an event GitHub sends", o.name)
 	case o.event == "" || (hasAction && o.action == "") || strings.Contains(o.action, "."):
 		return o, usageErrorf("--event %q: want NAME or NAME.ACTION, such as push or issues.opened", o.name)
-	case !validHeaderValue(o.name):
+	case !header.IsValue(o.name):
 		return o, usageErrorf("--event: the name contains control characters")
 	}
 	if o.payloadPath == "" {
@@ -146,15 +147,15 @@ func parseSend(c *ucli.Context) (sendOptions, error) {
 		if !ok {
 			return o, usageErrorf("--header %q: want NAME=VALUE, such as --header X-GitHub-Hook-ID=123", h)
 		}
-		if !validHeaderName(name) {
+		if !header.IsToken(name) {
 			return o, usageErrorf("--header %q: %q is not a valid header name", h, name)
 		}
-		if !validHeaderValue(value) {
+		if !header.IsValue(value) {
 			return o, usageErrorf("--header %s: the value contains control characters", name)
 		}
 		o.headers = append(o.headers, headerFlag{name: http.CanonicalHeaderKey(name), value: strings.TrimSpace(value)})
 	}
-	if o.deliveryID != "" && !validHeaderValue(o.deliveryID) {
+	if o.deliveryID != "" && !header.IsValue(o.deliveryID) {
 		return o, usageErrorf("--delivery-id: the id contains control characters")
 	}
 	if o.timeout <= 0 {
@@ -364,31 +365,4 @@ func newDeliveryID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-// validHeaderName reports whether s is an HTTP token (RFC 9110 5.1).
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// validHeaderValue reports whether s has no control characters other than
-// tab.
-func validHeaderValue(s string) bool {
-	for _, r := range s {
-		if (r < ' ' && r != '\t') || r == 0x7f {
-			return false
-		}
-	}
-	return true
 }

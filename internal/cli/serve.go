@@ -16,6 +16,7 @@ import (
 	"github.com/fatih/color"
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -219,7 +220,7 @@ func checkRedisURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
-		return "", usageErrorf("--redis-url is not a URL (%v); write it as redis://[user:password@]host:port[/db]", strings.ReplaceAll(err.Error(), s, redactedURL(s)))
+		return "", usageErrorf("--redis-url is not a URL (%v); write it as redis://[user:password@]host:port[/db]", strings.ReplaceAll(err.Error(), s, redact.URL(s)))
 	case u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix":
 		return "", usageErrorf("--redis-url %q must be a redis://, rediss:// (TLS) or unix:// URL", u.Redacted())
 	case u.Scheme != "unix" && u.Host == "":
@@ -249,15 +250,6 @@ func dataDirError(dir string, err error) error {
 		return fmt.Errorf("--data-dir %q is not usable: %s; give the user running hookline read and write access, or choose another directory", dir, msg)
 	}
 	return fmt.Errorf("--data-dir %q is not usable: %s", dir, msg)
-}
-
-// redactedURL returns u with its password replaced by xxxxx.
-func redactedURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return u
-	}
-	return p.Redacted()
 }
 
 // parseByteSize parses a size such as 1048576, 512KiB, 50MiB, 1GiB (binary
@@ -320,7 +312,7 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 		fmt.Fprintf(s.out, "history:     %s (%s in %s restored)\n", filepath.Join(opts.relay.DataDir, relay.DataFile), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
 	case opts.relay.RedisURL != "":
 		st := srv.Stats()
-		fmt.Fprintf(s.out, "history:     Redis at %s, shared with every relay using it (%s in %s)\n", redactedURL(opts.relay.RedisURL), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
+		fmt.Fprintf(s.out, "history:     Redis at %s, shared with every relay using it (%s in %s)\n", redact.URL(opts.relay.RedisURL), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
 	default:
 		fmt.Fprintf(s.out, "history:     in memory (lost on restart; --data-dir keeps it)\n")
 	}

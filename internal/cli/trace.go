@@ -15,6 +15,7 @@ import (
 
 	"github.com/fatih/color"
 
+	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/proxy"
 )
 
@@ -437,7 +438,7 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 		}
 		target := "URL"
 		if in.target != "" {
-			target = proxy.RedactURL(in.target)
+			target = redact.URL(in.target)
 		}
 		fmt.Fprintf(t.info, "send them again with: hookline replay --target %s %s\n", target, in.failedDir)
 	}

@@ -1,0 +1,608 @@
+// Package wire is hookline's relay wire format, in one place: the names
+// (stream header, query parameters, message keys, control events), the gap
+// event's schema, and the encoding and decoding of a relay message. The
+// relay writes it ([EncodeMessage], [Gap.Frame]); the relay client reads it
+// ([Decode], [DecodeGap]). The format itself is described in
+// docs/ARCHITECTURE.md, "The wire format".
+//
+// A message is one SSE event whose data is a JSON object: every request
+// header under its lowercase name, then "body" (the body as JSON),
+// "query" (an object), "timestamp" (milliseconds since the epoch) and, for
+// subscribers that ask with [StreamHeader] or [StreamQuery], "bodyB" (the
+// exact body, base64). That is smee.io's shape plus bodyB; Decode also reads
+// smee.io's "rawdata" and gosmee's shape (string timestamp, no body or
+// query).
+package wire
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/internal/jsonscan"
+)
+
+// Stream options a subscriber sends. Either one set to "1" (or "true") asks
+// a hookline relay for extended messages, with "bodyB". LastEventIDQuery
+// stands in for the Last-Event-ID header for clients that cannot set it (a
+// browser's EventSource); the header wins when both are present.
+const (
+	StreamHeader     = "X-Hookline-Stream"
+	StreamQuery      = "hookline"
+	LastEventIDQuery = "lastEventId"
+)
+
+// Event names. Deliveries are unnamed ("message") events.
+const (
+	EventReady     = "ready"        // sent on connect (smee.io, hookline)
+	EventPing      = "ping"         // keepalive (smee.io, hookline)
+	EventGap       = "hookline-gap" // hookline: deliveries lost before this point
+	EventGosmeeGap = "gosmee-gap"   // gosmee: the same warning
+)
+
+// Message keys that are not request headers.
+const (
+	KeyBody      = "body"
+	KeyBodyB     = "bodyB"
+	KeyRawData   = "rawdata"
+	KeyQuery     = "query"
+	KeyTimestamp = "timestamp"
+	KeyMethod    = "method"
+)
+
+// Reserved reports whether name, in any case, is a message key that is not a
+// request header. A request header with such a name is never part of a
+// message: it would overwrite a key, or be mistaken for the body.
+func Reserved(name string) bool {
+	for _, k := range [...]string{KeyBody, KeyBodyB, KeyRawData, KeyQuery, KeyTimestamp, KeyMethod} {
+		if strings.EqualFold(name, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// Control frames. Neither carries an id, so a client's Last-Event-ID always
+// names a delivery.
+var (
+	ReadyFrame = []byte("event: " + EventReady + "\ndata: {}\n\n")
+	PingFrame  = []byte("event: " + EventPing + "\ndata: {}\n\n")
+)
+
+// Gap is the data of a hookline-gap event: deliveries From to To
+// (inclusive) will not be replayed to a client that resumed after
+// LastEventID.
+type Gap struct {
+	From        int64  `json:"from"`
+	To          int64  `json:"to"`
+	Reason      string `json:"reason"` // "expired" or "unknown"
+	LastEventID string `json:"lastEventId"`
+}
+
+// Frame returns the complete SSE event for g.
+func (g Gap) Frame() []byte {
+	data, _ := json.Marshal(g) // cannot fail: plain fields
+	b := append([]byte("event: "+EventGap+"\ndata: "), data...)
+	return append(b, "\n\n"...)
+}
+
+// DecodeGap reads a gap event's data; ok is false when it is not a gap
+// object.
+func DecodeGap(data []byte) (g Gap, ok bool) {
+	return g, json.Unmarshal(data, &g) == nil
+}
+
+// Header is one request header as a message key: a lowercase name and the
+// values joined the way Node joins them in req.headers.
+type Header struct{ Name, Value string }
+
+// Message is what [EncodeMessage] encodes.
+type Message struct {
+	Header    []Header // written in this order
+	Body      []byte   // the JSON text of "body"; its line breaks start new data lines
+	Query     []byte   // the JSON text of "query"
+	Timestamp time.Time
+	// BodyB, when not nil, is written as "bodyB" in base64.
+	BodyB []byte
+}
+
+// EncodeMessage returns m's SSE data lines and the blank line that ends
+// the event (no "id:" line: the caller writes it before).
+func EncodeMessage(m Message) []byte {
+	n := len(m.Body) + len(m.Query) + 256
+	for _, h := range m.Header {
+		n += len(h.Name) + len(h.Value) + 8
+	}
+	if m.BodyB != nil {
+		n += base64.StdEncoding.EncodedLen(len(m.BodyB)) + 16
+	}
+	b := make([]byte, 0, n)
+	b = append(b, "data: {"...)
+	for _, h := range m.Header {
+		b = AppendJSONString(b, h.Name)
+		b = append(b, ':')
+		b = AppendJSONString(b, h.Value)
+		b = append(b, ',')
+	}
+	b = append(b, `"`+KeyBody+`":`...)
+	b = appendDataLines(b, m.Body)
+	b = append(b, `,"`+KeyQuery+`":`...)
+	b = append(b, m.Query...)
+	b = append(b, `,"`+KeyTimestamp+`":`...)
+	b = strconv.AppendInt(b, m.Timestamp.UnixMilli(), 10)
+	if m.BodyB != nil {
+		b = append(b, `,"`+KeyBodyB+`":"`...)
+		b = base64.StdEncoding.AppendEncode(b, m.BodyB)
+		b = append(b, '"')
+	}
+	return append(b, "}\n\n"...)
+}
+
+// AppendQuery appends q as the JSON object of "query": a key's one value as
+// a string, several as an array of strings, keys sorted.
+func AppendQuery(b []byte, q url.Values) []byte {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendJSONString(b, k)
+		b = append(b, ':')
+		vs := q[k]
+		if len(vs) == 1 {
+			b = AppendJSONString(b, vs[0])
+			continue
+		}
+		b = append(b, '[')
+		for j, v := range vs {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = AppendJSONString(b, v)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendDataLines appends s, starting a new "data: " line at each line break
+// (CRLF, CR or LF, which SSE all treat as one).
+func appendDataLines(b, s []byte) []byte {
+	for {
+		i := IndexLineBreak(s)
+		if i < 0 {
+			return append(b, s...)
+		}
+		b = append(b, s[:i]...)
+		b = append(b, "\ndata: "...)
+		if s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n' {
+			i++
+		}
+		s = s[i+1:]
+	}
+}
+
+// IndexLineBreak returns the index of the first '\n' or '\r' in s, or -1.
+// It looks for '\r' only before the first '\n', so that finding every line
+// break of s costs time linear in its size.
+func IndexLineBreak(s []byte) int {
+	i := bytes.IndexByte(s, '\n')
+	if i < 0 {
+		i = len(s)
+	}
+	if j := bytes.IndexByte(s[:i], '\r'); j >= 0 {
+		return j
+	}
+	if i == len(s) {
+		return -1
+	}
+	return i
+}
+
+// AppendJSONString appends s as a JSON string the way JSON.stringify writes
+// it (no HTML escaping); invalid UTF-8 becomes U+FFFD.
+func AppendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// Body sources, from the most to the least faithful: the name of the key
+// the body bytes came from.
+const (
+	SourceBodyB   = KeyBodyB    // exact bytes
+	SourceRawData = KeyRawData  // the exact body as a JSON string
+	SourceBody    = KeyBody     // the JSON text as the relay wrote it
+	SourceText    = "body-text" // "body" holding a string for a non-JSON content type
+	SourceNone    = ""          // no body field
+)
+
+// Format names a relay's message shape, as [Decode] recognises it.
+const (
+	FormatSmee     = "smee"
+	FormatGosmee   = "gosmee"
+	FormatHookline = "hookline"
+)
+
+// Delivery is a decoded delivery message.
+type Delivery struct {
+	Format     string      // FormatSmee, FormatGosmee or FormatHookline
+	Method     string      // "method", when the relay recorded one
+	Header     http.Header // canonical names; invalid names and values left out
+	Query      url.Values  // nil when the message had none
+	Body       []byte      // may alias the event data
+	BodySource string      // one of the Source constants
+	Timestamp  time.Time   // zero when absent or not a number
+}
+
+// IsControl reports whether an unnamed event's data is a control message
+// rather than a delivery: gosmee's {"message":"connected"} and
+// {"message":"ready"} (an object whose only member is a string "message"),
+// or the bare word "ready" of old gosmee servers. It returns the name.
+func IsControl(data []byte) (string, bool) {
+	if string(data) == "ready" {
+		return "ready", true
+	}
+	if len(data) > 256 { // a control object is tiny; deliveries are not
+		return "", false
+	}
+	obj, ok := members(data)
+	if !ok {
+		return "", false
+	}
+	return controlObject(obj)
+}
+
+func controlObject(obj map[string]json.RawMessage) (string, bool) {
+	raw, ok := obj["message"]
+	if !ok || len(obj) != 1 {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// Decode reads the data of an unnamed event as a delivery message. It
+// returns a control message's name (see [IsControl]) with a nil Delivery,
+// and an error saying what is wrong when data is neither. It never panics;
+// the Delivery's Body may alias data.
+func Decode(data []byte) (*Delivery, string, error) {
+	if string(data) == "ready" {
+		return nil, "ready", nil
+	}
+	obj, ok := members(data)
+	if !ok {
+		return nil, "", errors.New("data is not a JSON object")
+	}
+	if name, ok := controlObject(obj); ok {
+		return nil, name, nil
+	}
+	d, err := decodeDelivery(obj)
+	return d, "", err
+}
+
+// members reads a JSON object as json.Unmarshal into a
+// map[string]json.RawMessage would (the last of repeated keys wins), but
+// the values alias data instead of being copied: "bodyB" alone may be
+// 33 MiB.
+func members(data []byte) (map[string]json.RawMessage, bool) {
+	ms, ok := jsonscan.Object(data)
+	if !ok {
+		return nil, false
+	}
+	obj := make(map[string]json.RawMessage, len(ms))
+	for _, m := range ms {
+		obj[jsonKey(m.Key)] = json.RawMessage(m.Value)
+	}
+	return obj, true
+}
+
+// jsonKey decodes a valid JSON string literal as encoding/json does
+// (invalid UTF-8 becomes U+FFFD), without its cost in the usual case.
+func jsonKey(raw []byte) string {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s) // cannot fail: jsonscan checked the literal
+	return s
+}
+
+var messageKeys = map[string]bool{
+	KeyBody: true, KeyBodyB: true, KeyRawData: true, KeyQuery: true, KeyTimestamp: true, KeyMethod: true,
+}
+
+func decodeDelivery(obj map[string]json.RawMessage) (*Delivery, error) {
+	d := &Delivery{Header: make(http.Header, len(obj))}
+	// Sorted names make the order of repeated canonical names (such as
+	// "x-a" and "X-A") deterministic.
+	names := make([]string, 0, len(obj))
+	for k := range obj {
+		if !messageKeys[k] {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !header.IsToken(k) {
+			continue
+		}
+		for _, v := range headerValues(obj[k]) {
+			if header.IsValue(v) {
+				d.Header.Add(k, v)
+			}
+		}
+	}
+	if len(d.Header) == 0 {
+		return nil, errors.New("no request headers in the message")
+	}
+	if raw, ok := obj[KeyMethod]; ok {
+		if m, err := String(raw); err == nil && header.IsToken(string(m)) {
+			d.Method = string(m)
+		}
+	}
+	d.Timestamp = decodeTimestamp(obj[KeyTimestamp])
+	if raw, ok := obj[KeyQuery]; ok {
+		d.Query = decodeQuery(raw)
+	}
+	if err := d.decodeBody(obj); err != nil {
+		return nil, err
+	}
+	_, hasBody := obj[KeyBody]
+	_, hasQuery := obj[KeyQuery]
+	_, hasBodyB := obj[KeyBodyB]
+	stringTime := len(obj[KeyTimestamp]) > 0 && obj[KeyTimestamp][0] == '"'
+	switch {
+	case hasBodyB && (hasBody || hasQuery):
+		d.Format = FormatHookline
+	case hasBodyB || stringTime:
+		d.Format = FormatGosmee
+	default:
+		d.Format = FormatSmee
+	}
+	return d, nil
+}
+
+// decodeBody picks the body by fidelity: bodyB, then rawdata, then body.
+func (d *Delivery) decodeBody(obj map[string]json.RawMessage) error {
+	if raw, ok := obj[KeyBodyB]; ok && !isNull(raw) {
+		s, err := String(raw)
+		if err != nil {
+			return errors.New(`"bodyB" is not a string`)
+		}
+		body := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+		n, err := base64.StdEncoding.Decode(body, s)
+		if err != nil {
+			return fmt.Errorf(`"bodyB" is not valid base64: %v`, err)
+		}
+		d.Body, d.BodySource = body[:n], SourceBodyB
+		return nil
+	}
+	if raw, ok := obj[KeyRawData]; ok && !isNull(raw) {
+		s, err := String(raw)
+		if err != nil {
+			return errors.New(`"rawdata" is not a string`)
+		}
+		d.Body, d.BodySource = s, SourceRawData
+		return nil
+	}
+	raw, ok := obj[KeyBody]
+	if !ok || isNull(raw) {
+		d.BodySource = SourceNone
+		return nil
+	}
+	if raw[0] == '"' && !isJSONMediaType(d.Header.Get("Content-Type")) {
+		// A text body that the relay parsed as a string: its bytes are the
+		// string, not the JSON literal around it.
+		s, err := String(raw)
+		if err != nil {
+			return errors.New(`"body" is not valid JSON`)
+		}
+		d.Body, d.BodySource = s, SourceText
+		return nil
+	}
+	d.Body, d.BodySource = []byte(raw), SourceBody
+	return nil
+}
+
+// String returns the value of a valid JSON string literal. When it holds no
+// escapes the result aliases raw (no copy: bodyB may be tens of megabytes).
+func String(raw []byte) ([]byte, error) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, errors.New("not a JSON string")
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return inner, nil // already validated with the whole message
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// headerValues reads a header's value: a string, an array of strings (Node
+// keeps repeated set-cookie headers so), or a number or boolean (their JSON
+// text). Anything else has no value.
+func headerValues(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	switch raw[0] {
+	case '"':
+		if s, err := String(raw); err == nil {
+			return []string{string(s)}
+		}
+	case '[':
+		var vs []json.RawMessage
+		if json.Unmarshal(raw, &vs) != nil {
+			return nil
+		}
+		var out []string
+		for _, v := range vs {
+			if s, err := String(v); err == nil {
+				out = append(out, string(s))
+			}
+		}
+		return out
+	case '{', 'n':
+		return nil
+	default: // numbers, true, false
+		return []string{string(raw)}
+	}
+	return nil
+}
+
+// isJSONMediaType reports whether ct is application/json or a +json type.
+func isJSONMediaType(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// decodeTimestamp reads milliseconds since the epoch from a JSON number or
+// numeric string.
+func decodeTimestamp(raw json.RawMessage) time.Time {
+	if len(raw) == 0 {
+		return time.Time{}
+	}
+	s := string(raw)
+	if raw[0] == '"' {
+		b, err := String(raw)
+		if err != nil {
+			return time.Time{}
+		}
+		s = string(b)
+	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms).UTC()
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !math.IsNaN(f) && math.Abs(f) < 1e15 {
+		return time.UnixMilli(int64(f)).UTC()
+	}
+	return time.Time{}
+}
+
+// decodeQuery reads "query": an object whose values are strings, arrays, or
+// (from smee.io's qs parser) nested objects, which are flattened back to
+// "a[b]=c"; a string is parsed as a raw query.
+func decodeQuery(raw json.RawMessage) url.Values {
+	if len(raw) > 0 && raw[0] == '"' {
+		s, err := String(raw)
+		if err != nil {
+			return nil
+		}
+		q, _ := url.ParseQuery(strings.TrimPrefix(string(s), "?"))
+		return q
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		return nil
+	}
+	q := url.Values{}
+	addQuery(q, "", obj, 0)
+	return q
+}
+
+func addQuery(q url.Values, prefix string, obj map[string]json.RawMessage, depth int) {
+	if depth > 8 {
+		return
+	}
+	for k, v := range obj {
+		name := k
+		if prefix != "" {
+			name = prefix + "[" + k + "]"
+		}
+		addQueryValue(q, name, v, depth)
+	}
+}
+
+func addQueryValue(q url.Values, name string, v json.RawMessage, depth int) {
+	if len(v) == 0 {
+		return
+	}
+	switch v[0] {
+	case '"':
+		if s, err := String(v); err == nil {
+			q.Add(name, string(s))
+		}
+	case '[':
+		var vs []json.RawMessage
+		if json.Unmarshal(v, &vs) == nil {
+			for _, e := range vs {
+				addQueryValue(q, name, e, depth+1)
+			}
+		}
+	case '{':
+		var sub map[string]json.RawMessage
+		if json.Unmarshal(v, &sub) == nil {
+			addQuery(q, name, sub, depth+1)
+		}
+	case 'n':
+	default:
+		q.Add(name, string(v))
+	}
+}

@@ -1,0 +1,118 @@
+package wire
+
+import (
+	"bytes"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// data joins an event's data lines the way an SSE client does.
+func data(t *testing.T, frame []byte) []byte {
+	t.Helper()
+	if !bytes.HasSuffix(frame, []byte("\n\n")) {
+		t.Fatalf("frame %q does not end with a blank line", frame)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSuffix(string(frame), "\n\n"), "\n") {
+		v, ok := strings.CutPrefix(l, "data: ")
+		if !ok {
+			t.Fatalf("line %q is not a data line", l)
+		}
+		lines = append(lines, v)
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
+// A message the relay encodes decodes to the same delivery: headers, the
+// exact body through bodyB, the query and the time.
+func TestEncodeDecode(t *testing.T) {
+	body := []byte("{\"a\":\r\n 1,\n\"b\":\"\\u00e9\"}")
+	m := Message{
+		Header: []Header{
+			{Name: "content-type", Value: "application/json"},
+			{Name: "x-github-event", Value: "push"},
+			{Name: "x-quote", Value: "say \"hi\"\t\x01"},
+		},
+		Body:      body,
+		Query:     AppendQuery(nil, url.Values{"a": {"1", "2"}, "b": {"x"}}),
+		Timestamp: time.UnixMilli(1700000000123),
+		BodyB:     body,
+	}
+	frame := EncodeMessage(m)
+	if got, want := string(m.Query), `{"a":["1","2"],"b":"x"}`; got != want {
+		t.Errorf("AppendQuery = %s, want %s", got, want)
+	}
+	d, name, err := Decode(data(t, frame))
+	if err != nil || d == nil {
+		t.Fatalf("Decode(EncodeMessage) = %v, %q, %v", d, name, err)
+	}
+	wantHeader := http.Header{"Content-Type": {"application/json"}, "X-Github-Event": {"push"}}
+	if !reflect.DeepEqual(d.Header, wantHeader) { // x-quote has a control character: left out
+		t.Errorf("Header = %v, want %v", d.Header, wantHeader)
+	}
+	if !bytes.Equal(d.Body, body) || d.BodySource != SourceBodyB || d.Format != FormatHookline {
+		t.Errorf("Body = %q from %q (%s), want %q from bodyB (hookline)", d.Body, d.BodySource, d.Format, body)
+	}
+	if want := (url.Values{"a": {"1", "2"}, "b": {"x"}}); !reflect.DeepEqual(d.Query, want) {
+		t.Errorf("Query = %v, want %v", d.Query, want)
+	}
+	if !d.Timestamp.Equal(m.Timestamp) {
+		t.Errorf("Timestamp = %v, want %v", d.Timestamp, m.Timestamp)
+	}
+
+	// Without bodyB the body is the JSON text, line breaks as "\n".
+	m.BodyB = nil
+	d, _, err = Decode(data(t, EncodeMessage(m)))
+	if err != nil || string(d.Body) != "{\"a\":\n 1,\n\"b\":\"\\u00e9\"}" || d.BodySource != SourceBody || d.Format != FormatSmee {
+		t.Errorf("without bodyB: %q from %q (%s), %v", d.Body, d.BodySource, d.Format, err)
+	}
+}
+
+func TestDecodeControlAndErrors(t *testing.T) {
+	tests := []struct {
+		data, name, err string
+	}{
+		{`{"message":"connected"}`, "connected", ""},
+		{`ready`, "ready", ""},
+		{`[1]`, "", "data is not a JSON object"},
+		{`{"body":{}}`, "", "no request headers in the message"},
+		{`{"x-a":"1","bodyB":"!!"}`, "", `"bodyB" is not valid base64`},
+	}
+	for _, tt := range tests {
+		d, name, err := Decode([]byte(tt.data))
+		if d != nil || name != tt.name || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
+			t.Errorf("Decode(%s) = %v, %q, %v; want nil, %q, %q", tt.data, d, name, err, tt.name, tt.err)
+		}
+	}
+}
+
+func TestGap(t *testing.T) {
+	g := Gap{From: 3, To: 9, Reason: "expired", LastEventID: "2"}
+	want := "event: hookline-gap\ndata: {\"from\":3,\"to\":9,\"reason\":\"expired\",\"lastEventId\":\"2\"}\n\n"
+	if got := string(g.Frame()); got != want {
+		t.Errorf("Frame = %q, want %q", got, want)
+	}
+	if got, ok := DecodeGap([]byte(`{"from":3,"to":9,"reason":"expired","lastEventId":"2"}`)); !ok || got != g {
+		t.Errorf("DecodeGap = %+v, %v; want %+v", got, ok, g)
+	}
+}
+
+func TestReserved(t *testing.T) {
+	for name, want := range map[string]bool{"bodyb": true, "BodyB": true, "Method": true, "rawdata": true, "x-github-event": false, "bodies": false} {
+		if got := Reserved(name); got != want {
+			t.Errorf("Reserved(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestIndexLineBreak(t *testing.T) {
+	for in, want := range map[string]int{"": -1, "abc": -1, "a\nb": 1, "a\rb\n": 1, "ab\n\r": 2, "\r\n": 0} {
+		if got := IndexLineBreak([]byte(in)); got != want {
+			t.Errorf("IndexLineBreak(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
