@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/fatih/color"
 	ucli "github.com/urfave/cli/v2"
@@ -33,6 +34,12 @@ const (
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	s := &streams{in: stdin, out: stdout, err: stderr}
 	app := newApp(s)
+	// urfave/cli v2 parses the word being completed before it completes,
+	// and crashes when that word is a partial flag ("--ta"); its flag
+	// completion reads the word from os.Args, so it is left out here.
+	if n := len(args); n >= 3 && args[n-1] == "--generate-bash-completion" && strings.HasPrefix(args[n-2], "-") && args[n-2] != "--" {
+		args = append(args[:n-2:n-2], args[n-1])
+	}
 	err := app.RunContext(ctx, args)
 	return exitCode(err, s)
 }
@@ -126,11 +133,13 @@ func newApp(s *streams) *ucli.App {
 		HideHelpCommand:        true,
 		UseShortOptionHandling: true,
 		Suggest:                true,
+		EnableBashCompletion:   true,
 	}
 	// --no-color is accepted after the command name too
 	// (`hookline forward --no-color`), where people put it.
 	for _, cmd := range app.Commands {
 		cmd.Flags = append(cmd.Flags, &ucli.BoolFlag{Name: "no-color", Usage: "never colour output"})
+		cmd.HideHelpCommand = true // no "help" subcommand: commands are leaves (and completion works)
 		cmd.Before = func(c *ucli.Context) error {
 			s.decideColor(noColorSet(c))
 			return nil
