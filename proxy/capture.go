@@ -11,13 +11,13 @@ import (
 // bytes that were saved, exactly.
 const BodyCapture BodySource = "capture"
 
-// FromCapture returns the delivery saved in a capture file, ready for
-// ForwardRequest: its id, event, method, query, headers and exact body. The
+// fromCapture returns the delivery saved in a capture file, ready for
+// the pipeline: its id, event, method, query, headers and exact body. The
 // signature comes from X-Hub-Signature-256 or, when that is absent, the
 // legacy X-Hub-Signature (SignatureSHA1 is then true). Timestamp is the time
 // the delivery was received. A query string that does not parse keeps the
 // parameters that do.
-func FromCapture(c capture.Delivery) *Delivery {
+func fromCapture(c capture.Delivery) *Delivery {
 	h := c.Headers.Clone()
 	if h == nil {
 		h = http.Header{}
@@ -32,14 +32,7 @@ func FromCapture(c capture.Delivery) *Delivery {
 		BodySource:  BodyCapture,
 		Timestamp:   c.ReceivedAt,
 	}
-	if d.ID == "" {
-		d.ID = h.Get("X-GitHub-Delivery")
-	}
-	if sig := h.Get("X-Hub-Signature-256"); sig != "" {
-		d.Signature = sig
-	} else if sig := h.Get("X-Hub-Signature"); sig != "" {
-		d.Signature, d.SignatureSHA1 = sig, true
-	}
+	d.identify()
 	if c.Query != "" {
 		d.Query, _ = url.ParseQuery(c.Query)
 	}

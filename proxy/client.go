@@ -84,10 +84,12 @@ type Options struct {
 	AdditionalSecrets []string
 
 	// Handlers receive every verified delivery whose body is a JSON object
-	// (or a form-encoded "payload=" holding one): pass &wh.Emitter of a
-	// *webhooks.Webhooks, or an Emitter with RegisterPlugins. If nil, no
-	// local handler runs.
-	Handlers *webhooks.Emitter
+	// (or a form-encoded "payload=" holding one): a [*webhooks.Webhooks], a
+	// [*webhooks.Emitter] (with [RegisterPlugins] for plugins), or any
+	// value with that Receive method. If nil, no local handler runs.
+	Handlers interface {
+		Receive(ctx context.Context, e webhooks.Event) error
+	}
 
 	// Target, if not empty, is the URL each delivery is replayed to, with
 	// its exact body, method, content type and headers (see ForwardRequest).
@@ -169,9 +171,9 @@ type Verification string
 
 // The verification outcomes.
 const (
-	Verified   Verification = "verified"   // the signature matches
-	Failed     Verification = "failed"     // it does not, or is missing
-	Unverified Verification = "unverified" // no secret was given
+	VerificationPassed  Verification = "verified"   // the signature matches
+	VerificationFailed  Verification = "failed"     // it does not, or is missing
+	VerificationSkipped Verification = "unverified" // no secret was given
 )
 
 // Result is what happened to one delivery.
@@ -226,7 +228,7 @@ type Result struct {
 
 // OK reports whether the delivery was handled without any failure.
 func (r Result) OK() bool {
-	return r.Filtered || r.Duplicate || (r.Verification != Failed && r.HandlerErr == nil &&
+	return r.Filtered || r.Duplicate || (r.Verification != VerificationFailed && r.HandlerErr == nil &&
 		(r.Target == nil || r.Target.OK()) && r.SaveErr == nil)
 }
 
@@ -292,7 +294,7 @@ type Stats struct {
 // start it with Run; it is used once.
 type Client struct {
 	opts      Options
-	fwd       *Forwarder // nil without a Target
+	fwd       *forwarder // nil without a Target
 	filter    filter
 	logger    *slog.Logger
 	now       func() time.Time
@@ -336,16 +338,18 @@ func New(opts Options) (*Client, error) {
 		c.now = time.Now
 	}
 	var err error
-	if c.streamURL, err = StreamURL(opts.URL, opts.Format); err != nil {
-		return nil, fmt.Errorf("%w: relay URL: %v", ErrInvalidOptions, err)
+	if opts.URL != "" {
+		if c.streamURL, err = StreamURL(opts.URL, opts.Format); err != nil {
+			return nil, fmt.Errorf("%w: relay URL: %v", ErrInvalidOptions, err)
+		}
 	}
 	c.source = opts.Source
-	if c.source == "" {
+	if c.source == "" && opts.URL != "" {
 		c.source = redact.URL(opts.URL)
 	}
 	var target *url.URL
 	if opts.Target != "" {
-		if target, err = ParseTarget(opts.Target); err != nil {
+		if target, err = parseTarget(opts.Target); err != nil {
 			return nil, err
 		}
 	}
@@ -384,14 +388,14 @@ func New(opts Options) (*Client, error) {
 			}
 			hc = &rest.Client{HTTPClient: &http.Client{Timeout: timeout}, Retry: retry}
 		}
-		c.fwd = &Forwarder{Target: target, HTTPClient: hc, Options: ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret}}
+		c.fwd = &forwarder{Target: target, HTTPClient: hc, Options: ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret}, Now: c.now}
 	}
 	return c, nil
 }
 
-// ParseTarget checks a target URL: absolute http or https with a host. The
+// parseTarget checks a target URL: absolute http or https with a host. The
 // error for a URL without a scheme suggests the likely fix.
-func ParseTarget(s string) (*url.URL, error) {
+func parseTarget(s string) (*url.URL, error) {
 	if !strings.Contains(s, "://") {
 		return nil, fmt.Errorf("%w: %q has no scheme; did you mean http://%s?", ErrInvalidTarget, s, strings.TrimPrefix(s, "//"))
 	}
@@ -438,6 +442,9 @@ func (c *Client) StreamURL() string { return c.streamURL }
 // DrainTimeout) and returns nil. It returns early with an error wrapping
 // ErrPermanent when the relay refuses the channel for good (a 404, say).
 func (c *Client) Run(ctx context.Context) error {
+	if c.streamURL == "" {
+		return fmt.Errorf("%w: no relay URL to subscribe to", ErrInvalidOptions)
+	}
 	workers := c.opts.Concurrency
 	if workers < 1 {
 		workers = 1
@@ -572,21 +579,43 @@ func (c *Client) classify(d *Delivery) item {
 	return it
 }
 
-// handle runs one delivery through verification, handlers, forwarding and
-// saving, stores the checkpoint and reports the Result.
+// Handle runs one delivery that did not come from the subscription (a
+// capture file, say) through the same pipeline as Run's: the duplicate
+// check, Events/Ignore, verification, Handlers and Target at the same
+// time, SaveDir and FailedDir. It reports the Result to OnResult too, and
+// returns it. It is safe for concurrent use, and needs no URL.
+func (c *Client) Handle(ctx context.Context, d *Delivery) Result {
+	dup, redelivery := c.dedup.check(d.ID, d.EventID, false, c.now())
+	r := c.process(ctx, d, dup, redelivery)
+	c.report(r)
+	return r
+}
+
+// Replay is Handle for a delivery saved in a capture file.
+func (c *Client) Replay(ctx context.Context, cd capture.Delivery) Result {
+	return c.Handle(ctx, fromCapture(cd))
+}
+
+// handle runs one delivery read by Run, stores the checkpoint and reports
+// the Result.
 func (c *Client) handle(ctx context.Context, it item) {
-	d := it.d
-	r := Result{Delivery: d, Received: c.now(), Duplicate: it.duplicate, Redelivery: it.redelivery}
+	r := c.process(ctx, it.d, it.duplicate, it.redelivery)
+	c.state.finish(it.seq, it.d.EventID, c.durableIDs())
+	c.report(r)
+}
+
+// process is the pipeline: filter, verify, handlers ∥ forward, save.
+func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery bool) (r Result) {
+	r = Result{Delivery: d, Received: c.now(), Duplicate: duplicate, Redelivery: redelivery}
+	if d.BodySource == BodyCapture && !d.Timestamp.IsZero() {
+		r.Received = d.Timestamp
+	}
 	payload := payloadJSON(d)
 	r.Action, r.Repository, r.Sender = summarize(payload)
-	defer func() {
-		c.state.finish(it.seq, d.EventID, c.durableIDs())
-		c.report(r)
-	}()
 
 	if r.Duplicate {
 		c.stats.duplicates.Add(1)
-		return
+		return r
 	}
 	if r.Redelivery {
 		c.stats.redeliveries.Add(1)
@@ -594,20 +623,20 @@ func (c *Client) handle(ctx context.Context, it item) {
 	if !c.filter.keep(d.Event, r.Action) {
 		r.Filtered = true
 		c.stats.filtered.Add(1)
-		return
+		return r
 	}
 
-	r.Verification, r.VerifyNote = VerifyDelivery(d, c.opts.Secret, c.opts.AdditionalSecrets...)
+	r.Verification, r.VerifyNote = verifyDelivery(d, c.opts.Secret, c.opts.AdditionalSecrets...)
 	switch r.Verification {
-	case Verified:
+	case VerificationPassed:
 		c.stats.verified.Add(1)
-	case Failed:
+	case VerificationFailed:
 		c.stats.verifyFailed.Add(1)
 	default:
 		c.stats.unverified.Add(1)
 	}
 
-	if r.Verification != Failed {
+	if r.Verification != VerificationFailed {
 		var wg sync.WaitGroup
 		if c.opts.Handlers != nil {
 			wg.Add(1)
@@ -635,7 +664,7 @@ func (c *Client) handle(ctx context.Context, it item) {
 	cd := capture.Delivery{
 		ID: d.ID, Event: captureEvent(d), Action: r.Action, ReceivedAt: r.Received,
 		Source: c.source, Method: d.Method, Query: d.Query.Encode(),
-		Headers: SaveableHeader(d.Headers), Body: d.Body,
+		Headers: saveableHeader(d.Headers), Body: d.Body,
 	}
 	if c.opts.SaveDir != "" {
 		r.Saved, r.SaveErr = c.writeCapture(c.opts.SaveDir, cd)
@@ -658,6 +687,7 @@ func (c *Client) handle(ctx context.Context, it item) {
 		c.logger.Warn("the target did not take a delivery and it was not saved; the relay may still have it",
 			"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
 	}
+	return r
 }
 
 // saveFailed writes a delivery the target did not take to the failed
@@ -816,23 +846,15 @@ func stringValue(v []byte) string {
 	return string(s)
 }
 
-// Describe returns what a trace line shows of d's payload: the top-level
-// "action", "repository.full_name" and "sender.login", read from the body
-// when it is a JSON object or from the "payload" field of a form-encoded
-// body; empty strings when absent.
-func Describe(d *Delivery) (action, repository, sender string) {
-	return summarize(payloadJSON(d))
-}
-
 // credentialHeaders carry credentials of the sender or of a proxy on the
 // way, never part of a webhook delivery's meaning.
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
 
-// SaveableHeader returns a copy of h without the headers that carry
+// saveableHeader returns a copy of h without the headers that carry
 // credentials (Authorization, Proxy-Authorization, Cookie), which hookline
 // never writes to disk: a capture file is shared and committed more often
 // than people think.
-func SaveableHeader(h http.Header) http.Header {
+func saveableHeader(h http.Header) http.Header {
 	out := h.Clone()
 	for _, k := range credentialHeaders {
 		out.Del(k)

@@ -199,7 +199,7 @@ func TestClientForwardsByteExactAndVerifies(t *testing.T) {
 			})
 			relay.push(1, githubHeaders("d-1", "issues", githubSecret, body), nil, body)
 			r := res.wait(t, 1)[0]
-			if r.Verification != proxy.Verified {
+			if r.Verification != proxy.VerificationPassed {
 				t.Errorf("Verification = %q (%s), want verified", r.Verification, r.VerifyNote)
 			}
 			if r.Target == nil || r.Target.Status != 200 {
@@ -232,7 +232,7 @@ func TestClientNeverPassesOnABadSignature(t *testing.T) {
 	relay.push(2, noSig, nil, body)
 	relay.push(3, githubHeaders("good", "ping", "right", body), nil, body)
 	all := res.wait(t, 3)
-	want := []proxy.Verification{proxy.Failed, proxy.Failed, proxy.Verified}
+	want := []proxy.Verification{proxy.VerificationFailed, proxy.VerificationFailed, proxy.VerificationPassed}
 	for i, r := range all {
 		if r.Verification != want[i] {
 			t.Errorf("delivery %s: Verification = %q, want %q", r.Delivery.ID, r.Verification, want[i])
@@ -262,10 +262,10 @@ func TestClientLegacySHA1Signature(t *testing.T) {
 	h["X-Hub-Signature"] = "sha1=0000000000000000000000000000000000000000"
 	relay.push(2, h, nil, body)
 	all := res.wait(t, 2)
-	if all[0].Verification != proxy.Verified || !strings.Contains(all[0].VerifyNote, "legacy SHA-1") {
+	if all[0].Verification != proxy.VerificationPassed || !strings.Contains(all[0].VerifyNote, "legacy SHA-1") {
 		t.Errorf("good sha1: %q %q, want verified with a legacy warning", all[0].Verification, all[0].VerifyNote)
 	}
-	if all[1].Verification != proxy.Failed {
+	if all[1].Verification != proxy.VerificationFailed {
 		t.Errorf("bad sha1: %q, want failed", all[1].Verification)
 	}
 }
@@ -555,7 +555,8 @@ func TestClientStopsOnAMissingChannel(t *testing.T) {
 	}
 }
 
-func TestParseTarget(t *testing.T) {
+// New checks Target and says what to fix.
+func TestNewTarget(t *testing.T) {
 	tests := []struct {
 		in, wantErr string
 	}{
@@ -566,15 +567,15 @@ func TestParseTarget(t *testing.T) {
 		{"http:///path", "has no host"},
 	}
 	for _, tt := range tests {
-		_, err := proxy.ParseTarget(tt.in)
+		_, err := proxy.New(proxy.Options{Target: tt.in})
 		if tt.wantErr == "" {
 			if err != nil {
-				t.Errorf("ParseTarget(%q) = %v, want nil", tt.in, err)
+				t.Errorf("New(Target: %q) = %v, want nil", tt.in, err)
 			}
 			continue
 		}
 		if !errors.Is(err, proxy.ErrInvalidTarget) || !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("ParseTarget(%q) = %v, want ErrInvalidTarget saying %q", tt.in, err, tt.wantErr)
+			t.Errorf("New(Target: %q) = %v, want ErrInvalidTarget saying %q", tt.in, err, tt.wantErr)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package proxy
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // Defaults for the duplicate window (Options.DedupWindow, DedupSize).
 const (
@@ -18,8 +21,9 @@ const (
 // and is forwarded again. A relay that sends the same event twice (at least
 // once delivery, a replay after reconnecting) repeats its event id too.
 //
-// It is used from the reading goroutine only: no locking.
+// It is safe for concurrent use (Client.Handle).
 type dedup struct {
+	mu     sync.Mutex
 	window time.Duration
 	size   int
 	seen   map[string]seenID
@@ -57,6 +61,8 @@ func (d *dedup) check(id, eventID string, durable bool, now time.Time) (duplicat
 	if d == nil || id == "" {
 		return false, false
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.expire(now)
 	if prev, ok := d.seen[id]; ok {
 		if durable && eventID != "" && prev.eventID != "" && eventID != prev.eventID {

@@ -67,7 +67,7 @@ func ForwardRequest(ctx context.Context, target *url.URL, d *Delivery, opts Forw
 	if err != nil {
 		return nil, fmt.Errorf("building the request to the target: %w", err)
 	}
-	req.Header = ForwardHeader(d.Headers)
+	req.Header = forwardHeader(d.Headers)
 	if _, ok := req.Header["User-Agent"]; !ok {
 		// Send none rather than Go's default, as the sender did.
 		req.Header.Set("User-Agent", "")
@@ -83,9 +83,9 @@ func ForwardRequest(ctx context.Context, target *url.URL, d *Delivery, opts Forw
 	return req, nil
 }
 
-// ForwardHeader returns a copy of h without hop-by-hop headers (those of
+// forwardHeader returns a copy of h without hop-by-hop headers (those of
 // RFC 9110 and those named in Connection), Host and Content-Length.
-func ForwardHeader(h http.Header) http.Header {
+func forwardHeader(h http.Header) http.Header {
 	out := h.Clone()
 	if out == nil {
 		out = http.Header{}
@@ -155,10 +155,10 @@ func (f filter) keep(event, action string) bool {
 	return !match(f.ignore)
 }
 
-// Forwarder sends deliveries to one target with ForwardRequest. The zero
-// value is not usable: Target is required. A Forwarder is safe for
+// forwarder sends deliveries to one target with ForwardRequest. The zero
+// value is not usable: Target is required. A forwarder is safe for
 // concurrent use once its fields are no longer modified.
-type Forwarder struct {
+type forwarder struct {
 	// Target is the URL deliveries are sent to. Required.
 	Target *url.URL
 	// HTTPClient sends the requests. If nil, a rest.Client with
@@ -171,7 +171,7 @@ type Forwarder struct {
 	Now func() time.Time
 }
 
-// defaultForwardClient is used by a Forwarder whose HTTPClient is nil.
+// defaultForwardClient is used by a forwarder whose HTTPClient is nil.
 var defaultForwardClient = &rest.Client{
 	HTTPClient: &http.Client{Timeout: DefaultTargetTimeout},
 	Retry:      &rest.RetryPolicy{},
@@ -181,7 +181,7 @@ var defaultForwardClient = &rest.Client{
 // the first 4 KiB of the response body and the time from the first attempt
 // to the answer, or the error (after the client's retries). It never
 // returns nil.
-func (f *Forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
+func (f *forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 	now := f.Now
 	if now == nil {
 		now = time.Now

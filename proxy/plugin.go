@@ -140,7 +140,7 @@ type PluginOptions struct {
 
 // RegisterPlugins registers each plugin as a handler on w under its On name
 // (for a *webhooks.Webhooks, pass &wh.Emitter).
-// Each run's outcome is reported with ReportHandler, so a Client's Result
+// Each run's outcome is reported with reportHandler, so a Client's Result
 // lists every plugin that ran.
 func RegisterPlugins(w *webhooks.Emitter, plugins []Plugin, opts PluginOptions) error {
 	env := pluginEnv(opts)
@@ -150,7 +150,7 @@ func RegisterPlugins(w *webhooks.Emitter, plugins []Plugin, opts PluginOptions) 
 		h := func(ctx context.Context, e webhooks.Event) error {
 			start := time.Now()
 			err := runPlugin(ctx, p, e, env, opts, &outMu)
-			ReportHandler(ctx, HandlerResult{Name: p.Name, Err: err, Duration: time.Since(start)})
+			reportHandler(ctx, HandlerResult{Name: p.Name, Err: err, Duration: time.Since(start)})
 			return err
 		}
 		if p.On == webhooks.AnyEventName {

@@ -189,7 +189,7 @@ func TestExecPluginRunsForEveryEventWithPrefixedOutput(t *testing.T) {
 }
 
 func TestReportHandlerOutsideADeliveryIsANoOp(t *testing.T) {
-	ReportHandler(context.Background(), HandlerResult{Name: "x"}) // must not panic
+	reportHandler(context.Background(), HandlerResult{Name: "x"}) // must not panic
 }
 
 // Each kind of plugin file runs for the deliveries it names: <event> for

@@ -29,11 +29,11 @@ func withHandlerLog(ctx context.Context) (context.Context, *handlerLog) {
 	return context.WithValue(ctx, handlerLogKey{}, l), l
 }
 
-// ReportHandler records r in the Result of the delivery being handled with
+// reportHandler records r in the Result of the delivery being handled with
 // ctx, so the trace can show it. Plugins registered with RegisterPlugins
 // report themselves; a Go handler may call it too. Outside a Client's
 // delivery it does nothing. It is safe for concurrent use.
-func ReportHandler(ctx context.Context, r HandlerResult) {
+func reportHandler(ctx context.Context, r HandlerResult) {
 	l, ok := ctx.Value(handlerLogKey{}).(*handlerLog)
 	if !ok {
 		return

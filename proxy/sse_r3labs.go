@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/internal/tlscert"
 	"github.com/r3labs/sse/v2"
 	"gopkg.in/cenkalti/backoff.v1"
 )
@@ -217,8 +218,10 @@ func describeStreamError(err error, shown string, maxSize int) error {
 	if errors.As(err, &se) || errors.Is(err, ErrPermanent) {
 		return err // from checkResponse, already described
 	}
-	if IsCertificateError(err) {
-		return fmt.Errorf("%w: %s: the relay's TLS certificate cannot be verified: %w", ErrPermanent, shown, certificateCause(err))
+	if cause := tlscert.Cause(err); cause != nil {
+		// Retrying cannot fix a certificate, and reconnecting forever
+		// would hide the problem.
+		return fmt.Errorf("%w: %s: the relay's TLS certificate cannot be verified: %w", ErrPermanent, shown, cause)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

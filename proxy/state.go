@@ -51,13 +51,6 @@ func channelHash(streamURL string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// StateFileName returns the name of the default state file for a channel
-// URL: "<first 16 hex digits of its SHA-256>.json", so one directory can
-// hold the state of many channels and no URL shows in a file name.
-func StateFileName(channelURL string) string {
-	return channelHash(channelURL)[:16] + ".json"
-}
-
 // errStateOtherChannel is readState's error for a file written for another
 // channel.
 var errStateOtherChannel = errors.New("the state file belongs to another channel")

@@ -10,16 +10,16 @@ import (
 	"github.com/hookline/hookline/webhooks"
 )
 
-// VerifyDelivery checks d's signature against secret and then each of
-// additionalSecrets, as a Client does: Unverified when secret is empty,
-// Verified when it matches, Failed otherwise, with a note saying why (or
+// verifyDelivery checks d's signature against secret and then each of
+// additionalSecrets, as a Client does: VerificationSkipped when secret is empty,
+// VerificationPassed when it matches, VerificationFailed otherwise, with a note saying why (or
 // warning about a legacy SHA-1 signature).
-func VerifyDelivery(d *Delivery, secret string, additionalSecrets ...string) (Verification, string) {
+func verifyDelivery(d *Delivery, secret string, additionalSecrets ...string) (Verification, string) {
 	if secret == "" {
-		return Unverified, ""
+		return VerificationSkipped, ""
 	}
 	if d.Signature == "" {
-		return Failed, "no X-Hub-Signature-256 header: the delivery was not signed (set the secret on the GitHub webhook)"
+		return VerificationFailed, "no X-Hub-Signature-256 header: the delivery was not signed (set the secret on the GitHub webhook)"
 	}
 	ok := false
 	note := ""
@@ -31,15 +31,15 @@ func VerifyDelivery(d *Delivery, secret string, additionalSecrets ...string) (Ve
 	}
 	switch {
 	case ok:
-		return Verified, note
+		return VerificationPassed, note
 	case len(d.Body) == 0:
-		return Failed, "the delivery has no body"
+		return VerificationFailed, "the delivery has no body"
 	case d.BodySource == BodyCapture:
-		return Failed, "signature does not match the saved body and secret: check the secret (a body relayed through smee.io may have been re-encoded before it was saved)"
+		return VerificationFailed, "signature does not match the saved body and secret: check the secret (a body relayed through smee.io may have been re-encoded before it was saved)"
 	case !d.BodySource.Exact():
-		return Failed, fmt.Sprintf("signature does not match; the relay re-encoded the body (%s field), so the exact bytes GitHub signed may be lost; use a relay that keeps them (hookline serve, gosmee) or check the secret", d.BodySource)
+		return VerificationFailed, fmt.Sprintf("signature does not match; the relay re-encoded the body (%s field), so the exact bytes GitHub signed may be lost; use a relay that keeps them (hookline serve, gosmee) or check the secret", d.BodySource)
 	default:
-		return Failed, "signature does not match the body and secret: check the secret against the webhook's secret on GitHub"
+		return VerificationFailed, "signature does not match the body and secret: check the secret against the webhook's secret on GitHub"
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
-	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -35,9 +34,7 @@ type forwardOptions struct {
 	targetSecret string
 	resign       bool
 	noQuery      bool
-	pluginDir    string
-	exec         []string
-	pluginEnv    []string
+	plugins      pluginOptions
 	events       []string
 	ignore       []string
 	concurrency  int
@@ -88,7 +85,7 @@ hookline's state directory is $XDG_STATE_HOME/hookline, else hookline in
 the user configuration directory (~/.config/hookline on Linux,
 ~/Library/Application Support/hookline on macOS, %AppData%\hookline on
 Windows).`,
-		Flags: append(secretFlags("webhook secret: verify every delivery (failed ones are never passed on)"),
+		Flags: append(append(secretFlags("webhook secret: verify every delivery (failed ones are never passed on)"), pluginFlags()...),
 			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "relay channel `URL` to subscribe to", EnvVars: []string{"HOOKLINE_URL"}},
 			&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it"},
 			&ucli.StringFlag{Name: "server", Value: "https://smee.io", Usage: "relay `URL` for --new"},
@@ -97,9 +94,6 @@ Windows).`,
 			&ucli.StringFlag{Name: "target-secret", Usage: "re-sign deliveries with this `SECRET` for the target (implies --resign)", EnvVars: []string{"HOOKLINE_TARGET_SECRET"}},
 			&ucli.BoolFlag{Name: "resign", Usage: "re-sign deliveries for the target with --target-secret, or --secret"},
 			&ucli.BoolFlag{Name: "no-query", Usage: "do not forward the delivery's query string"},
-			&ucli.StringFlag{Name: "plugin-dir", Usage: "run executables in `DIR` named <event>, <event>.<action> or _any"},
-			&ucli.StringSliceFlag{Name: "exec", Usage: "run `COMMAND` (through the shell) for every delivery; repeatable"},
-			&ucli.StringSliceFlag{Name: "plugin-env", Usage: "pass environment variable `NAME` (or NAME=value) to plugins; repeatable"},
 			&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)"},
 			&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)"},
 			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries handled at once; above 1 the order is not kept"},
@@ -144,8 +138,8 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		format: proxy.Format(c.String("format")), target: c.String("target"),
 		targetSecret: c.String("target-secret"),
 		resign:       c.Bool("resign") || c.String("target-secret") != "", noQuery: c.Bool("no-query"),
-		pluginDir: c.String("plugin-dir"), exec: c.StringSlice("exec"), pluginEnv: c.StringSlice("plugin-env"),
-		events: splitNames(c.StringSlice("events")), ignore: splitNames(c.StringSlice("ignore")),
+		plugins: parsePlugins(c),
+		events:  splitNames(c.StringSlice("events")), ignore: splitNames(c.StringSlice("ignore")),
 		concurrency: c.Int("concurrency"), timeout: c.Duration("timeout"), retries: c.Int("retries"), saveDir: c.String("save"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), lastEventID: c.String("last-event-id"),
 		listen: c.String("listen"), stateFile: c.String("state-file"), failedDir: c.String("failed-dir"),
@@ -167,8 +161,8 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		return o, usageErrorf("--format %q: want smee, gosmee or hookline", o.format)
 	}
 	if o.target != "" {
-		if _, err := proxy.ParseTarget(o.target); err != nil {
-			return o, usageErrorf("--target: %v", err)
+		if err := checkTarget("--target", o.target); err != nil {
+			return o, err
 		}
 	}
 	if o.url != "" {
@@ -249,7 +243,7 @@ func (o *forwardOptions) defaultPaths(channel string, s *streams) {
 	}
 	if needState {
 		if stream, err := proxy.StreamURL(channel, o.format); err == nil {
-			o.stateFile, o.stateDefault = filepath.Join(dir, "state", proxy.StateFileName(stream)), true
+			o.stateFile, o.stateDefault = filepath.Join(dir, "state", stateFileName(stream)), true
 		}
 	}
 }
@@ -293,23 +287,9 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		channel = u
 	}
 
-	var handlers *webhooks.Emitter
-	var plugins []proxy.Plugin
-	if o.pluginDir != "" {
-		p, err := proxy.PluginDir(o.pluginDir, logger)
-		if err != nil {
-			return fmt.Errorf("--plugin-dir: %w", err)
-		}
-		plugins = append(plugins, p...)
-	}
-	for _, cmd := range o.exec {
-		plugins = append(plugins, proxy.ExecPlugin(cmd))
-	}
-	if len(plugins) > 0 {
-		handlers = webhooks.NewEmitter(webhooks.EmitterOptions{Logger: logger})
-		if err := proxy.RegisterPlugins(handlers, plugins, proxy.PluginOptions{Env: o.pluginEnv, Output: s.err}); err != nil {
-			return err
-		}
+	handlers, err := pluginHandlers(o.plugins, logger, s)
+	if err != nil {
+		return err
 	}
 
 	resignSecret := ""
@@ -325,19 +305,20 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	if dedupWindow == 0 {
 		dedupWindow = -1 // off
 	}
-	client, err := proxy.New(proxy.Options{
+	popts := proxy.Options{
 		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
 		Transport: &proxy.SSETransport{Client: &http.Client{Transport: transport}},
-		Secret:    o.secret, Handlers: handlers,
-		Target: o.target, NoQuery: o.noQuery, ResignSecret: resignSecret,
-		HTTPClient: &rest.Client{
-			HTTPClient: &http.Client{Timeout: o.timeout, Transport: transport},
-			Retry:      &rest.RetryPolicy{MaxAttempts: o.retries + 1},
-		},
+		Secret:    o.secret,
+		Target:    o.target, NoQuery: o.noQuery, ResignSecret: resignSecret,
+		HTTPClient:  targetClient(o.timeout, o.retries, transport),
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
 		FailedDir: o.failedDir, DedupWindow: dedupWindow,
 		OnResult: tr.result, OnState: tr.state, Logger: logger,
-	})
+	}
+	if handlers != nil {
+		popts.Handlers = handlers
+	}
+	client, err := proxy.New(popts)
 	if err != nil {
 		if errors.Is(err, proxy.ErrInvalidOptions) && o.stateFile != "" && strings.Contains(err.Error(), "state file") {
 			return fmt.Errorf("--state-file %s: %w", o.stateFile, err)
@@ -453,4 +434,56 @@ func createChannel(ctx context.Context, server string, transport http.RoundTripp
 		return "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", redact.URL(server), redact.URL(server), status)
 	}
 	return u, nil
+}
+
+// pluginOptions are the plugin flags forward and replay share.
+type pluginOptions struct {
+	dir  string
+	exec []string
+	env  []string
+}
+
+func pluginFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: "plugin-dir", Usage: "run executables in `DIR` named <event>, <event>.<action> or _any"},
+		&ucli.StringSliceFlag{Name: "exec", Usage: "run `COMMAND` (through the shell) for every delivery; repeatable"},
+		&ucli.StringSliceFlag{Name: "plugin-env", Usage: "pass environment variable `NAME` (or NAME=value) to plugins; repeatable"},
+	}
+}
+
+func parsePlugins(c *ucli.Context) pluginOptions {
+	return pluginOptions{dir: c.String("plugin-dir"), exec: c.StringSlice("exec"), env: c.StringSlice("plugin-env")}
+}
+
+// pluginHandlers returns the handlers that run the plugins o names; nil
+// (no handlers) when it names none.
+func pluginHandlers(o pluginOptions, logger *slog.Logger, s *streams) (*webhooks.Emitter, error) {
+	var plugins []proxy.Plugin
+	if o.dir != "" {
+		p, err := proxy.PluginDir(o.dir, logger)
+		if err != nil {
+			return nil, fmt.Errorf("--plugin-dir: %w", err)
+		}
+		plugins = append(plugins, p...)
+	}
+	for _, cmd := range o.exec {
+		plugins = append(plugins, proxy.ExecPlugin(cmd))
+	}
+	if len(plugins) == 0 {
+		return nil, nil
+	}
+	handlers := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: logger})
+	if err := proxy.RegisterPlugins(handlers, plugins, proxy.PluginOptions{Env: o.env, Output: s.err}); err != nil {
+		return nil, err
+	}
+	return handlers, nil
+}
+
+// checkTarget returns a usage error saying what is wrong with the URL
+// given to flag, as proxy.New finds it.
+func checkTarget(flag, target string) error {
+	if _, err := proxy.New(proxy.Options{Target: target}); err != nil {
+		return usageErrorf("%s: %v", flag, err)
+	}
+	return nil
 }

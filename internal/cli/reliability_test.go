@@ -136,7 +136,7 @@ func TestForwardStateFileResumes(t *testing.T) {
 	t.Cleanup(ts.Close)
 	save := t.TempDir()
 	stream, _ := proxy.StreamURL(rl.channel, "")
-	stateFile := filepath.Join(state, "hookline", "state", proxy.StateFileName(stream))
+	stateFile := filepath.Join(state, "hookline", "state", stateFileName(stream))
 
 	f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--save", save)
 	f.waitErr(t, "connected to")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"sort"
@@ -57,6 +58,8 @@ type replayOptions struct {
 	insecure    bool
 	jsonOut     bool
 	verbose     bool
+	plugins     pluginOptions
+	failedDir   string
 }
 
 func replayCommand(s *streams) *ucli.Command {
@@ -73,7 +76,10 @@ summary at the end; the exit code is 1 when any delivery failed.
 A file that cannot be read (damaged, not a capture file) is reported on
 its own line and skipped; the others are still sent, and the exit code is 1.
 forward saves the deliveries its target did not take in a failed folder:
-replay that folder once the target is back.
+replay that folder once the target is back. Each delivery goes through the
+same pipeline as forward's: a delivery id seen twice is sent once, plugins
+(--plugin-dir, --exec) run as they would have, and with --failed-dir the
+deliveries the target still did not take are saved again.
 
 Without --target nothing is sent: replay prints what it would send (a dry
 run). With --secret, the saved signatures are checked first and a delivery
@@ -83,7 +89,8 @@ checks a different secret than GitHub's.
 
    hookline replay --target http://127.0.0.1:3000/api/github/webhooks ./captures
    hookline replay ./captures/20260115T094500.000Z-push-*.json          # dry run`,
-		Flags: append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it"),
+		Flags: append(append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it"), pluginFlags()...),
+			&ucli.StringFlag{Name: "failed-dir", Usage: "save deliveries the target did not take again in `DIR`, to replay them later"},
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send the deliveries to this `URL` (without it: dry run)"},
 			&ucli.BoolFlag{Name: "resign", Usage: "replace each signature with one made with the secret"},
 			&ucli.BoolFlag{Name: "no-query", Usage: "do not add the deliveries' query strings to the target URL"},
@@ -114,6 +121,7 @@ func parseReplay(c *ucli.Context) (replayOptions, error) {
 		resign: c.Bool("resign"), noQuery: c.Bool("no-query"), concurrency: c.Int("concurrency"),
 		timeout: c.Duration("timeout"), retries: c.Int("retries"), insecure: c.Bool("insecure"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"),
+		plugins: parsePlugins(c), failedDir: c.String("failed-dir"),
 	}
 	switch {
 	case len(o.paths) == 0:
@@ -128,25 +136,19 @@ func parseReplay(c *ucli.Context) (replayOptions, error) {
 		return o, usageErrorf("--retries %d: must be 0 or more", o.retries)
 	}
 	if o.target != "" {
-		if _, err := proxy.ParseTarget(o.target); err != nil {
-			return o, usageErrorf("--target: %v", err)
+		if err := checkTarget("--target", o.target); err != nil {
+			return o, err
 		}
 	}
 	return o, nil
 }
 
-// newForwarder returns the forwarding path replay and send share with
-// forward: proxy.ForwardRequest through a rest.Client with retries, over
-// transport (nil for net/http's default).
-func newForwarder(target *url.URL, timeout time.Duration, retries int, opts proxy.ForwardOptions, transport http.RoundTripper) *proxy.Forwarder {
-	return &proxy.Forwarder{
-		Target: target,
-		HTTPClient: &rest.Client{
-			HTTPClient: &http.Client{Timeout: timeout, Transport: transport},
-			Retry:      &rest.RetryPolicy{MaxAttempts: retries + 1},
-		},
-		Options: opts,
-		Now:     clock.now,
+// targetClient returns the rest client replay and send forward with:
+// timeout per attempt, retries, over transport (nil for net/http's default).
+func targetClient(timeout time.Duration, retries int, transport http.RoundTripper) *rest.Client {
+	return &rest.Client{
+		HTTPClient: &http.Client{Timeout: timeout, Transport: transport},
+		Retry:      &rest.RetryPolicy{MaxAttempts: retries + 1},
 	}
 }
 
@@ -155,7 +157,8 @@ func newForwarder(target *url.URL, timeout time.Duration, retries int, opts prox
 type replayer struct {
 	o   replayOptions
 	s   *streams
-	fwd *proxy.Forwarder // nil for a dry run
+	c   *proxy.Client
+	dry bool // no target: nothing is sent
 	tr  *tracer
 	bar *progressBar // nil when not shown
 
@@ -178,21 +181,41 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 		fmt.Fprintf(s.err, "%s %v\n", red.Sprint("skipped:"), err)
 	}
 	fopts := proxy.ForwardOptions{NoQuery: o.noQuery}
+	popts := proxy.Options{
+		Secret: o.secret, Target: o.target, NoQuery: o.noQuery, Source: "replay",
+		HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s)),
+		FailedDir:  o.failedDir, DedupSize: -1, Now: clock.now,
+		Logger: slog.New(slog.DiscardHandler), // every delivery gets its own line
+	}
+	if len(ds) > 1 {
+		popts.DedupSize = 0 // the default window: an id seen twice is sent once
+	}
 	if o.resign {
+		// The secret is the target's, not the sender's: the saved
+		// signature is replaced, not checked.
+		popts.Secret, popts.ResignSecret = "", o.secret
 		fopts.ResignSecret = o.secret
 	}
-	if o.target != "" {
-		u, err := proxy.ParseTarget(o.target)
+	r.dry = o.target == ""
+	if !r.dry {
+		handlers, err := pluginHandlers(o.plugins, newLogger(s.err, o.verbose), s)
 		if err != nil {
-			return usageErrorf("--target: %v", err)
+			return err
 		}
-		r.fwd = newForwarder(u, o.timeout, o.retries, fopts, httpTransport(o.insecure, s))
+		if handlers != nil {
+			popts.Handlers = handlers
+		}
 		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), redact.URL(o.target))
 	} else {
 		fmt.Fprintf(s.err, "no --target: a dry run of %s, nothing is sent\n", plural(len(ds), "delivery", "deliveries"))
 	}
+	c, err := proxy.New(popts)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	r.c = c
 	// In a dry run the request block below replaces the tracer's details.
-	r.tr = newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose && r.fwd != nil, clock.loc)
+	r.tr = newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose && !r.dry, clock.loc)
 	if len(ds) > progressMin && stderrIsTerminal(s) {
 		r.bar = &progressBar{w: s.err, total: len(ds), label: "replaying"}
 		r.bar.draw()
@@ -232,22 +255,11 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 	return r.summary(len(ds))
 }
 
-// handle verifies and sends one delivery.
+// handle runs one delivery through the pipeline.
 func (r *replayer) handle(ctx context.Context, cd capture.Delivery) proxy.Result {
-	d := proxy.FromCapture(cd)
-	res := proxy.Result{Delivery: d, Received: cd.ReceivedAt}
-	res.Action, res.Repository, res.Sender = proxy.Describe(d)
+	res := r.c.Replay(ctx, cd)
 	if res.Action == "" {
 		res.Action = cd.Action
-	}
-	res.Verification = proxy.Unverified
-	if !r.o.resign {
-		// With --resign the secret is the target's, not the sender's: the
-		// saved signature is replaced, not checked.
-		res.Verification, res.VerifyNote = proxy.VerifyDelivery(d, r.o.secret)
-	}
-	if res.Verification != proxy.Failed && r.fwd != nil {
-		res.Target = r.fwd.Forward(ctx, d)
 	}
 	return res
 }
@@ -258,12 +270,12 @@ func (r *replayer) report(res proxy.Result, fopts proxy.ForwardOptions) {
 	defer r.mu.Unlock()
 	r.bar.clear()
 	r.tr.result(res)
-	if r.fwd == nil && !r.o.jsonOut && res.Verification != proxy.Failed {
+	if r.dry && !r.o.jsonOut && res.Verification != proxy.VerificationFailed && !res.Duplicate {
 		r.writeDryRun(res.Delivery, fopts)
 	}
 	r.done++
 	switch {
-	case res.Verification == proxy.Failed:
+	case res.Verification == proxy.VerificationFailed:
 		r.badSigs++
 	case res.Target == nil:
 	case res.Target.OK():
@@ -271,7 +283,7 @@ func (r *replayer) report(res proxy.Result, fopts proxy.ForwardOptions) {
 	default:
 		r.targetFails++
 	}
-	if res.Verification == proxy.Verified {
+	if res.Verification == proxy.VerificationPassed {
 		r.verified++
 	}
 	r.bar.step()
@@ -330,7 +342,7 @@ func (r *replayer) summary(total int) error {
 	green := paint(r.s.errColor, color.FgGreen)
 	yellow := paint(r.s.errColor, color.FgYellow)
 	var b strings.Builder
-	if r.fwd == nil {
+	if r.dry {
 		fmt.Fprintf(&b, "%s %d of %d would be sent", bold.Sprint("dry run:"), r.done-r.badSigs, total)
 	} else {
 		delivered := fmt.Sprint(r.delivered)
@@ -354,7 +366,7 @@ func (r *replayer) summary(total int) error {
 	if r.unreadable > 0 {
 		fmt.Fprintf(&b, ", %s", red.Sprint(plural(r.unreadable, "unreadable file", "unreadable files")+" skipped"))
 	}
-	if r.fwd == nil && r.done > r.badSigs {
+	if r.dry && r.done > r.badSigs {
 		b.WriteString("; give --target URL to send them")
 	}
 	fmt.Fprintln(r.s.err, b.String())

@@ -363,3 +363,47 @@ func TestReplayInterrupted(t *testing.T) {
 		t.Errorf("stderr = %q, want the summary to count what was not replayed", errOut.String())
 	}
 }
+
+// replay runs deliveries through forward's pipeline: plugins run, a
+// delivery id saved twice is sent once, and with --failed-dir a delivery
+// the target still does not take is saved again.
+func TestReplayPipeline(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+	for i, name := range []string{"a.json", "b.json", "c.json"} {
+		id := name
+		if name == "c.json" {
+			id = "a.json" // the same delivery saved twice
+		}
+		writeCapture(t, dir, name, capture.Delivery{
+			ID: id, Event: "issues", ReceivedAt: at.Add(time.Duration(i) * time.Minute),
+			Headers: http.Header{"X-Github-Delivery": {id}, "X-Github-Event": {"issues"}, "Content-Type": {"application/json"}},
+			Body:    []byte(`{"action":"opened","n":"` + name + `"}`),
+		})
+	}
+	target := newRecordingTarget(t, func(_ int, r recordedRequest) int {
+		if strings.Contains(string(r.body), "b.json") {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
+	marks := t.TempDir()
+	failed := filepath.Join(t.TempDir(), "failed")
+	code, out, errOut := run(t, "replay", "--target", target.URL, "--retries", "0", "--failed-dir", failed,
+		"--exec", `touch "`+marks+`/$HOOKLINE_DELIVERY"`, dir)
+	if code != ExitFailure {
+		t.Errorf("exit code = %d, want %d (one target failure); stderr:\n%s", code, ExitFailure, errOut)
+	}
+	if n := len(target.requests()); n != 2 {
+		t.Errorf("the target got %d requests, want 2 (a.json once, b.json)\nstdout:\n%s", n, out)
+	}
+	for _, id := range []string{"a.json", "b.json"} {
+		if _, err := os.Stat(filepath.Join(marks, id)); err != nil {
+			t.Errorf("the --exec plugin did not run for %s: %v", id, err)
+		}
+	}
+	saved, err := capture.LoadAll(failed)
+	if len(saved) != 1 || len(err) != 0 || saved[0].ID != "b.json" {
+		t.Errorf("--failed-dir holds %d deliveries (%v), want b.json alone", len(saved), err)
+	}
+}

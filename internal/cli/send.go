@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -35,7 +36,7 @@ type sendOptions struct {
 	action      string // the action asked for, if any
 	example     string // the built-in example used when payloadPath is ""
 	payloadPath string // a file, "-" for stdin, or "" for the example
-	target      *url.URL
+	target      string
 	viaRelay    bool // target is a relay channel (--url)
 	secret      string
 	headers     []headerFlag
@@ -131,14 +132,16 @@ func parseSend(c *ucli.Context) (sendOptions, error) {
 	case target == "" && channel == "":
 		return o, usageErrorf("send needs somewhere to send to: --target URL (your server) or --url CHANNEL (a relay channel)")
 	case channel != "":
-		if o.target, err = proxy.ParseTarget(channel); err != nil {
-			return o, usageErrorf("--url: %v", err)
+		if err := checkTarget("--url", channel); err != nil {
+			return o, err
 		}
+		o.target = channel
 		o.viaRelay = true
 	default:
-		if o.target, err = proxy.ParseTarget(target); err != nil {
-			return o, usageErrorf("--target: %v", err)
+		if err := checkTarget("--target", target); err != nil {
+			return o, err
 		}
+		o.target = target
 	}
 
 	for _, h := range c.StringSlice("header") {
@@ -245,10 +248,15 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 		ID: h.Get("X-GitHub-Delivery"), Event: o.event, Method: http.MethodPost, ContentType: h.Get("Content-Type"),
 		Headers: h, Body: body,
 	}
-	action, _, _ := proxy.Describe(d)
-	fwd := newForwarder(o.target, o.timeout, o.retries, proxy.ForwardOptions{}, httpTransport(o.insecure, s))
-	res := fwd.Forward(ctx, d)
-	return printSent(s, o, d, action, res)
+	c, err := proxy.New(proxy.Options{
+		Target: o.target, HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s)),
+		DedupSize: -1, Now: clock.now, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return err
+	}
+	res := c.Handle(ctx, d)
+	return printSent(s, o, d, res.Action, res.Target)
 }
 
 // checkPayload warns about a --payload that GitHub would not send for the

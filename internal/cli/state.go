@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -24,4 +26,13 @@ func stateDir() (string, error) {
 		return "", err
 	}
 	return filepath.Join(d, "hookline"), nil
+}
+
+// stateFileName returns the name of the default state file for a channel
+// URL: "<first 16 hex digits of the SHA-256 of its stream URL>.json", so one
+// directory can hold the state of many channels and no URL shows in a file
+// name.
+func stateFileName(streamURL string) string {
+	sum := sha256.Sum256([]byte(streamURL))
+	return hex.EncodeToString(sum[:8]) + ".json"
 }

@@ -148,9 +148,9 @@ func (t *tracer) result(r proxy.Result) {
 		b.WriteString(" @" + r.Sender)
 	}
 	switch r.Verification {
-	case proxy.Verified:
+	case proxy.VerificationPassed:
 		b.WriteString(" " + t.green.Sprint("✓ verified"))
-	case proxy.Failed:
+	case proxy.VerificationFailed:
 		b.WriteString(" " + t.red.Sprint("✗ bad signature"))
 	default:
 		b.WriteString(" " + t.dim.Sprint("· unverified"))
@@ -190,7 +190,7 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	b.WriteString("\n")
 	// Details on the lines below, indented: why something failed.
-	if r.Verification == proxy.Failed || (r.VerifyNote != "" && t.verbose) {
+	if r.Verification == proxy.VerificationFailed || (r.VerifyNote != "" && t.verbose) {
 		fmt.Fprintf(&b, "    %s\n", r.VerifyNote)
 	} else if r.VerifyNote != "" {
 		fmt.Fprintf(&b, "    %s\n", t.yellow.Sprint("warning: "+r.VerifyNote))

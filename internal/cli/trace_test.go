@@ -56,18 +56,18 @@ func traceResults() []proxy.Result {
 		{
 			Delivery: d("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues", `{"action":"opened","issue":{"number":1}}`), Received: at,
 			Action: "opened", Repository: "octo-org/hello-world", Sender: "octocat",
-			Verification: proxy.Verified,
+			Verification: proxy.VerificationPassed,
 			Handlers:     []proxy.HandlerResult{{Name: "issues.opened", Duration: 12 * time.Millisecond}},
 			Target:       &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 3200 * time.Microsecond},
 		},
 		{
 			Delivery: d("9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d", "push", `{"ref":"refs/heads/main"}`), Received: at.Add(time.Second),
 			Repository: "octo-org/hello-world", Sender: "octocat",
-			Verification: proxy.Failed, VerifyNote: "signature does not match the body and secret: check --secret against the webhook's secret on GitHub",
+			Verification: proxy.VerificationFailed, VerifyNote: "signature does not match the body and secret: check --secret against the webhook's secret on GitHub",
 		},
 		{
 			Delivery: d("1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed", "pull_request", `{"action":"closed"}`), Received: at.Add(2 * time.Second),
-			Action: "closed", Verification: proxy.Unverified,
+			Action: "closed", Verification: proxy.VerificationSkipped,
 			Handlers:   []proxy.HandlerResult{{Name: "_any", Err: errors.New("plugin failed: _any: exit status 3: database is locked"), Duration: time.Millisecond}},
 			HandlerErr: errors.New("plugin failed: _any: exit status 3: database is locked"),
 			Target:     &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 503, Duration: 1500 * time.Millisecond},
@@ -75,7 +75,7 @@ func traceResults() []proxy.Result {
 		},
 		{
 			Delivery: d("6ec0bd7f-11c0-43da-975e-2a8ad9ebae0b", "workflow_run", `{"action":"completed"}`), Received: at.Add(3 * time.Second),
-			Action: "completed", Verification: proxy.Verified, VerifyNote: "legacy SHA-1 signature (X-Hub-Signature): the sender does not send X-Hub-Signature-256",
+			Action: "completed", Verification: proxy.VerificationPassed, VerifyNote: "legacy SHA-1 signature (X-Hub-Signature): the sender does not send X-Hub-Signature-256",
 			Target:    &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Err: errors.New(`rest: Post "http://127.0.0.1:3000/hook": dial tcp 127.0.0.1:3000: connect: connection refused (gave up after 4 attempts)`), Duration: 900 * time.Microsecond},
 			SaveErr:   errors.New("saving delivery 6ec0bd7f: write: no space left on device"),
 			FailedErr: errors.New("saving delivery 6ec0bd7f: write: no space left on device"),
@@ -86,7 +86,7 @@ func traceResults() []proxy.Result {
 		},
 		{
 			Delivery: d("a3bb189e", "release", `{"action":"published"}`), Received: at.Add(5 * time.Second),
-			Action: "published", Verification: proxy.Verified,
+			Action: "published", Verification: proxy.VerificationPassed,
 			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 404, Duration: 2 * time.Millisecond},
 		},
 		{
@@ -96,7 +96,7 @@ func traceResults() []proxy.Result {
 		{
 			Delivery: d("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues", `{"action":"opened","issue":{"number":1}}`), Received: at.Add(7 * time.Second),
 			Action: "opened", Repository: "octo-org/hello-world", Sender: "octocat", Redelivery: true,
-			Verification: proxy.Verified,
+			Verification: proxy.VerificationPassed,
 			Target:       &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 2900 * time.Microsecond},
 		},
 	}
