@@ -61,13 +61,13 @@ lang-check:
 # cache, seconds after). GoReleaser validates .goreleaser.yaml, then a
 # snapshot release cross-compiles every target and packs every archive into
 # dist/ as a real release would; the host's binary must print the version
-# the ldflags gave it.
+# the ldflags gave it (the snapshot version_template ends in "-next").
 release-check: $(GORELEASER)
 	$(GORELEASER) check
 	$(GORELEASER) release --snapshot --clean
 	@bin="$$(find dist -path '*$(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)*' -name hookline -type f | head -n 1)"; \
 	out="$$("$$bin" version)"; echo "$$bin version: $$out"; \
-	case "$$out" in "hookline "*SNAPSHOT*) ;; *) echo "release-check: the snapshot binary does not print its version"; exit 1;; esac
+	case "$$out" in "hookline "*-next*) ;; *) echo "release-check: the snapshot binary does not print its version"; exit 1;; esac
 
 $(GORELEASER):
 	@mkdir -p $(BIN)

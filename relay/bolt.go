@@ -348,6 +348,9 @@ func (s *boltStore) findKey(channel, key string) (int64, [sha256.Size]byte, bool
 	return e.id, e.key.sum, true, nil
 }
 
+func (s *boltStore) persistent() bool              { return true }
+func (s *boltStore) missing(channels []string) int { return countMissing(s, channels) }
+
 func (s *boltStore) has(channel string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -560,6 +560,8 @@ func (s *redisStore) findKey(channel, key string) (int64, [sha256.Size]byte, boo
 	return id, sum, true, nil
 }
 
+func (s *redisStore) persistent() bool { return true }
+
 func (s *redisStore) has(channel string) bool {
 	return s.missing([]string{channel}) == 0
 }

@@ -262,7 +262,7 @@ func Open(opts Options) (*Server, error) {
 // Serve calls it when it returns. It is idempotent. For a history in
 // memory it does nothing.
 func (s *Server) CloseStorage() error {
-	if _, ok := s.store.(*memStore); ok {
+	if !s.store.persistent() {
 		return nil
 	}
 	return s.store.close()
@@ -325,20 +325,12 @@ func (s *Server) stats(withStore bool) Stats {
 		st = s.store.stats()
 	}
 	channels := st.channels
-	if rs, ok := s.store.(*redisStore); ok {
-		if withStore {
-			channels += rs.missing(subscribed) // one round trip
-		} else {
-			channels += len(subscribed)
-		}
+	if withStore {
+		channels += s.store.missing(subscribed) // one round trip with Redis
 	} else {
-		for _, name := range subscribed {
-			if !s.store.has(name) {
-				channels++
-			}
-		}
+		channels += len(subscribed)
 	}
-	_, inMemory := s.store.(*memStore)
+	inMemory := !s.store.persistent()
 	return Stats{
 		Channels:     channels,
 		Subscribers:  int(s.subscribers.Load()),

@@ -47,6 +47,13 @@ type store interface {
 	// has reports whether channel has retained deliveries.
 	has(channel string) bool
 
+	// missing counts the channels that have no retained deliveries.
+	missing(channels []string) int
+
+	// persistent reports whether the history outlives the process (and
+	// close must be called to release it).
+	persistent() bool
+
 	// stats returns the store's counters.
 	stats() storeStats
 
@@ -400,6 +407,20 @@ type memStore struct {
 }
 
 func newMemStore(l limits) *memStore { return &memStore{l: newLedger(l)} }
+
+func (s *memStore) persistent() bool              { return false }
+func (s *memStore) missing(channels []string) int { return countMissing(s, channels) }
+
+// countMissing is missing for stores whose has is cheap.
+func countMissing(st store, channels []string) int {
+	n := 0
+	for _, name := range channels {
+		if !st.has(name) {
+			n++
+		}
+	}
+	return n
+}
 
 func (m *memStore) append(channel string, d *delivery, after int64) error {
 	m.mu.Lock()
