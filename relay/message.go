@@ -145,8 +145,9 @@ func unsafeForSmee(h wire.Header) bool {
 
 // bodyValue returns the JSON for a message's "body" key, as smee.io's
 // Express body parsers produce it: a JSON body (application/json or any
-// +json type) exactly as sent, a form body parsed like qs, anything else
-// (and JSON that does not parse) an empty object.
+// +json type) exactly as sent, a form body as url.ParseQuery reads it
+// (wire.AppendQuery; smee.io nests qs-style keys, see docs/RELAY.md),
+// anything else (and JSON that does not parse) an empty object.
 func bodyValue(contentType string, body []byte) []byte {
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
