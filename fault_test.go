@@ -3,12 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -93,16 +91,7 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 
 	// The relay keeps running in this process: it holds the history the
 	// restarted forwarder resumes from.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := relay.New(relay.Options{HistoryCount: 10000, Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
-	relayDone := make(chan struct{})
-	go func() { defer close(relayDone); srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-relayDone })
-	channel := relay.ListenURL(ln.Addr()) + "/" + srv.NewChannel()
+	channel := relaytest.Start(t, relay.Options{}).Channel
 
 	// A target that takes 10 ms per delivery, so one is usually in flight.
 	var mu sync.Mutex

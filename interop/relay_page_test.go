@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -20,7 +21,8 @@ import (
 // logged (go test -v), in $HOOKLINE_ARTIFACTS or the system's temp folder.
 func TestRelayPageInChromium(t *testing.T) {
 	b := startBrowser(t)
-	srv, base := startRelayServer(t, relay.Options{})
+	rl := relaytest.Start(t, relay.Options{})
+	srv, base := rl.Server, rl.Base
 	channel := base + "/" + srv.NewChannel()
 
 	// Something already in the history shows up when the page loads.

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -61,26 +62,6 @@ func requireSmee(t *testing.T) string {
 		t.Fatalf("smee interop: %v; %s", err, smeeHint)
 	}
 	return node
-}
-
-// startRelay serves a relay.Server on 127.0.0.1 until the test ends.
-func startRelayServer(t *testing.T, opts relay.Options) (*relay.Server, string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := relay.New(opts)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("relay Serve: %v", err)
-		}
-	})
-	return srv, relay.ListenURL(ln.Addr())
 }
 
 // smeeRequest is one request smee-client made to the target.
@@ -144,7 +125,8 @@ func (p *cutProxy) cut() {
 // history and loses nothing.
 func TestSmeeClientForwardsEveryDelivery(t *testing.T) {
 	node := requireSmee(t)
-	srv, base := startRelayServer(t, relay.Options{HistoryCount: 500})
+	rl := relaytest.Start(t, relay.Options{HistoryCount: 500})
+	srv, base := rl.Server, rl.Base
 	channelName := srv.NewChannel()
 	proxy := newCutProxy(t, strings.TrimPrefix(base, "http://"))
 
@@ -296,7 +278,8 @@ func smeeWaitUntil(t *testing.T, what string, cond func() bool, out *bytes.Buffe
 // (HEAD /new with redirect: manual, then the Location) works on the relay.
 func TestSmeeClientCreatesChannel(t *testing.T) {
 	node := requireSmee(t)
-	_, base := startRelayServer(t, relay.Options{})
+	rl := relaytest.Start(t, relay.Options{})
+	base := rl.Base
 	script := `import Client from "smee-client";
 const url = await Client.createChannel({ newChannelUrl: process.argv[1] });
 console.log(url);`

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/relay"
 )
 
 // frame is one SSE event carrying a delivery in hookline's format.
@@ -84,7 +86,7 @@ func TestClientSkipsDuplicates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := streamOnce(t, tt.stream)
-			target := newSink(nil)
+			target := &relaytest.Sink{}
 			opts := tt.opts
 			opts.URL, opts.Target = srv.URL+"/chan", httptestServer(t, target)
 			res := newResults()
@@ -93,8 +95,8 @@ func TestClientSkipsDuplicates(t *testing.T) {
 			c, _, _ := startClient(t, opts)
 			all := res.wait(t, n)
 			var ids []string
-			for _, a := range target.arrivals() {
-				ids = append(ids, a.id)
+			for _, a := range target.Arrivals() {
+				ids = append(ids, a.ID)
 			}
 			if got := strings.Join(ids, ","); got != tt.wantTarget {
 				t.Errorf("the target got %q, want %q", got, tt.wantTarget)
@@ -122,16 +124,16 @@ func TestClientSkipsDuplicates(t *testing.T) {
 // The relay's redeliver button (POST /<channel>/redeliver/<id>) repeats a
 // delivery with its X-GitHub-Delivery and a new event id: it is forwarded.
 func TestClientForwardsARelayRedelivery(t *testing.T) {
-	rl := startLiveRelay(t)
-	target := newSink(nil)
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{}
 	cw := newConnWatch()
 	res := newResults()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.channel, Target: httptestServer(t, target), OnState: cw.on, OnResult: res.add})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Target: httptestServer(t, target), OnState: cw.on, OnResult: res.add})
 	cw.waitConnected(t)
-	body := seqBody(1, 10)
-	rl.publish(t, 1, body)
+	body := relaytest.Body(1, 10)
+	rl.Publish(t, nil, 1, body)
 	res.wait(t, 1)
-	resp, err := http.Post(rl.channel+"/redeliver/1", "application/json", nil)
+	resp, err := http.Post(rl.Channel+"/redeliver/1", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,7 @@ func TestClientForwardsARelayRedelivery(t *testing.T) {
 	if !r.Redelivery || r.Duplicate || r.Target == nil || !r.Target.OK() {
 		t.Errorf("redelivery: Redelivery %v, Duplicate %v, Target %+v; want forwarded as a redelivery", r.Redelivery, r.Duplicate, r.Target)
 	}
-	if got := target.arrivals(); len(got) != 2 || got[1].id != seqID(1) {
+	if got := target.Arrivals(); len(got) != 2 || got[1].ID != relaytest.ID(1) {
 		t.Errorf("the target got %d deliveries, want the original and the redelivery", len(got))
 	}
 	if s := c.Stats(); s.Redeliveries != 1 || s.Duplicates != 0 {

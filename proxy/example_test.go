@@ -33,7 +33,11 @@ func ExampleClient() {
 	defer target.Close()
 
 	// The public relay channel GitHub posts to (here `hookline serve`).
-	rl := relay.New(relay.Options{})
+	rl, err := relay.New(relay.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	relayServer := httptest.NewServer(rl)
 	defer relayServer.Close()
 	defer rl.Close()

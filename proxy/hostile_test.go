@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/proxy"
 )
 
@@ -77,7 +78,7 @@ func with(h map[string]any, kv ...any) map[string]any {
 // malformed) or handled safely as the row says.
 func TestClientHostileInput(t *testing.T) {
 	good := func(n int) string {
-		return fmt.Sprintf("id: %d\ndata: %s\n\n", n, message(hostileHeaders(seqID(n)), seqBody(n, 10)))
+		return fmt.Sprintf("id: %d\ndata: %s\n\n", n, message(hostileHeaders(relaytest.ID(n)), relaytest.Body(n, 10)))
 	}
 	binary := []byte{0x00, 0xff, 0xfe, 'a', 0x00, 0x80, '\n', 0xc3, 0x28}
 	huge := bytes.Repeat([]byte("0123456789abcdef"), (26<<20)/16) // 26 MiB, over GitHub's 25 MiB
@@ -222,7 +223,7 @@ func TestClientHostileInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			stream := good(1) + tt.frame + good(3)
 			srv := streamOnce(t, stream)
-			target := newSink(nil)
+			target := &relaytest.Sink{}
 			var logs logBuffer
 			res := newResults()
 			saveDir := filepath.Join(t.TempDir(), "save")
@@ -242,14 +243,14 @@ func TestClientHostileInput(t *testing.T) {
 				n = 3
 			}
 			all := res.wait(t, n)
-			got := target.waitFor(t, n)
+			got := target.WaitFor(t, n)
 			byID := map[string][]byte{}
 			for _, a := range got {
-				byID[a.id] = a.body
+				byID[a.ID] = a.Body
 			}
 			for _, k := range []int{1, 3} {
-				if !bytes.Equal(byID[seqID(k)], seqBody(k, 10)) {
-					t.Errorf("good delivery %d: the target got %q", k, byID[seqID(k)])
+				if !bytes.Equal(byID[relaytest.ID(k)], relaytest.Body(k, 10)) {
+					t.Errorf("good delivery %d: the target got %q", k, byID[relaytest.ID(k)])
 				}
 			}
 			s := c.Stats()
@@ -267,7 +268,7 @@ func TestClientHostileInput(t *testing.T) {
 					t.Errorf("stats = %+v, want 3 received and forwarded; log:\n%s", s, logs.String())
 				}
 				for _, r := range all {
-					if r.Delivery.ID != seqID(1) && r.Delivery.ID != seqID(3) {
+					if r.Delivery.ID != relaytest.ID(1) && r.Delivery.ID != relaytest.ID(3) {
 						tt.check(t, r, byID[r.Delivery.ID])
 					}
 				}

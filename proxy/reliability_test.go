@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,165 +27,13 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/rest"
 )
 
-// hangGuard bounds every wait in these tests: a failure, not a timing.
-const hangGuard = 30 * time.Second
-
-// liveRelay is hookline's relay serving on loopback, with a history large
-// enough for every test here.
-type liveRelay struct {
-	base    string // http://127.0.0.1:port
-	channel string // the channel URL
-}
-
-func startLiveRelay(t *testing.T) *liveRelay {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := relay.New(relay.Options{HistoryCount: 100000, HistoryBytes: 1 << 30, TotalHistoryBytes: 1 << 30, Logger: slog.New(slog.DiscardHandler)})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	base := relay.ListenURL(ln.Addr())
-	return &liveRelay{base: base, channel: base + "/" + srv.NewChannel()}
-}
-
-// seqBody is delivery n's body: distinct bytes, with pad bytes of padding.
-func seqBody(n, pad int) []byte {
-	return []byte(fmt.Sprintf(`{"action":"opened","n":%d,"pad":"%s"}`, n, strings.Repeat("p", pad)))
-}
-
-// seqID is delivery n's X-GitHub-Delivery.
-func seqID(n int) string { return fmt.Sprintf("seq-%06d", n) }
-
-// publish POSTs delivery n to the channel, as GitHub would.
-func (r *liveRelay) publish(t testing.TB, n int, body []byte) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, r.channel, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "issues")
-	req.Header.Set("X-GitHub-Delivery", seqID(n))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("publishing %d: %v", n, err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("publishing %d: relay answered %d", n, resp.StatusCode)
-	}
-}
-
-// arrival is one request the sink answered 2xx.
-type arrival struct {
-	id   string
-	body []byte
-}
-
-// sink is a target that records every delivery it accepts. status, if
-// set, decides the answer to each attempt (n counts attempts from 0); a
-// delivery counts as arrived only when answered 2xx.
-type sink struct {
-	mu       sync.Mutex
-	got      []arrival
-	attempts int
-	status   func(n int, w http.ResponseWriter, r *http.Request) int
-	notify   chan struct{}
-}
-
-func newSink(status func(n int, w http.ResponseWriter, r *http.Request) int) *sink {
-	return &sink{status: status, notify: make(chan struct{}, 1)}
-}
-
-func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-	s.mu.Lock()
-	n := s.attempts
-	s.attempts++
-	s.mu.Unlock()
-	code := http.StatusOK
-	if s.status != nil {
-		code = s.status(n, w, r)
-	}
-	if code >= 200 && code < 300 {
-		s.mu.Lock()
-		s.got = append(s.got, arrival{id: r.Header.Get("X-GitHub-Delivery"), body: body})
-		s.mu.Unlock()
-		select {
-		case s.notify <- struct{}{}:
-		default:
-		}
-	}
-	w.WriteHeader(code)
-}
-
-func (s *sink) arrivals() []arrival {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]arrival(nil), s.got...)
-}
-
-// waitFor waits until n deliveries arrived.
-func (s *sink) waitFor(t testing.TB, n int) []arrival {
-	t.Helper()
-	deadline := time.After(hangGuard)
-	for {
-		if got := s.arrivals(); len(got) >= n {
-			return got
-		}
-		select {
-		case <-s.notify:
-		case <-time.After(20 * time.Millisecond):
-		case <-deadline:
-			t.Fatalf("%d deliveries arrived, want %d", len(s.arrivals()), n)
-		}
-	}
-}
-
-// checkExactlyOnce asserts that got holds deliveries from..to (inclusive),
-// each once, with the bodies made by body, in order when ordered.
-func checkExactlyOnce(t testing.TB, got []arrival, from, to int, ordered bool, body func(int) []byte) {
-	t.Helper()
-	seen := map[string]int{}
-	for _, a := range got {
-		seen[a.id]++
-	}
-	for n := from; n <= to; n++ {
-		if c := seen[seqID(n)]; c != 1 {
-			t.Errorf("delivery %d arrived %d times, want exactly once", n, c)
-		}
-	}
-	if len(got) != to-from+1 {
-		t.Errorf("%d arrivals, want %d", len(got), to-from+1)
-	}
-	for i, a := range got {
-		n, err := strconv.Atoi(strings.TrimPrefix(a.id, "seq-"))
-		if err != nil {
-			t.Errorf("arrival %d has id %q", i, a.id)
-			continue
-		}
-		if !bytes.Equal(a.body, body(n)) {
-			t.Errorf("delivery %d: body of %d bytes differs from the %d published", n, len(a.body), len(body(n)))
-		}
-		if ordered && n != from+i {
-			t.Errorf("arrival %d is delivery %d, want %d (order)", i, n, from+i)
-		}
-	}
-}
+const hangGuard = relaytest.HangGuard
 
 // fastRetry retries a target quickly, many times: enough to ride out a
 // target that is down for a fraction of a second.
@@ -236,32 +83,32 @@ var fastStream = proxy.StreamOptions{MinBackoff: 5 * time.Millisecond, MaxBackof
 // (3) The TCP connection is cut in the middle of a large event: the client
 // reconnects with Last-Event-ID and loses nothing, receives nothing twice.
 func TestFaultConnectionCutMidEvent(t *testing.T) {
-	rl := startLiveRelay(t)
-	target := newSink(nil)
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{}
 	ts := httptestServer(t, target)
 
 	// A loopback TCP proxy between the client and the relay that drops
 	// the first connection after 1 MiB from the relay: inside the 2 MiB
 	// delivery 4 (about 4.7 MiB as an event).
-	proxyAddr, cuts := startCutProxy(t, strings.TrimPrefix(rl.base, "http://"), 1<<20)
-	channel := strings.Replace(rl.channel, strings.TrimPrefix(rl.base, "http://"), proxyAddr, 1)
+	proxyAddr, cuts := startCutProxy(t, strings.TrimPrefix(rl.Base, "http://"), 1<<20)
+	channel := strings.Replace(rl.Channel, strings.TrimPrefix(rl.Base, "http://"), proxyAddr, 1)
 
 	body := func(n int) []byte {
 		if n == 4 {
-			return seqBody(n, 2<<20)
+			return relaytest.Body(n, 2<<20)
 		}
-		return seqBody(n, 100)
+		return relaytest.Body(n, 100)
 	}
 	cw := newConnWatch()
 	startClient(t, proxy.Options{URL: channel, Target: ts, Stream: fastStream, OnState: cw.on})
 	cw.waitConnected(t)
 	const last = 8
 	for n := 1; n <= last; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
-	got := target.waitFor(t, last)
+	got := target.WaitFor(t, last)
 	time.Sleep(50 * time.Millisecond) // room for a stray duplicate to show
-	checkExactlyOnce(t, target.arrivals(), 1, last, true, body)
+	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, last, true, body)
 	_ = got
 	if cuts.Load() != 1 {
 		t.Errorf("the proxy cut %d connections, want 1", cuts.Load())
@@ -384,16 +231,16 @@ func (s *switchableTarget) up() {
 // (4) The target is down for a while, then returns: the retries ride it
 // out, and every delivery arrives once, in order.
 func TestFaultTargetDownThenBack(t *testing.T) {
-	rl := startLiveRelay(t)
-	target := newSink(nil)
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{}
 	st := newSwitchableTarget(t, target)
 	res := newResults()
 	cw := newConnWatch()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.channel, Target: st.url(), Retry: fastRetry(100), OnResult: res.add, OnState: cw.on})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Target: st.url(), Retry: fastRetry(100), OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
-	body := func(n int) []byte { return seqBody(n, 10) }
+	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	for n := 1; n <= 3; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
 	// Down once the client has 3's answer: a target that dies between
 	// handling a delivery and answering gets it again (at least once), a
@@ -401,16 +248,16 @@ func TestFaultTargetDownThenBack(t *testing.T) {
 	res.wait(t, 3)
 	st.down()
 	for n := 4; n <= 6; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
 	time.Sleep(300 * time.Millisecond) // down while delivery 4 is retried
 	st.up()
 	for n := 7; n <= 9; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
-	target.waitFor(t, 9)
+	target.WaitFor(t, 9)
 	res.wait(t, 6)
-	checkExactlyOnce(t, target.arrivals(), 1, 9, true, body)
+	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 9, true, body)
 	if s := c.Stats(); s.Forwarded != 9 || s.TargetFails != 0 || s.FailedSaved != 0 {
 		t.Errorf("stats = %+v, want 9 forwarded, no failure", s)
 	}
@@ -419,11 +266,11 @@ func TestFaultTargetDownThenBack(t *testing.T) {
 // (4) A target that answers 503 with Retry-After: 1 gets the delivery again
 // no sooner than a second later, and it arrives once.
 func TestFaultTargetRetryAfter(t *testing.T) {
-	rl := startLiveRelay(t)
+	rl := relaytest.Start(t, relay.Options{})
 	var mu sync.Mutex
 	var times []time.Time
-	target := newSink(func(n int, w http.ResponseWriter, r *http.Request) int {
-		if r.Header.Get("X-GitHub-Delivery") != seqID(2) {
+	target := &relaytest.Sink{Status: func(n int, w http.ResponseWriter, r *http.Request) int {
+		if r.Header.Get("X-GitHub-Delivery") != relaytest.ID(2) {
 			return http.StatusOK
 		}
 		mu.Lock()
@@ -434,18 +281,18 @@ func TestFaultTargetRetryAfter(t *testing.T) {
 			return http.StatusServiceUnavailable
 		}
 		return http.StatusOK
-	})
+	}}
 	ts := httptestServer(t, target)
 	res := newResults()
 	cw := newConnWatch()
-	startClient(t, proxy.Options{URL: rl.channel, Target: ts, OnResult: res.add, OnState: cw.on})
+	startClient(t, proxy.Options{URL: rl.Channel, Target: ts, OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
-	body := func(n int) []byte { return seqBody(n, 10) }
+	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	for n := 1; n <= 3; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
 	res.wait(t, 3)
-	checkExactlyOnce(t, target.arrivals(), 1, 3, true, body)
+	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 3, true, body)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(times) != 2 {
@@ -459,53 +306,53 @@ func TestFaultTargetRetryAfter(t *testing.T) {
 // (5) A slow target (200 ms per delivery) and a publisher that does not
 // wait: nothing is lost, the order is kept.
 func TestFaultSlowTarget(t *testing.T) {
-	rl := startLiveRelay(t)
-	target := newSink(func(int, http.ResponseWriter, *http.Request) int {
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{Status: func(int, http.ResponseWriter, *http.Request) int {
 		time.Sleep(200 * time.Millisecond)
 		return http.StatusOK
-	})
+	}}
 	ts := httptestServer(t, target)
 	cw := newConnWatch()
-	startClient(t, proxy.Options{URL: rl.channel, Target: ts, OnState: cw.on})
+	startClient(t, proxy.Options{URL: rl.Channel, Target: ts, OnState: cw.on})
 	cw.waitConnected(t)
-	body := func(n int) []byte { return seqBody(n, 1000) }
+	body := func(n int) []byte { return relaytest.Body(n, 1000) }
 	const last = 12
 	for n := 1; n <= last; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
-	target.waitFor(t, last)
-	checkExactlyOnce(t, target.arrivals(), 1, last, true, body)
+	target.WaitFor(t, last)
+	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, last, true, body)
 }
 
 // Deliveries the target does not take (down, 5xx after the retries) are
 // saved in FailedDir; a 4xx is reported but not kept. Forwarding goes on.
 func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
-	rl := startLiveRelay(t)
-	target := newSink(func(_ int, _ http.ResponseWriter, r *http.Request) int {
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{Status: func(_ int, _ http.ResponseWriter, r *http.Request) int {
 		switch r.Header.Get("X-GitHub-Delivery") {
-		case seqID(2):
+		case relaytest.ID(2):
 			return http.StatusBadGateway
-		case seqID(3):
+		case relaytest.ID(3):
 			return http.StatusBadRequest
 		}
 		return http.StatusOK
-	})
+	}}
 	st := newSwitchableTarget(t, target)
 	failed := filepath.Join(t.TempDir(), "failed") // created when needed
 	res := newResults()
 	cw := newConnWatch()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.channel, Target: st.url(), Retry: fastRetry(2), FailedDir: failed, OnResult: res.add, OnState: cw.on})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Target: st.url(), Retry: fastRetry(2), FailedDir: failed, OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
-	body := func(n int) []byte { return seqBody(n, 10) }
+	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	for n := 1; n <= 3; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
 	res.wait(t, 3)
 	st.down()
-	rl.publish(t, 4, body(4))
+	rl.Publish(t, nil, 4, body(4))
 	res.wait(t, 1) // results.wait counts new results
 	st.up()
-	rl.publish(t, 5, body(5))
+	rl.Publish(t, nil, 5, body(5))
 	all := res.wait(t, 1)
 
 	byID := map[string]proxy.Result{}
@@ -513,7 +360,7 @@ func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
 		byID[r.Delivery.ID] = r
 	}
 	for n, want := range map[int]bool{1: false, 2: true, 3: false, 4: true, 5: false} {
-		r := byID[seqID(n)]
+		r := byID[relaytest.ID(n)]
 		if got := r.FailedFile != ""; got != want {
 			t.Errorf("delivery %d: FailedFile = %q (err %v), want saved = %v", n, r.FailedFile, r.FailedErr, want)
 			continue
@@ -528,7 +375,7 @@ func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cd.ID != seqID(n) || !bytes.Equal(cd.Body, body(n)) {
+		if cd.ID != relaytest.ID(n) || !bytes.Equal(cd.Body, body(n)) {
 			t.Errorf("delivery %d: the capture holds %q with %d bytes", n, cd.ID, len(cd.Body))
 		}
 	}
@@ -543,32 +390,32 @@ func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
 // (6) The disk fills up while saving (an injected ENOSPC for one file):
 // the Result says so clearly, and forwarding and saving go on.
 func TestFaultDiskFullWhileSaving(t *testing.T) {
-	rl := startLiveRelay(t)
-	target := newSink(nil)
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{}
 	ts := httptestServer(t, target)
 	dir := t.TempDir()
 	res := newResults()
 	cw := newConnWatch()
-	c, err := proxy.New(proxy.Options{URL: rl.channel, Target: ts, SaveDir: dir, OnResult: res.add, OnState: cw.on, Logger: slog.New(slog.DiscardHandler)})
+	c, err := proxy.New(proxy.Options{URL: rl.Channel, Target: ts, SaveDir: dir, OnResult: res.add, OnState: cw.on, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy.SetCaptureWriter(c, func(dir string, d capture.Delivery) (string, error) {
-		if d.ID == seqID(2) {
+		if d.ID == relaytest.ID(2) {
 			return "", fmt.Errorf("saving delivery %s to %s: %w", d.ID, dir, &os.PathError{Op: "write", Path: filepath.Join(dir, ".capture-1.tmp"), Err: syscall.ENOSPC})
 		}
 		return capture.Write(dir, d)
 	})
 	runClient(t, c)
 	cw.waitConnected(t)
-	body := func(n int) []byte { return seqBody(n, 10) }
+	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	for n := 1; n <= 3; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
 	all := res.wait(t, 3)
-	checkExactlyOnce(t, target.waitFor(t, 3), 1, 3, true, body)
+	relaytest.CheckExactlyOnce(t, target.WaitFor(t, 3), 1, 3, true, body)
 	for _, r := range all {
-		full := r.Delivery.ID == seqID(2)
+		full := r.Delivery.ID == relaytest.ID(2)
 		if got := r.SaveErr != nil; got != full {
 			t.Errorf("%s: SaveErr = %v", r.Delivery.ID, r.SaveErr)
 		}
@@ -590,26 +437,26 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs here (%v); TestFaultDiskFullWhileSaving injects the error instead", err)
 	}
 	t.Cleanup(func() { unmount(dir) })
-	rl := startLiveRelay(t)
-	target := newSink(nil)
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{}
 	ts := httptestServer(t, target)
 	res := newResults()
 	cw := newConnWatch()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.channel, Target: ts, SaveDir: dir, OnResult: res.add, OnState: cw.on})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Target: ts, SaveDir: dir, OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
 	body := func(n int) []byte {
 		if n == 2 {
-			return seqBody(n, 256<<10) // larger than the whole tmpfs
+			return relaytest.Body(n, 256<<10) // larger than the whole tmpfs
 		}
-		return seqBody(n, 10)
+		return relaytest.Body(n, 10)
 	}
 	for n := 1; n <= 3; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
 	all := res.wait(t, 3)
-	checkExactlyOnce(t, target.waitFor(t, 3), 1, 3, true, body)
+	relaytest.CheckExactlyOnce(t, target.WaitFor(t, 3), 1, 3, true, body)
 	for _, r := range all {
-		full := r.Delivery.ID == seqID(2)
+		full := r.Delivery.ID == relaytest.ID(2)
 		if full != (r.SaveErr != nil) || (full && !errors.Is(r.SaveErr, syscall.ENOSPC)) {
 			t.Errorf("%s: SaveErr = %v, want ENOSPC only for the big one", r.Delivery.ID, r.SaveErr)
 		}
@@ -659,19 +506,19 @@ func readStateFile(t testing.TB, path string) (last string, doneAfter []string) 
 // A client stopped and started again with its state file resumes where it
 // was: deliveries published while it was away arrive, none twice.
 func TestStateFileResumesAfterARestart(t *testing.T) {
-	rl := startLiveRelay(t)
-	target := newSink(nil)
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{}
 	ts := httptestServer(t, target)
 	state := filepath.Join(t.TempDir(), "state", "chan.json")
-	body := func(n int) []byte { return seqBody(n, 10) }
+	body := func(n int) []byte { return relaytest.Body(n, 10) }
 
 	cw := newConnWatch()
-	c, cancel, wait := startClient(t, proxy.Options{URL: rl.channel, Target: ts, StateFile: state, OnState: cw.on})
+	c, cancel, wait := startClient(t, proxy.Options{URL: rl.Channel, Target: ts, StateFile: state, OnState: cw.on})
 	cw.waitConnected(t)
 	for n := 1; n <= 3; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
-	target.waitFor(t, 3)
+	target.WaitFor(t, 3)
 	cancel()
 	wait()
 	if got := c.Checkpoint(); got != "3" {
@@ -681,13 +528,13 @@ func TestStateFileResumesAfterARestart(t *testing.T) {
 		t.Errorf("state file: last_event_id %q, want 3", last)
 	}
 	for n := 4; n <= 6; n++ { // while no client listens
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
 	cw2 := newConnWatch()
-	startClient(t, proxy.Options{URL: rl.channel, Target: ts, StateFile: state, OnState: cw2.on})
-	target.waitFor(t, 6)
+	startClient(t, proxy.Options{URL: rl.Channel, Target: ts, StateFile: state, OnState: cw2.on})
+	target.WaitFor(t, 6)
 	time.Sleep(50 * time.Millisecond)
-	checkExactlyOnce(t, target.arrivals(), 1, 6, true, body)
+	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 6, true, body)
 	if ids := cw2.lastEventIDs(); len(ids) == 0 || ids[0] != "3" {
 		t.Errorf("the restarted client sent Last-Event-ID %q, want 3", ids)
 	}
@@ -697,14 +544,14 @@ func TestStateFileResumesAfterARestart(t *testing.T) {
 // delivery holds it back while the later ones finish, and those are listed
 // as done after it, so a restart from that file skips them.
 func TestStateFileWatermarkWithConcurrency(t *testing.T) {
-	rl := startLiveRelay(t)
+	rl := relaytest.Start(t, relay.Options{})
 	release := make(chan struct{})
-	target := newSink(func(_ int, _ http.ResponseWriter, r *http.Request) int {
-		if r.Header.Get("X-GitHub-Delivery") == seqID(2) {
+	target := &relaytest.Sink{Status: func(_ int, _ http.ResponseWriter, r *http.Request) int {
+		if r.Header.Get("X-GitHub-Delivery") == relaytest.ID(2) {
 			<-release
 		}
 		return http.StatusOK
-	})
+	}}
 	ts := httptestServer(t, target)
 	t.Cleanup(func() {
 		select {
@@ -714,13 +561,13 @@ func TestStateFileWatermarkWithConcurrency(t *testing.T) {
 		}
 	})
 	state := filepath.Join(t.TempDir(), "state.json")
-	body := func(n int) []byte { return seqBody(n, 10) }
+	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	cw := newConnWatch()
 	res := newResults()
-	c, cancel, wait := startClient(t, proxy.Options{URL: rl.channel, Target: ts, StateFile: state, Concurrency: 3, OnState: cw.on, OnResult: res.add})
+	c, cancel, wait := startClient(t, proxy.Options{URL: rl.Channel, Target: ts, StateFile: state, Concurrency: 3, OnState: cw.on, OnResult: res.add})
 	cw.waitConnected(t)
 	for n := 1; n <= 4; n++ {
-		rl.publish(t, n, body(n))
+		rl.Publish(t, nil, n, body(n))
 	}
 	res.wait(t, 3) // 1, 3 and 4; 2 is held
 	if last, done := readStateFile(t, state); last != "1" || strings.Join(done, ",") != "3,4" {
@@ -739,13 +586,13 @@ func TestStateFileWatermarkWithConcurrency(t *testing.T) {
 
 	// A state file written while 2 was held: a restart gets 2 again but
 	// skips 3 and 4 as duplicates.
-	doc := fmt.Sprintf(`{"version":1,"channel":"x","channel_sha256":%q,"last_event_id":"1","done_after":["3","4"]}`, channelSHA256(rl.channel))
+	doc := fmt.Sprintf(`{"version":1,"channel":"x","channel_sha256":%q,"last_event_id":"1","done_after":["3","4"]}`, channelSHA256(rl.Channel))
 	if err := os.WriteFile(state, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before := len(target.arrivals())
+	before := len(target.Arrivals())
 	res2 := newResults()
-	c2, _, _ := startClient(t, proxy.Options{URL: rl.channel, Target: ts, StateFile: state, OnResult: res2.add})
+	c2, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Target: ts, StateFile: state, OnResult: res2.add})
 	all := res2.wait(t, 3)
 	var dups, delivered []string
 	for _, r := range all {
@@ -758,7 +605,7 @@ func TestStateFileWatermarkWithConcurrency(t *testing.T) {
 	if strings.Join(dups, ",") != "3,4" || strings.Join(delivered, ",") != "2" {
 		t.Errorf("after the restart: duplicates %q, delivered %q; want 3,4 and 2", dups, delivered)
 	}
-	if got := target.arrivals()[before:]; len(got) != 1 || got[0].id != seqID(2) {
+	if got := target.Arrivals()[before:]; len(got) != 1 || got[0].ID != relaytest.ID(2) {
 		t.Errorf("after the restart the target got %d deliveries, want only 2 again", len(got))
 	}
 	if s := c2.Stats(); s.Duplicates != 2 {

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -21,7 +22,7 @@ import (
 // DataFile is the name of the history file in Options.DataDir.
 const DataFile = "relay.db"
 
-// Errors of Open for an unusable Options.DataDir, checked with errors.Is.
+// Errors of New for an unusable Options.DataDir, checked with errors.Is.
 var (
 	// ErrDataDirInUse: another process (another hookline serve) has the
 	// history file open; bbolt's file lock is exclusive.
@@ -31,7 +32,7 @@ var (
 	ErrDataDirDamaged = errors.New("the history file is damaged or not a hookline relay's")
 )
 
-// lockTimeout is how long Open waits for the history file's lock.
+// lockTimeout is how long New waits for the history file's lock.
 const lockTimeout = time.Second
 
 // Buckets of the history file: meta holds "format"; channels holds one
@@ -234,12 +235,15 @@ func remove(root *bolt.Bucket, rs []removal) error {
 
 func idKey(id int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(id)) }
 
-func (s *boltStore) append(channel string, d *delivery, after int64) error {
+func (s *boltStore) append(ctx context.Context, channel string, d *delivery, after int64) error {
 	rec := encodeRecord(d)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errStoreClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	p := s.l.prepare(channel, newEntry(d, false), after)
 	rs := make([]removal, len(p.drops))
@@ -266,7 +270,7 @@ func (s *boltStore) append(channel string, d *delivery, after int64) error {
 	return nil
 }
 
-func (s *boltStore) since(channel string, after, maxBytes int64) (page []*delivery, first, last int64, err error) {
+func (s *boltStore) since(_ context.Context, channel string, after, maxBytes int64) (page []*delivery, first, last int64, err error) {
 	first, last = 1, 0
 	err = s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(channelsBucket).Bucket([]byte(channel))
@@ -311,7 +315,7 @@ func (s *boltStore) since(channel string, after, maxBytes int64) (page []*delive
 	return page, first, last, nil
 }
 
-func (s *boltStore) get(channel string, id int64) (*delivery, error) {
+func (s *boltStore) get(_ context.Context, channel string, id int64) (*delivery, error) {
 	var d *delivery
 	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(channelsBucket).Bucket([]byte(channel))
@@ -338,7 +342,7 @@ func (s *boltStore) get(channel string, id int64) (*delivery, error) {
 	return d, nil
 }
 
-func (s *boltStore) findKey(channel, key string) (int64, [sha256.Size]byte, bool, error) {
+func (s *boltStore) findKey(_ context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.l.findKey(channel, key)
@@ -348,16 +352,15 @@ func (s *boltStore) findKey(channel, key string) (int64, [sha256.Size]byte, bool
 	return e.id, e.key.sum, true, nil
 }
 
-func (s *boltStore) persistent() bool              { return true }
-func (s *boltStore) missing(channels []string) int { return countMissing(s, channels) }
+func (s *boltStore) persistent() bool { return true }
 
-func (s *boltStore) has(channel string) bool {
+func (s *boltStore) missing(_ context.Context, channels []string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.l.chans[channel] != nil
+	return s.l.missing(channels)
 }
 
-func (s *boltStore) stats() storeStats {
+func (s *boltStore) stats(context.Context) storeStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.l.stats()

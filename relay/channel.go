@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -133,13 +134,13 @@ type published struct {
 // channel, d is not published: the result names that delivery, or the error
 // wraps errKeyReused when its body differs. A store error means d was not
 // stored nor sent to anyone.
-func (s *Server) publish(name string, d *delivery, checkKey bool) (published, error) {
+func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey bool) (published, error) {
 	c, _ := s.acquire(name, false)
 	defer s.release(c)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if key := headerValue(d.header, idempotencyHeader); checkKey && key != "" {
-		id, sum, ok, err := s.store.findKey(name, key)
+		id, sum, ok, err := s.store.findKey(ctx, name, key)
 		if err != nil {
 			return published{}, err
 		}
@@ -150,7 +151,7 @@ func (s *Server) publish(name string, d *delivery, checkKey bool) (published, er
 			return published{id: id, duplicate: true}, nil
 		}
 	}
-	if err := s.store.append(name, d, c.lastID); err != nil {
+	if err := s.store.append(ctx, name, d, c.lastID); err != nil {
 		return published{}, err
 	}
 	s.deliveries.Add(1)
@@ -158,7 +159,7 @@ func (s *Server) publish(name string, d *delivery, checkKey bool) (published, er
 	if d.id > c.lastID+1 && len(c.subs) > 0 {
 		// Another relay appended deliveries this one's subscribers have
 		// not had yet (a shared store): they go first.
-		if err := s.catchUp(c, d.id-1); err != nil {
+		if err := s.catchUp(ctx, c, d.id-1); err != nil {
 			// d is stored (the sender gets 200); the subscribers get it,
 			// in order, once the store answers again.
 			s.retryFeed(name, err)
@@ -207,9 +208,9 @@ func (s *Server) removeSub(c *channel, sub *subscriber) {
 // relay could read them, the subscribers are cut off instead: they resume
 // with Last-Event-ID and are told of the gap. The caller holds c.mu. An
 // error leaves c.lastID at the last delivery queued.
-func (s *Server) catchUp(c *channel, upto int64) error {
+func (s *Server) catchUp(ctx context.Context, c *channel, upto int64) error {
 	for c.lastID < upto && len(c.subs) > 0 {
-		page, _, last, err := s.store.since(c.name, c.lastID, replayPageBytes)
+		page, _, last, err := s.store.since(ctx, c.name, c.lastID, replayPageBytes)
 		if err != nil {
 			return err
 		}
@@ -264,7 +265,7 @@ func (s *Server) fromFeed(name string, d *delivery) {
 	if d != nil {
 		upto = d.id - 1
 	}
-	if err := s.catchUp(c, upto); err != nil {
+	if err := s.catchUp(context.Background(), c, upto); err != nil {
 		s.retryFeed(name, err)
 		return
 	}
@@ -288,11 +289,6 @@ func (s *Server) retryFeed(name string, err error) {
 	time.AfterFunc(feedRetry, func() { s.fromFeed(name, nil) })
 }
 
-// lookup returns delivery id of channel name if it is still in the history.
-func (s *Server) lookup(name string, id int64) (*delivery, error) {
-	return s.store.get(name, id)
-}
-
 // errTooManySubscribers refuses a stream over Options.MaxSubscribers.
 var errTooManySubscribers = errors.New("relay: too many subscribers")
 
@@ -310,7 +306,7 @@ const replayPageBytes = 4 << 20
 // from a history that has been forgotten) is treated as 0, and always
 // announced as a gap with reason "unknown". Without resume the replay is
 // empty.
-func (s *Server) join(name string, sub *subscriber, lastEventID string, resume bool) (*channel, *replay, error) {
+func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEventID string, resume bool) (*channel, *replay, error) {
 	c, err := s.acquire(name, true)
 	if err != nil {
 		return nil, nil, err
@@ -330,10 +326,10 @@ func (s *Server) join(name string, sub *subscriber, lastEventID string, resume b
 	if !resume {
 		after = math.MaxInt64 // only the channel's last id is wanted
 	}
-	page, first, last, err := s.store.since(name, after, replayPageBytes)
+	page, first, last, err := s.store.since(ctx, name, after, replayPageBytes)
 	if err == nil && resume && !unknown && after > max(last, c.lastID) {
 		unknown, after = true, 0
-		page, first, last, err = s.store.since(name, 0, replayPageBytes)
+		page, first, last, err = s.store.since(ctx, name, 0, replayPageBytes)
 	}
 	if err != nil {
 		s.release(c)
@@ -343,7 +339,7 @@ func (s *Server) join(name string, sub *subscriber, lastEventID string, resume b
 		// Another relay appended deliveries that this one's subscribers
 		// have not had yet (a shared store): they get them first, so that
 		// the new stream's replay and their queues meet at last.
-		if err := s.catchUp(c, last); err != nil {
+		if err := s.catchUp(ctx, c, last); err != nil {
 			s.release(c)
 			return nil, nil, err
 		}
@@ -409,12 +405,12 @@ type replay struct {
 
 // next returns the next gap to announce (or nil) and deliveries to send,
 // and done once the replay is over.
-func (rp *replay) next() (gap *wire.Gap, page []*delivery, done bool, err error) {
+func (rp *replay) next(ctx context.Context) (gap *wire.Gap, page []*delivery, done bool, err error) {
 	if rp.gap == nil && len(rp.page) == 0 {
 		if rp.cursor >= rp.end {
 			return nil, nil, true, nil
 		}
-		rp.page, _, _, err = rp.s.store.since(rp.name, rp.cursor, replayPageBytes)
+		rp.page, _, _, err = rp.s.store.since(ctx, rp.name, rp.cursor, replayPageBytes)
 		if err != nil {
 			return nil, nil, false, err
 		}

@@ -6,7 +6,7 @@
 //
 //	ln, err := net.Listen("tcp", "127.0.0.1:3333")
 //	if err != nil { ... }
-//	srv, err := relay.Open(relay.Options{DataDir: "/var/lib/hookline"})
+//	srv, err := relay.New(relay.Options{DataDir: "/var/lib/hookline"})
 //	if err != nil { ... } // relay.ErrDataDirInUse: another relay has the directory
 //	channel := relay.ListenURL(ln.Addr()) + "/" + srv.NewChannel()
 //	err = srv.Serve(ctx, ln) // until ctx ends; then a graceful shutdown

@@ -14,7 +14,11 @@ import (
 // A relay on a test server: a subscriber reads a channel as smee-client
 // does, a webhook sender POSTs to it.
 func Example() {
-	srv := relay.New(relay.Options{})
+	srv, err := relay.New(relay.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	defer srv.Close() // ends the stream, so that ts can close

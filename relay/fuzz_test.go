@@ -32,7 +32,7 @@ func FuzzIngest(f *testing.F) {
 	f.Add([]byte(`{"a":`), "application/json", "Connection", "X-A", "a=%FF")
 	f.Add([]byte("x=1&x[y]=2&x=3"), "application/x-www-form-urlencoded; charset=utf-8", "X-A", "\x7f", "[]=&[a]=b")
 	f.Fuzz(func(t *testing.T, body []byte, contentType, headerName, headerValue, query string) {
-		s := New(Options{MaxBodyBytes: 1 << 16})
+		s, _ := New(Options{MaxBodyBytes: 1 << 16})
 		req := httptest.NewRequest(http.MethodPost, "/fuzz", bytes.NewReader(body))
 		req.URL.RawQuery = query
 		req.Header.Set("Content-Type", contentType)
@@ -45,7 +45,7 @@ func FuzzIngest(f *testing.F) {
 			}
 			return
 		}
-		d, _ := s.lookup("fuzz", 1)
+		d, _ := s.store.get(t.Context(), "fuzz", 1)
 		if d == nil {
 			t.Fatal("200 but no delivery recorded")
 		}

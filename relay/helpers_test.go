@@ -25,11 +25,21 @@ const wait = 20 * time.Second
 // the end of the test (streams first, so that the server can close).
 func newRelay(t testing.TB, opts relay.Options) (*relay.Server, *httptest.Server) {
 	t.Helper()
-	srv := relay.New(opts)
+	srv := mustNew(t, opts)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close)
 	return srv, ts
+}
+
+// mustNew returns relay.New(opts) or fails the test.
+func mustNew(t testing.TB, opts relay.Options) *relay.Server {
+	t.Helper()
+	srv, err := relay.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
 }
 
 // event is one Server-Sent Event as a client sees it.

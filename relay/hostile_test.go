@@ -414,7 +414,7 @@ func TestHostileLastEventID(t *testing.T) {
 // from crypto/rand (the issue asks for at least 96), 22 URL-safe
 // characters, never repeated, every bit set in about half of them.
 func TestChannelNamesAreUnguessable(t *testing.T) {
-	srv := relay.New(relay.Options{})
+	srv := mustNew(t, relay.Options{})
 	const n = 2000
 	seen := map[string]bool{}
 	var ones [128]int
@@ -498,7 +498,7 @@ func TestRelayMakesNoOutboundRequests(t *testing.T) {
 // relay nothing.
 func TestSlowSendersAreCut(t *testing.T) {
 	t.Parallel()
-	srv := relay.New(relay.Options{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond})
+	srv := mustNew(t, relay.Options{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

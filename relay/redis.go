@@ -85,7 +85,7 @@ const minRedisVersion = 7
 // Errors of the Redis store.
 var (
 	// ErrRedisUnavailable: Redis did not answer (refused, timed out, the
-	// connection broke). Wrapped by Open at startup, and by the errors a
+	// connection broke). Wrapped by New at startup, and by the errors a
 	// POST or a stream gets while Redis is away (answered 503).
 	ErrRedisUnavailable = errors.New("redis is unreachable")
 
@@ -318,7 +318,6 @@ func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error)
 	if opt.ClientName == "" {
 		opt.ClientName = "hookline-relay"
 	}
-	quietRedis.Do(func() { redis.SetLogger(discardLogger{}) })
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &redisStore{
 		rdb:    redis.NewClient(opt),
@@ -336,15 +335,6 @@ func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error)
 	}
 	return s, nil
 }
-
-// quietRedis silences go-redis's own logger, which writes to stderr (a
-// process-wide setting): every failure it would print reaches the relay as
-// an error, which the relay reports in its own log and answers.
-var quietRedis sync.Once
-
-type discardLogger struct{}
-
-func (discardLogger) Printf(context.Context, string, ...any) {}
 
 // checkServer pings Redis and checks its version.
 func (s *redisStore) checkServer() error {
@@ -404,7 +394,7 @@ func (s *redisStore) keys(name string) (m, st, i, k, h string) {
 
 func (s *redisStore) feedChannel(name string) string { return s.prefix + "feed:" + name }
 
-func (s *redisStore) append(channel string, d *delivery, after int64) error {
+func (s *redisStore) append(ctx context.Context, channel string, d *delivery, after int64) error {
 	if s.isClosed() {
 		return errStoreClosed
 	}
@@ -416,7 +406,7 @@ func (s *redisStore) append(channel string, d *delivery, after int64) error {
 	if len(rec) <= inlineRecordBytes {
 		inline = "1"
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout+time.Duration(len(rec)>>20)*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout+time.Duration(len(rec)>>20)*time.Second)
 	defer cancel()
 	id, err := appendScript.Run(ctx, s.rdb,
 		[]string{m, st, i, k, h, s.prefix + "g", s.prefix + "lru"},
@@ -441,13 +431,13 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-func (s *redisStore) since(channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
+func (s *redisStore) since(ctx context.Context, channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
 	if s.isClosed() {
 		return nil, 0, 0, errStoreClosed
 	}
 	m, st, i, _, _ := s.keys(channel)
 	most := maxBytes/entryOverhead + 1 // every delivery counts at least entryOverhead
-	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout+time.Duration(maxBytes>>20)*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout+time.Duration(maxBytes>>20)*time.Second)
 	defer cancel()
 	v, err := sinceScript.Run(ctx, s.rdb, []string{m, st, i}, after, maxBytes, most).Slice()
 	if err != nil {
@@ -509,7 +499,7 @@ func decodeStreamRecord(sid, rec string) (*delivery, error) {
 	return d, nil
 }
 
-func (s *redisStore) get(channel string, id int64) (*delivery, error) {
+func (s *redisStore) get(ctx context.Context, channel string, id int64) (*delivery, error) {
 	if s.isClosed() {
 		return nil, errStoreClosed
 	}
@@ -518,7 +508,7 @@ func (s *redisStore) get(channel string, id int64) (*delivery, error) {
 	}
 	_, st, _, _, _ := s.keys(channel)
 	sid := strconv.FormatInt(id, 10) + "-0"
-	ctx, cancel := context.WithTimeout(s.ctx, 2*redisTimeout)
+	ctx, cancel := context.WithTimeout(ctx, 2*redisTimeout)
 	defer cancel()
 	msgs, err := s.rdb.XRange(ctx, st, sid, sid).Result()
 	if err != nil {
@@ -535,13 +525,13 @@ func (s *redisStore) get(channel string, id int64) (*delivery, error) {
 	return d, nil
 }
 
-func (s *redisStore) findKey(channel, key string) (int64, [sha256.Size]byte, bool, error) {
+func (s *redisStore) findKey(ctx context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {
 	var sum [sha256.Size]byte
 	if s.isClosed() {
 		return 0, sum, false, errStoreClosed
 	}
 	_, _, _, k, _ := s.keys(channel)
-	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout)
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	v, err := s.rdb.HGet(ctx, k, key).Result()
 	if errors.Is(err, redis.Nil) {
@@ -562,17 +552,13 @@ func (s *redisStore) findKey(channel, key string) (int64, [sha256.Size]byte, boo
 
 func (s *redisStore) persistent() bool { return true }
 
-func (s *redisStore) has(channel string) bool {
-	return s.missing([]string{channel}) == 0
-}
-
 // missing returns how many of channels have no retained delivery (all of
 // them if Redis does not answer), in one round trip.
-func (s *redisStore) missing(channels []string) int {
+func (s *redisStore) missing(ctx context.Context, channels []string) int {
 	if len(channels) == 0 {
 		return 0
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout)
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	cmds := make([]*redis.IntCmd, len(channels))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -596,8 +582,8 @@ func (s *redisStore) missing(channels []string) int {
 
 // stats returns the counters kept in Redis (zero if Redis does not answer:
 // /healthz says so on its own).
-func (s *redisStore) stats() storeStats {
-	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout)
+func (s *redisStore) stats(ctx context.Context) storeStats {
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	var g *redis.SliceCmd
 	var n *redis.IntCmd

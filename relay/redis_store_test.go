@@ -39,7 +39,7 @@ func TestRedisStoresShareIDs(t *testing.T) {
 			t.Errorf("since(c, 2) = %v %d %d, want [3 4 5 6] 1 6", ids, first, last)
 		}
 	}
-	if st := a.stats(); st.retained != 6 || st.channels != 1 {
+	if st := a.stats(t.Context()); st.retained != 6 || st.channels != 1 {
 		t.Errorf("stats = %+v, want 6 retained in 1 channel", st)
 	}
 }
@@ -58,8 +58,8 @@ func TestRedisPresenceKeepsIDs(t *testing.T) {
 	waitUntil(t, "the presence key", func() bool { return s.rdb.Exists(s.ctx, h).Val() == 1 })
 	mustAppend(t, s, "other", testDelivery(3, 1000), 0)
 	mustAppend(t, s, "other", testDelivery(4, 1000), 0) // evicts held, then free
-	if s.has("held") || s.has("free") {
-		t.Fatalf("held %v, free %v: want both evicted", s.has("held"), s.has("free"))
+	if (s.missing(t.Context(), []string{"held"}) == 0) || (s.missing(t.Context(), []string{"free"}) == 0) {
+		t.Fatalf("held %v, free %v: want both evicted", (s.missing(t.Context(), []string{"held"}) == 0), (s.missing(t.Context(), []string{"free"}) == 0))
 	}
 	if id := mustAppend(t, s, "held", testDelivery(5, 10), 0); id != 2 {
 		t.Errorf("next id of the held channel = %d, want 2", id)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookline/hookline/internal/redistest"
 	"github.com/hookline/hookline/relay"
+	"github.com/redis/go-redis/v9"
 )
 
 // replica is one relay of several sharing a Redis: a relay.Server on an
@@ -32,7 +33,7 @@ type replica struct {
 func newReplica(t testing.TB, redisURL string, opts relay.Options) *replica {
 	t.Helper()
 	opts.RedisURL = redisURL
-	srv, err := relay.Open(opts)
+	srv, err := relay.New(opts)
 	if err != nil {
 		t.Fatalf("Open(RedisURL %s) = %v", redisURL, err)
 	}
@@ -388,6 +389,41 @@ func waitPing(s *stream) bool {
 	}
 }
 
+// redisLogs records what go-redis logs process-wide.
+type redisLogs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *redisLogs) Printf(_ context.Context, format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, v...))
+}
+
+func (l *redisLogs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// Opening a relay leaves go-redis's process-wide logger as the program set
+// it: the relay is a library, the program decides where go-redis logs.
+func TestRedisKeepsTheProgramsLogger(t *testing.T) {
+	rs := redistest.Start(t)
+	addr := rs.Addr()
+	rs.Kill()
+	logs := &redisLogs{}
+	redis.SetLogger(logs)
+	if srv, err := relay.New(relay.Options{RedisURL: "redis://" + addr}); err == nil {
+		srv.CloseStorage()
+		t.Fatal("New succeeded with Redis down")
+	}
+	if !strings.Contains(logs.String(), "failed to dial") {
+		t.Errorf("the program's go-redis logger got %q; want go-redis's own dial failure", logs.String())
+	}
+}
+
 func TestRedisOpenErrors(t *testing.T) {
 	rs := redistest.Start(t)
 	addr := rs.Addr()
@@ -405,7 +441,7 @@ func TestRedisOpenErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, err := relay.Open(tt.opts)
+			srv, err := relay.New(tt.opts)
 			if err == nil {
 				srv.CloseStorage()
 				t.Fatal("Open succeeded")
@@ -415,12 +451,6 @@ func TestRedisOpenErrors(t *testing.T) {
 			}
 		})
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("New with RedisURL did not panic")
-		}
-	}()
-	relay.New(relay.Options{RedisURL: "redis://" + addr})
 }
 
 // Deliveries are stored byte for byte in Redis: a stream on another

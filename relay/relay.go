@@ -122,10 +122,10 @@ type Options struct {
 	// DataDir, if not empty, keeps the history in the file DataDir/relay.db
 	// (DataFile; the directory is created if needed), so that it survives
 	// a restart with the same ids: every delivery is written and fsynced
-	// before its POST is answered. Only Open honours it (New panics), as
-	// the file may be unusable: locked by another relay (ErrDataDirInUse),
-	// damaged (ErrDataDirDamaged), or not writable. If empty, the history
-	// is kept in memory and lost when the process ends.
+	// before its POST is answered. New fails when the file is unusable:
+	// locked by another relay (ErrDataDirInUse), damaged
+	// (ErrDataDirDamaged), or not writable. If empty, the history is kept
+	// in memory and lost when the process ends.
 	DataDir string
 
 	// RedisURL, if not empty, keeps the history in Redis (7.0 or later),
@@ -135,8 +135,8 @@ type Options struct {
 	// is redis://[user:password@]host:port[/db], rediss:// for TLS, or
 	// unix:///path/to/socket. Every delivery is in Redis before its POST
 	// is answered; how durable that is, is Redis's configuration (see
-	// docs/DEPLOY.md). Only Open honours it (New panics): Open fails with
-	// ErrRedisUnavailable when Redis does not answer. It excludes DataDir.
+	// docs/DEPLOY.md). New fails with ErrRedisUnavailable when Redis does
+	// not answer. It excludes DataDir.
 	// Replicas should run with the same limits: each append applies those
 	// of the relay that received it.
 	RedisURL string
@@ -164,30 +164,22 @@ type Server struct {
 	cutOff      atomic.Int64
 }
 
-// New returns a Server with opts (see Options for the defaults) that keeps
-// the history in memory. It panics if opts.DataDir or opts.RedisURL is set:
-// use Open, which reports the errors opening them can meet.
-func New(opts Options) *Server {
-	if opts.DataDir != "" || opts.RedisURL != "" {
-		panic("relay: New with Options.DataDir or Options.RedisURL set; use relay.Open")
-	}
-	s, _ := Open(opts) // cannot fail without a DataDir
-	return s
-}
-
-// Open returns a Server with opts (see Options for the defaults), opening
-// the history file in opts.DataDir if set: its deliveries are loaded (and
-// trimmed to the limits of opts) and channels continue from their last
-// ids. The file stays locked until CloseStorage (which Serve calls). An
+// New returns a Server with opts (see Options for the defaults). With
+// opts.DataDir it opens the history file there: its deliveries are loaded
+// (and trimmed to the limits of opts) and channels continue from their last
+// ids; the file stays locked until CloseStorage (which Serve calls). An
 // unusable directory gives an error saying why, wrapping ErrDataDirInUse or
 // ErrDataDirDamaged where they apply, or the file system's error (such as
 // fs.ErrPermission).
 //
-// With opts.RedisURL, Open connects to Redis and checks its version; a
+// With opts.RedisURL, New connects to Redis and checks its version; a
 // Redis that does not answer gives an error wrapping ErrRedisUnavailable.
 // The connections stay open until CloseStorage. Once open, the relay
-// survives Redis outages: see the package documentation.
-func Open(opts Options) (*Server, error) {
+// survives Redis outages: see docs/RELAY.md.
+//
+// With neither, the history is kept in memory and New fails only on
+// options that contradict each other.
+func New(opts Options) (*Server, error) {
 	if opts.DataDir != "" && opts.RedisURL != "" {
 		return nil, errors.New("relay: Options.DataDir and Options.RedisURL exclude each other: with Redis the history is kept in Redis")
 	}
@@ -308,10 +300,10 @@ type Stats struct {
 // Stats returns the current counters. With Options.RedisURL, the store's
 // counters (Channels, Retained, HistoryBytes) take a round trip to Redis,
 // and are zero when it does not answer.
-func (s *Server) Stats() Stats { return s.stats(true) }
+func (s *Server) Stats() Stats { return s.stats(context.Background(), true) }
 
 // stats returns the counters, those of the store only if withStore.
-func (s *Server) stats(withStore bool) Stats {
+func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 	var subscribed []string
 	s.mu.Lock()
 	for name, c := range s.channels {
@@ -322,11 +314,11 @@ func (s *Server) stats(withStore bool) Stats {
 	s.mu.Unlock()
 	var st storeStats
 	if withStore {
-		st = s.store.stats()
+		st = s.store.stats(ctx)
 	}
 	channels := st.channels
 	if withStore {
-		channels += s.store.missing(subscribed) // one round trip with Redis
+		channels += s.store.missing(ctx, subscribed) // one round trip with Redis
 	} else {
 		channels += len(subscribed)
 	}
@@ -613,7 +605,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 		storeErr = s.shared.ping(ctx)
 		cancel()
 	}
-	st := s.stats(storeErr == nil)
+	st := s.stats(r.Context(), storeErr == nil)
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
@@ -688,7 +680,10 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	d := newDelivery(r, body, time.Now())
-	p, err := s.publish(name, d, true)
+	// Once the body is read, the delivery is stored even if the sender
+	// hangs up: it may be one whose answer is all that got lost.
+	ctx := context.WithoutCancel(r.Context())
+	p, err := s.publish(ctx, name, d, true)
 	switch {
 	case errors.Is(err, errKeyReused):
 		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("the Idempotency-Key %q was already used for delivery %d of this channel, with a different body; use a new key for a new delivery", truncate(headerValue(d.header, idempotencyHeader), 64), p.id))
@@ -755,7 +750,7 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no delivery %q: ids are positive integers", truncate(idText, 32)))
 		return
 	}
-	d, err := s.lookup(name, id)
+	d, err := s.store.get(r.Context(), name, id)
 	if err != nil {
 		s.storeFailed(w, "redelivery", name, err)
 		return
@@ -765,7 +760,7 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 		return
 	}
 	nd := d.redelivery(time.Now())
-	p, err := s.publish(name, nd, false)
+	p, err := s.publish(context.WithoutCancel(r.Context()), name, nd, false)
 	if err != nil {
 		s.storeFailed(w, "redelivery", name, err)
 		return

@@ -80,7 +80,7 @@ func TestNewRejectsBadForwardedHost(t *testing.T) {
 }
 
 func TestURLAndNewChannel(t *testing.T) {
-	srv := relay.New(relay.Options{})
+	srv := mustNew(t, relay.Options{})
 	if got := srv.URL(); got != "" {
 		t.Errorf("URL() before Serve = %q, want empty", got)
 	}
@@ -104,7 +104,7 @@ func TestURLAndNewChannel(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Serve = %v, want nil", err)
 	}
-	if got := relay.New(relay.Options{PublicURL: "https://r.example/"}).URL(); got != "https://r.example" {
+	if got := mustNew(t, relay.Options{PublicURL: "https://r.example/"}).URL(); got != "https://r.example" {
 		t.Errorf("URL() with a public URL = %q, want https://r.example", got)
 	}
 }
@@ -786,7 +786,7 @@ func TestCloseEndsStreamsAndRefusesNewOnes(t *testing.T) {
 // Serve's shutdown ends streams cleanly and lets a POST still uploading
 // finish, then returns nil.
 func TestServeShutdown(t *testing.T) {
-	srv := relay.New(relay.Options{})
+	srv := mustNew(t, relay.Options{})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

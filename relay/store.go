@@ -21,41 +21,41 @@ import (
 // The Server calls append and the first since of a stream while it holds
 // the channel's lock, so that a joining stream gets every delivery exactly
 // once; a store needs no lock of its own for that, only for its own data.
-// Every method is safe for concurrent use.
+// Every method is safe for concurrent use. A context bounds the calls that
+// may wait on a server (Redis); the in-process stores only check that it has
+// not ended.
 type store interface {
 	// append records d as the next delivery of channel: it sets d.id to one
 	// more than the larger of after and the channel's last id, and returns
 	// only once d is stored as durably as the store promises (for
 	// boltStore: fsynced). It then drops what the history limits require.
 	// On error, d is not stored and d.id is unchanged.
-	append(channel string, d *delivery, after int64) error
+	append(ctx context.Context, channel string, d *delivery, after int64) error
 
 	// since returns the retained deliveries of channel with an id above
 	// after, oldest first, stopping once they reach maxBytes of size (but
 	// at least one, if any), together with the id of the oldest retained
 	// delivery (last+1 if none) and the channel's last id (0 for a channel
 	// the store does not know).
-	since(channel string, after, maxBytes int64) (page []*delivery, first, last int64, err error)
+	since(ctx context.Context, channel string, after, maxBytes int64) (page []*delivery, first, last int64, err error)
 
 	// get returns delivery id of channel, or nil if it is not retained.
-	get(channel string, id int64) (*delivery, error)
+	get(ctx context.Context, channel string, id int64) (*delivery, error)
 
 	// findKey returns the newest retained delivery of channel whose
 	// Idempotency-Key header is key, and the SHA-256 of its body.
-	findKey(channel, key string) (id int64, sum [sha256.Size]byte, ok bool, err error)
+	findKey(ctx context.Context, channel, key string) (id int64, sum [sha256.Size]byte, ok bool, err error)
 
-	// has reports whether channel has retained deliveries.
-	has(channel string) bool
-
-	// missing counts the channels that have no retained deliveries.
-	missing(channels []string) int
+	// missing counts the channels that have no retained deliveries (all of
+	// them when the store cannot tell).
+	missing(ctx context.Context, channels []string) int
 
 	// persistent reports whether the history outlives the process (and
 	// close must be called to release it).
 	persistent() bool
 
-	// stats returns the store's counters.
-	stats() storeStats
+	// stats returns the store's counters (zero when the store cannot tell).
+	stats(ctx context.Context) storeStats
 
 	// close releases the store; later calls fail with errStoreClosed.
 	close() error
@@ -376,6 +376,17 @@ func (l *ledger) findKey(name, key string) (entry, bool) {
 	return entry{}, false
 }
 
+// missing counts the channels the ledger holds no entry of.
+func (l *ledger) missing(channels []string) int {
+	n := 0
+	for _, name := range channels {
+		if l.chans[name] == nil {
+			n++
+		}
+	}
+	return n
+}
+
 func (l *ledger) stats() storeStats {
 	return storeStats{channels: len(l.chans), retained: l.retained, bytes: l.bytes}
 }
@@ -408,25 +419,16 @@ type memStore struct {
 
 func newMemStore(l limits) *memStore { return &memStore{l: newLedger(l)} }
 
-func (s *memStore) persistent() bool              { return false }
-func (s *memStore) missing(channels []string) int { return countMissing(s, channels) }
+func (s *memStore) persistent() bool { return false }
 
-// countMissing is missing for stores whose has is cheap.
-func countMissing(st store, channels []string) int {
-	n := 0
-	for _, name := range channels {
-		if !st.has(name) {
-			n++
-		}
-	}
-	return n
-}
-
-func (m *memStore) append(channel string, d *delivery, after int64) error {
+func (m *memStore) append(ctx context.Context, channel string, d *delivery, after int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return errStoreClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	p := m.l.prepare(channel, newEntry(d, true), after)
 	d.id = p.id
@@ -434,7 +436,7 @@ func (m *memStore) append(channel string, d *delivery, after int64) error {
 	return nil
 }
 
-func (m *memStore) since(channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
+func (m *memStore) since(_ context.Context, channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	entries, first, last := m.l.window(channel, after, maxBytes)
@@ -445,14 +447,14 @@ func (m *memStore) since(channel string, after, maxBytes int64) ([]*delivery, in
 	return page, first, last, nil
 }
 
-func (m *memStore) get(channel string, id int64) (*delivery, error) {
+func (m *memStore) get(_ context.Context, channel string, id int64) (*delivery, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, _ := m.l.find(channel, id)
 	return e.d, nil
 }
 
-func (m *memStore) findKey(channel, key string) (int64, [sha256.Size]byte, bool, error) {
+func (m *memStore) findKey(_ context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.l.findKey(channel, key)
@@ -462,13 +464,13 @@ func (m *memStore) findKey(channel, key string) (int64, [sha256.Size]byte, bool,
 	return e.id, e.key.sum, true, nil
 }
 
-func (m *memStore) has(channel string) bool {
+func (m *memStore) missing(_ context.Context, channels []string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.l.chans[channel] != nil
+	return m.l.missing(channels)
 }
 
-func (m *memStore) stats() storeStats {
+func (m *memStore) stats(context.Context) storeStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.l.stats()

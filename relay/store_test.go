@@ -58,7 +58,7 @@ func testDelivery(seq int, bodySize int, extra ...wire.Header) *delivery {
 
 func mustAppend(t *testing.T, s store, channel string, d *delivery, after int64) int64 {
 	t.Helper()
-	if err := s.append(channel, d, after); err != nil {
+	if err := s.append(t.Context(), channel, d, after); err != nil {
 		t.Fatalf("append(%s) = %v", channel, err)
 	}
 	return d.id
@@ -69,7 +69,7 @@ func mustAppend(t *testing.T, s store, channel string, d *delivery, after int64)
 func sinceIDs(t *testing.T, s store, channel string, after int64) (ids []int64, first, last int64) {
 	t.Helper()
 	for {
-		page, f, l, err := s.since(channel, after, 1<<20)
+		page, f, l, err := s.since(t.Context(), channel, after, 1<<20)
 		if err != nil {
 			t.Fatalf("since(%s, %d) = %v", channel, after, err)
 		}
@@ -124,11 +124,11 @@ func TestStoreContract(t *testing.T) {
 				d := makeDelivery([]wire.Header{{Name: "content-type", Value: "application/octet-stream"}, {Name: "x-bin", Value: "caf\xe9 \x7f"}}, "q=%FF&x", []byte("\x00\xff\r\n\xc3\x28 body"), time.Unix(1700000000, 123456789))
 				want := [2][]byte{d.frame(false), d.frame(true)}
 				id := mustAppend(t, s, "a", d, 0)
-				got, err := s.get("a", id)
+				got, err := s.get(t.Context(), "a", id)
 				if err != nil || got == nil {
 					t.Fatalf("get = %v, %v", got, err)
 				}
-				page, _, _, _ := s.since("a", 0, 1)
+				page, _, _, _ := s.since(t.Context(), "a", 0, 1)
 				for _, g := range []*delivery{got, page[0]} {
 					if g.id != id || !bytes.Equal(g.frame(false), want[0]) || !bytes.Equal(g.frame(true), want[1]) || !bytes.Equal(g.body, d.body) {
 						t.Errorf("read back:\n%s\nwant:\n%s", g.frame(true), want[1])
@@ -140,11 +140,11 @@ func TestStoreContract(t *testing.T) {
 				s := kind.open(t, roomy)
 				mustAppend(t, s, "a", testDelivery(1, 10), 0)
 				for _, id := range []int64{0, -1, 2, 1 << 62} {
-					if d, err := s.get("a", id); d != nil || err != nil {
+					if d, err := s.get(t.Context(), "a", id); d != nil || err != nil {
 						t.Errorf("get(a, %d) = %v, %v; want nil, nil", id, d, err)
 					}
 				}
-				if d, err := s.get("b", 1); d != nil || err != nil {
+				if d, err := s.get(t.Context(), "b", 1); d != nil || err != nil {
 					t.Errorf("get(b, 1) = %v, %v; want nil, nil", d, err)
 				}
 			})
@@ -157,7 +157,7 @@ func TestStoreContract(t *testing.T) {
 				if ids, first, last := sinceIDs(t, s, "a", 0); !slices.Equal(ids, []int64{3, 4, 5}) || first != 3 || last != 5 {
 					t.Errorf("since = %v first %d last %d; want [3 4 5] 3 5", ids, first, last)
 				}
-				if st := s.stats(); st.retained != 3 || st.channels != 1 {
+				if st := s.stats(t.Context()); st.retained != 3 || st.channels != 1 {
 					t.Errorf("stats = %+v, want 3 retained in 1 channel", st)
 				}
 			})
@@ -183,7 +183,7 @@ func TestStoreContract(t *testing.T) {
 				mustAppend(t, s, "old", testDelivery(3, 1000), 0) // old is now more recent than mid
 				mustAppend(t, s, "new", testDelivery(4, 1000), 0)
 				mustAppend(t, s, "new", testDelivery(5, 1000), 0) // over: mid goes first
-				if s.has("mid") {
+				if s.missing(t.Context(), []string{"mid"}) == 0 {
 					t.Error("mid (least recently appended to) still has history")
 				}
 				if ids, _, _ := sinceIDs(t, s, "old", 0); !slices.Equal(ids, []int64{1, 2}) {
@@ -195,7 +195,7 @@ func TestStoreContract(t *testing.T) {
 				}
 				// A single delivery larger than the total stays.
 				mustAppend(t, s, "huge", testDelivery(7, 10*1000), 0)
-				if st := s.stats(); st.channels != 1 || st.retained != 1 || !s.has("huge") {
+				if st := s.stats(t.Context()); st.channels != 1 || st.retained != 1 || !(s.missing(t.Context(), []string{"huge"}) == 0) {
 					t.Errorf("stats = %+v, want only huge's delivery", st)
 				}
 				// A forgotten channel starts again at 1.
@@ -210,11 +210,11 @@ func TestStoreContract(t *testing.T) {
 					mustAppend(t, s, "a", testDelivery(i, 1000), 0)
 				}
 				one := testDelivery(0, 1000).size
-				page, _, _, err := s.since("a", 2, 3*one)
+				page, _, _, err := s.since(t.Context(), "a", 2, 3*one)
 				if err != nil || len(page) != 3 || page[0].id != 3 {
 					t.Errorf("since(a, 2, 3 deliveries' bytes) = %d deliveries from %v, %v; want 3 from 3", len(page), page, err)
 				}
-				if page, _, _, _ := s.since("a", 2, 1); len(page) != 1 {
+				if page, _, _, _ := s.since(t.Context(), "a", 2, 1); len(page) != 1 {
 					t.Errorf("since with maxBytes 1 = %d deliveries, want 1 (at least one)", len(page))
 				}
 			})
@@ -226,12 +226,12 @@ func TestStoreContract(t *testing.T) {
 				mustAppend(t, s, "a", d1, 0)
 				mustAppend(t, s, "a", testDelivery(2, 10), 0)
 				mustAppend(t, s, "a", testDelivery(3, 10, key("k1")), 0)
-				id, sum, ok, err := s.findKey("a", "k1")
+				id, sum, ok, err := s.findKey(t.Context(), "a", "k1")
 				if err != nil || !ok || id != 3 || sum != sha256.Sum256(testDelivery(3, 10).body) {
 					t.Errorf("findKey(a, k1) = %d %x %v %v; want 3, the body's SHA-256", id, sum, ok, err)
 				}
 				for _, c := range [][2]string{{"a", "k2"}, {"b", "k1"}} {
-					if _, _, ok, err := s.findKey(c[0], c[1]); ok || err != nil {
+					if _, _, ok, err := s.findKey(t.Context(), c[0], c[1]); ok || err != nil {
 						t.Errorf("findKey(%s, %s) found one (%v)", c[0], c[1], err)
 					}
 				}
@@ -262,7 +262,7 @@ func TestStoreContract(t *testing.T) {
 				if ids, _, _ := sinceIDs(t, s, "b", 0); !slices.Equal(ids, []int64{1}) {
 					t.Errorf("b = %v, want [1]", ids)
 				}
-				if st := s.stats(); st.retained != 2 || st.channels != 2 {
+				if st := s.stats(t.Context()); st.retained != 2 || st.channels != 2 {
 					t.Errorf("stats = %+v, want 2 retained in 2 channels", st)
 				}
 			})
@@ -272,7 +272,7 @@ func TestStoreContract(t *testing.T) {
 				if err := s.close(); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.append("a", testDelivery(1, 10), 0); !errors.Is(err, errStoreClosed) {
+				if err := s.append(t.Context(), "a", testDelivery(1, 10), 0); !errors.Is(err, errStoreClosed) {
 					t.Errorf("append after close = %v, want errStoreClosed", err)
 				}
 				if err := s.close(); err != nil {
@@ -301,7 +301,7 @@ func TestBoltReopen(t *testing.T) {
 	}
 
 	s = openTestBolt(t, dir, l)
-	page, first, last, err := s.since("a", 0, 1<<20)
+	page, first, last, err := s.since(t.Context(), "a", 0, 1<<20)
 	if err != nil || len(page) != 5 || first != 1 || last != 5 {
 		t.Fatalf("after reopen: since = %d deliveries, %d, %d, %v; want 5, 1, 5", len(page), first, last, err)
 	}
@@ -313,10 +313,10 @@ func TestBoltReopen(t *testing.T) {
 	if id := mustAppend(t, s, "a", testDelivery(6, 10), 0); id != 6 {
 		t.Errorf("next id after reopen = %d, want 6", id)
 	}
-	if id, _, ok, _ := s.findKey("a", "key3"); !ok || id != 3 {
+	if id, _, ok, _ := s.findKey(t.Context(), "a", "key3"); !ok || id != 3 {
 		t.Errorf("findKey after reopen = %d %v, want 3", id, ok)
 	}
-	if st := s.stats(); st.channels != 2 || st.retained != 7 {
+	if st := s.stats(t.Context()); st.channels != 2 || st.retained != 7 {
 		t.Errorf("stats after reopen = %+v, want 7 in 2 channels", st)
 	}
 	s.close()
@@ -328,13 +328,13 @@ func TestBoltReopen(t *testing.T) {
 	if ids, _, _ := sinceIDs(t, s, "a", 0); !slices.Equal(ids, []int64{5, 6}) {
 		t.Errorf("a after a reopen with 2 per channel = %v, want [5 6]", ids)
 	}
-	if s.has("b") {
+	if s.missing(t.Context(), []string{"b"}) == 0 {
 		t.Error("b (least recent) kept after the total limit was lowered")
 	}
 	s.close()
 	s = openTestBolt(t, dir, l)
-	if ids, _, _ := sinceIDs(t, s, "a", 0); !slices.Equal(ids, []int64{5, 6}) || s.has("b") {
-		t.Errorf("the trim at open was not stored: a = %v, b kept %v", ids, s.has("b"))
+	if ids, _, _ := sinceIDs(t, s, "a", 0); !slices.Equal(ids, []int64{5, 6}) || (s.missing(t.Context(), []string{"b"}) == 0) {
+		t.Errorf("the trim at open was not stored: a = %v, b kept %v", ids, (s.missing(t.Context(), []string{"b"}) == 0))
 	}
 }
 
@@ -414,13 +414,13 @@ func TestBoltDamagedRecord(t *testing.T) {
 	if ids, _, _ := sinceIDs(t, s, "a", 0); !slices.Equal(ids, []int64{1, 3}) {
 		t.Errorf("since with 2 damaged = %v, want [1 3]", ids)
 	}
-	if d, err := s.get("a", 2); d != nil || !errors.Is(err, errBadRecord) {
+	if d, err := s.get(t.Context(), "a", 2); d != nil || !errors.Is(err, errBadRecord) {
 		t.Errorf("get(2) = %v, %v; want errBadRecord", d, err)
 	}
 	s.close()
 	s = openTestBolt(t, dir, roomy)
-	if ids, _, _ := sinceIDs(t, s, "a", 0); !slices.Equal(ids, []int64{1, 3}) || s.stats().retained != 2 {
-		t.Errorf("after reopen = %v (%d retained), want [1 3]", ids, s.stats().retained)
+	if ids, _, _ := sinceIDs(t, s, "a", 0); !slices.Equal(ids, []int64{1, 3}) || s.stats(t.Context()).retained != 2 {
+		t.Errorf("after reopen = %v (%d retained), want [1 3]", ids, s.stats(t.Context()).retained)
 	}
 }
 
@@ -467,7 +467,7 @@ func TestReplayAnnouncesEvictionsBetweenPages(t *testing.T) {
 			case "redis":
 				opts.RedisURL = redistest.Start(t).URL()
 			}
-			s, err := Open(opts)
+			s, err := New(opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -476,12 +476,12 @@ func TestReplayAnnouncesEvictionsBetweenPages(t *testing.T) {
 				return makeDelivery(nil, "", bytes.Repeat([]byte{byte('a' + i)}, 1<<20), time.Now())
 			}
 			for i := 1; i <= 10; i++ {
-				if _, err := s.publish("c", big(i), false); err != nil {
+				if _, err := s.publish(t.Context(), "c", big(i), false); err != nil {
 					t.Fatal(err)
 				}
 			}
 			sub := &subscriber{notify: make(chan struct{}, 1), kicked: make(chan struct{})}
-			c, rp, err := s.join("c", sub, "0", true)
+			c, rp, err := s.join(t.Context(), "c", sub, "0", true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -489,7 +489,7 @@ func TestReplayAnnouncesEvictionsBetweenPages(t *testing.T) {
 
 			var got []string
 			read := func() bool {
-				gap, page, done, err := rp.next()
+				gap, page, done, err := rp.next(t.Context())
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -503,7 +503,7 @@ func TestReplayAnnouncesEvictionsBetweenPages(t *testing.T) {
 			}
 			read() // the first page: 1 to 3 (4 MiB)
 			for i := 11; i <= 15; i++ {
-				s.publish("c", big(i), false) // evicts 1 to 5
+				s.publish(t.Context(), "c", big(i), false) // evicts 1 to 5
 			}
 			for read() {
 			}

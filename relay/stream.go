@@ -57,7 +57,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	}
 	last, resume := lastEventID(r)
 
-	c, rp, err := s.join(name, sub, last, resume)
+	c, rp, err := s.join(r.Context(), name, sub, last, resume)
 	switch {
 	case errors.Is(err, errClosing):
 		w.Header().Set("Retry-After", "5")
@@ -95,7 +95,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	sw := streamWriter{w: w, rc: rc, sub: sub, timeout: s.opts.WriteTimeout}
 	err = sw.write(wire.ReadyFrame)
 	for err == nil {
-		gap, page, done, rerr := rp.next()
+		gap, page, done, rerr := rp.next(r.Context())
 		if done || rerr != nil {
 			err = rerr // the client resumes from what it got
 			break

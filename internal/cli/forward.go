@@ -358,6 +358,10 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 // taken, on a free loopback port) and returns a new channel's URL and a
 // function that shuts the relay down.
 func startEmbeddedRelay(ctx context.Context, addr string, s *streams) (string, func(), error) {
+	srv, err := relay.New(relay.Options{})
+	if err != nil {
+		return "", nil, fmt.Errorf("starting the embedded relay: %w", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fallback, ferr := net.Listen("tcp", "127.0.0.1:0")
@@ -367,7 +371,6 @@ func startEmbeddedRelay(ctx context.Context, addr string, s *streams) (string, f
 		fmt.Fprintf(s.err, "%s is busy (%v); using %s\n", addr, err, fallback.Addr())
 		ln = fallback
 	}
-	srv := relay.New(relay.Options{})
 	// The relay outlives ctx until the client has drained.
 	relayCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})

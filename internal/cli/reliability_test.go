@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/relay"
 )
 
 // closedPort returns a loopback URL where nothing listens.
@@ -30,13 +32,13 @@ func closedPort(t *testing.T) string {
 // listed in the summary; `hookline replay` of that folder, once a target is
 // up, delivers them all, byte-exact and in order.
 func TestForwardFailedFolderThenReplay(t *testing.T) {
-	rl := startLiveRelay(t)
+	rl := relaytest.Start(t, relay.Options{})
 	failed := filepath.Join(t.TempDir(), "failed")
 	down := closedPort(t)
-	f := startForward(t, "--url", rl.channel, "--target", down, "--retries", "0", "--failed-dir", failed)
+	f := startForward(t, "--url", rl.Channel, "--target", down, "--retries", "0", "--failed-dir", failed)
 	f.waitErr(t, "connected to")
 	for n := 1; n <= 3; n++ {
-		rl.publish(t, nil, n, seqBody(n))
+		rl.Publish(t, nil, n, relaytest.Body(n, 0))
 	}
 	f.waitOutLines(t, 3*3) // each: the trace line, the error, "saved for replay:"
 	if code := f.stop(t); code != ExitOK {
@@ -61,14 +63,14 @@ func TestForwardFailedFolderThenReplay(t *testing.T) {
 		t.Errorf("the trace does not say where each delivery went:\n%s", f.out.String())
 	}
 
-	target := &sink{}
+	target := &relaytest.Sink{}
 	ts := httptest.NewServer(target)
 	t.Cleanup(ts.Close)
 	code, out, errOut := run(t, "replay", "--target", ts.URL+"/hook", failed)
 	if code != ExitOK {
 		t.Fatalf("replay exit code = %d; stdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	checkSequence(t, target.arrivals(), 1, 3)
+	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 3, true, relaytest.Body0)
 }
 
 // With neither --save nor --failed-dir, undelivered deliveries go to the
@@ -76,10 +78,10 @@ func TestForwardFailedFolderThenReplay(t *testing.T) {
 func TestForwardDefaultFailedFolder(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state)
-	rl := startLiveRelay(t)
-	f := startForward(t, "--url", rl.channel, "--target", closedPort(t), "--retries", "0")
+	rl := relaytest.Start(t, relay.Options{})
+	f := startForward(t, "--url", rl.Channel, "--target", closedPort(t), "--retries", "0")
 	f.waitErr(t, "connected to")
-	rl.publish(t, nil, 1, seqBody(1))
+	rl.Publish(t, nil, 1, relaytest.Body(1, 0))
 	f.waitOutLines(t, 3)
 	f.stop(t)
 	want := filepath.Join(state, "hookline", "failed")
@@ -97,29 +99,29 @@ func TestForwardDefaultFailedFolder(t *testing.T) {
 
 // --save uses the save folder's "failed" subfolder; a 4xx is not kept.
 func TestForwardFailedFolderUnderSave(t *testing.T) {
-	rl := startLiveRelay(t)
-	target := &sink{fail: func(r *http.Request) int {
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{Status: func(_ int, _ http.ResponseWriter, r *http.Request) int {
 		switch r.Header.Get("X-GitHub-Delivery") {
-		case seqID(1):
+		case relaytest.ID(1):
 			return http.StatusServiceUnavailable
-		case seqID(2):
+		case relaytest.ID(2):
 			return http.StatusUnprocessableEntity
 		}
-		return 0
+		return http.StatusOK
 	}}
 	ts := httptest.NewServer(target)
 	t.Cleanup(ts.Close)
 	save := t.TempDir()
-	f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--retries", "0", "--save", save)
+	f := startForward(t, "--url", rl.Channel, "--target", ts.URL, "--retries", "0", "--save", save)
 	f.waitErr(t, "connected to")
 	for n := 1; n <= 3; n++ {
-		rl.publish(t, nil, n, seqBody(n))
+		rl.Publish(t, nil, n, relaytest.Body(n, 0))
 	}
 	f.waitOutLines(t, 4)
 	f.stop(t)
 	all, _ := filepath.Glob(filepath.Join(save, "*.json"))
 	failed, _ := filepath.Glob(filepath.Join(save, "failed", "*.json"))
-	if len(all) != 3 || len(failed) != 1 || !strings.Contains(failed[0], seqID(1)) {
+	if len(all) != 3 || len(failed) != 1 || !strings.Contains(failed[0], relaytest.ID(1)) {
 		t.Errorf("saved %q and, for a replay, %q; want 3 and only the 503", all, failed)
 	}
 }
@@ -130,40 +132,40 @@ func TestForwardFailedFolderUnderSave(t *testing.T) {
 func TestForwardStateFileResumes(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state)
-	rl := startLiveRelay(t)
-	target := &sink{}
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{}
 	ts := httptest.NewServer(target)
 	t.Cleanup(ts.Close)
 	save := t.TempDir()
-	stream, _ := proxy.StreamURL(rl.channel, "")
+	stream, _ := proxy.StreamURL(rl.Channel, "")
 	stateFile := filepath.Join(state, "hookline", "state", stateFileName(stream))
 
-	f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--save", save)
+	f := startForward(t, "--url", rl.Channel, "--target", ts.URL, "--save", save)
 	f.waitErr(t, "connected to")
 	for n := 1; n <= 2; n++ {
-		rl.publish(t, nil, n, seqBody(n))
+		rl.Publish(t, nil, n, relaytest.Body(n, 0))
 	}
-	target.waitFor(t, 2)
+	target.WaitFor(t, 2)
 	f.waitOutLines(t, 2)
 	f.stop(t)
 	if s := f.err.String(); !strings.Contains(s, "state file: "+stateFile) || !strings.Contains(s, "position stored: after event 2 in "+stateFile) {
 		t.Errorf("stderr does not name the state file and position:\n%s", s)
 	}
 	for n := 3; n <= 4; n++ {
-		rl.publish(t, nil, n, seqBody(n))
+		rl.Publish(t, nil, n, relaytest.Body(n, 0))
 	}
-	f2 := startForward(t, "--url", rl.channel, "--target", ts.URL, "--save", save)
+	f2 := startForward(t, "--url", rl.Channel, "--target", ts.URL, "--save", save)
 	f2.waitErr(t, "resuming after event 2 (state file "+stateFile+")")
-	target.waitFor(t, 4)
+	target.WaitFor(t, 4)
 	f2.waitOutLines(t, 2)
 	f2.stop(t)
-	checkSequence(t, target.arrivals(), 1, 4)
+	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 4, true, relaytest.Body0)
 }
 
 // A damaged or foreign state file is ignored with a warning; forwarding
 // works. (The CLI rows of the hostile-input table.)
 func TestForwardHostileStateFiles(t *testing.T) {
-	rl := startLiveRelay(t)
+	rl := relaytest.Start(t, relay.Options{})
 	tests := []struct {
 		name, content, warn string
 	}{
@@ -176,24 +178,24 @@ func TestForwardHostileStateFiles(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			target := &sink{}
+			target := &relaytest.Sink{}
 			ts := httptest.NewServer(target)
 			t.Cleanup(ts.Close)
 			file := filepath.Join(t.TempDir(), "state.json")
 			if err := os.WriteFile(file, []byte(tt.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--state-file", file)
+			f := startForward(t, "--url", rl.Channel, "--target", ts.URL, "--state-file", file)
 			f.waitErr(t, "connected to")
 			n := 100 + i
-			rl.publish(t, nil, n, seqBody(n))
-			target.waitFor(t, 1)
+			rl.Publish(t, nil, n, relaytest.Body(n, 0))
+			target.WaitFor(t, 1)
 			f.stop(t)
 			if s := f.err.String(); !strings.Contains(s, "ignoring the state file") || !strings.Contains(s, tt.warn) {
 				t.Errorf("stderr lacks the warning %q:\n%s", tt.warn, s)
 			}
-			if got := target.arrivals(); got[0].id != seqID(n) {
-				t.Errorf("the target got %s", got[0].id)
+			if got := target.Arrivals(); got[0].ID != relaytest.ID(n) {
+				t.Errorf("the target got %s", got[0].ID)
 			}
 		})
 	}
@@ -251,7 +253,7 @@ func TestReplayHostileCaptureFiles(t *testing.T) {
 			} else if err := os.WriteFile(bad, tt.content, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			target := &sink{}
+			target := &relaytest.Sink{}
 			ts := httptest.NewServer(target)
 			t.Cleanup(ts.Close)
 			code, _, errOut := run(t, "replay", "--target", ts.URL, dir)
@@ -261,7 +263,7 @@ func TestReplayHostileCaptureFiles(t *testing.T) {
 			if want := "skipped: " + bad + ": "; !strings.Contains(errOut, want) || !strings.Contains(errOut, tt.want) {
 				t.Errorf("stderr = %q, want it to name %s and say %q", errOut, bad, tt.want)
 			}
-			if got := target.arrivals(); len(got) != 1 || !bytes.Equal(got[0].body, good.Body) {
+			if got := target.Arrivals(); len(got) != 1 || !bytes.Equal(got[0].Body, good.Body) {
 				t.Errorf("the target got %d deliveries, want the good one", len(got))
 			}
 		})

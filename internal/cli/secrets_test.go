@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/relay"
 )
 
 // The secrets no output or file may hold: the webhook secret, an
@@ -48,17 +50,17 @@ func echoTarget(t *testing.T, status int) *httptest.Server {
 func TestSecretsNeverLeak(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state)
-	rl := startLiveRelay(t)
+	rl := relaytest.Start(t, relay.Options{})
 	// The channel URL with a user and password, as a private relay's might.
-	channel := strings.Replace(rl.channel, "http://", "http://hook:"+leakPassword+"@", 1)
+	channel := strings.Replace(rl.Channel, "http://", "http://hook:"+leakPassword+"@", 1)
 	ok, broken := echoTarget(t, http.StatusOK), echoTarget(t, http.StatusInternalServerError)
 	okURL := strings.Replace(ok.URL, "http://", "http://user:"+leakPassword+"@", 1) + "/hook?token=" + leakToken
 	save := t.TempDir()
 	payload := filepath.Join(t.TempDir(), "payload.json")
-	if err := os.WriteFile(payload, seqBody(1), 0o644); err != nil {
+	if err := os.WriteFile(payload, relaytest.Body(1, 0), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sig := hmacHex(leakSecret, seqBody(1))
+	sig := hmacHex(leakSecret, relaytest.Body(1, 0))
 
 	// Every stdout and stderr, by the command that wrote it (whose
 	// arguments hold the secrets, of course: they are not checked).
@@ -76,9 +78,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 			f := startForward(t, args...)
 			f.waitErr(t, "connected to")
 			base := 10*(2*i+j) + 1
-			rl.publish(t, nil, base, seqBody(base), "Authorization", "Bearer "+leakToken, "X-Hub-Signature-256", hmacHex(leakSecret, seqBody(base)))
-			rl.publish(t, nil, base+1, seqBody(base+1), "Authorization", "Basic "+leakToken, "X-Hub-Signature-256", hmacHex("wrong", seqBody(base+1)))
-			rl.publish(t, nil, base+2, []byte("not json "+leakToken[:4]), "Proxy-Authorization", "Bearer "+leakToken, "Cookie", "session="+leakToken)
+			rl.Publish(t, nil, base, relaytest.Body(base, 0), "Authorization", "Bearer "+leakToken, "X-Hub-Signature-256", hmacHex(leakSecret, relaytest.Body(base, 0)))
+			rl.Publish(t, nil, base+1, relaytest.Body(base+1, 0), "Authorization", "Basic "+leakToken, "X-Hub-Signature-256", hmacHex("wrong", relaytest.Body(base+1, 0)))
+			rl.Publish(t, nil, base+2, []byte("not json "+leakToken[:4]), "Proxy-Authorization", "Bearer "+leakToken, "Cookie", "session="+leakToken)
 			f.waitOutLines(t, 3)
 			time.Sleep(50 * time.Millisecond)
 			f.stop(t)
@@ -89,7 +91,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// replay: dry run -v, -v and --json -v to a target, --resign; the
 	// saved captures, and one a user wrote by hand with Authorization.
 	hand := t.TempDir()
-	if _, err := capture.Write(hand, capture.Delivery{ID: "by-hand", Event: "ping", Body: seqBody(1),
+	if _, err := capture.Write(hand, capture.Delivery{ID: "by-hand", Event: "ping", Body: relaytest.Body(1, 0),
 		Headers: http.Header{"Authorization": {"Bearer " + leakToken}, "X-Hub-Signature-256": {sig}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -308,7 +308,7 @@ func TestServeMemoryHistoryIsSaid(t *testing.T) {
 
 func TestServeDataDirUnusable(t *testing.T) {
 	held := t.TempDir()
-	srv, err := relay.Open(relay.Options{DataDir: held})
+	srv, err := relay.New(relay.Options{DataDir: held})
 	if err != nil {
 		t.Fatal(err)
 	}

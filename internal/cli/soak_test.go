@@ -110,7 +110,10 @@ func soak(t *testing.T, total int, withState bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := relay.New(relay.Options{HistoryCount: history, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := relay.New(relay.Options{HistoryCount: history, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	relayDone := make(chan struct{})
 	go func() { defer close(relayDone); srv.Serve(relayCtx, ln) }()

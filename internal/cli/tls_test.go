@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -30,15 +31,15 @@ const insecureWarning = "warning: --insecure: TLS certificates are not verified"
 // target fails with a message that names --insecure, and works with it
 // (with a warning, printed once).
 func TestForwardTLSTarget(t *testing.T) {
-	target := &sink{}
+	target := &relaytest.Sink{}
 	ts := newTLSServer(t, target)
-	rl := startLiveRelay(t)
+	rl := relaytest.Start(t, relay.Options{})
 
 	t.Run("verified by default", func(t *testing.T) {
 		failed := t.TempDir()
-		f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--retries", "0", "--failed-dir", failed)
+		f := startForward(t, "--url", rl.Channel, "--target", ts.URL, "--retries", "0", "--failed-dir", failed)
 		f.waitErr(t, "connected to")
-		rl.publish(t, nil, 1, seqBody(1))
+		rl.Publish(t, nil, 1, relaytest.Body(1, 0))
 		f.waitOutLines(t, 4)
 		f.stop(t)
 		out := f.out.String()
@@ -47,7 +48,7 @@ func TestForwardTLSTarget(t *testing.T) {
 				t.Errorf("trace lacks %q:\n%s", want, out)
 			}
 		}
-		if len(target.arrivals()) != 0 {
+		if len(target.Arrivals()) != 0 {
 			t.Error("the delivery reached a target whose certificate is not trusted")
 		}
 		if files, _ := filepath.Glob(filepath.Join(failed, "*.json")); len(files) != 1 {
@@ -55,9 +56,9 @@ func TestForwardTLSTarget(t *testing.T) {
 		}
 	})
 	t.Run("--insecure", func(t *testing.T) {
-		f := startForward(t, "--url", rl.channel, "--target", ts.URL, "--insecure")
+		f := startForward(t, "--url", rl.Channel, "--target", ts.URL, "--insecure")
 		f.waitErr(t, "connected to")
-		rl.publish(t, nil, 2, seqBody(2))
+		rl.Publish(t, nil, 2, relaytest.Body(2, 0))
 		f.waitOutLines(t, 1)
 		f.stop(t)
 		if !strings.Contains(f.out.String(), "→ 200") {
@@ -73,7 +74,10 @@ func TestForwardTLSTarget(t *testing.T) {
 // once with a message naming --insecure (retrying cannot fix a
 // certificate); with it, deliveries flow.
 func TestForwardTLSRelay(t *testing.T) {
-	srv := relay.New(relay.Options{Logger: slog.New(slog.DiscardHandler)})
+	srv, err := relay.New(relay.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rs := newTLSServer(t, srv)
 	t.Cleanup(srv.Close)
 	channel := rs.URL + "/" + srv.NewChannel()
@@ -88,13 +92,13 @@ func TestForwardTLSRelay(t *testing.T) {
 		}
 	}
 
-	target := &sink{}
+	target := &relaytest.Sink{}
 	ts := httptest.NewServer(target)
 	t.Cleanup(ts.Close)
 	f := startForward(t, "--url", channel, "--target", ts.URL, "--insecure")
 	f.waitErr(t, "connected to")
-	(&liveRelay{srv: srv, channel: channel}).publish(t, rs.Client(), 1, seqBody(1))
-	checkSequence(t, target.waitFor(t, 1), 1, 1)
+	(&relaytest.Relay{Channel: channel}).Publish(t, rs.Client(), 1, relaytest.Body(1, 0))
+	relaytest.CheckExactlyOnce(t, target.WaitFor(t, 1), 1, 1, true, relaytest.Body0)
 	f.stop(t)
 	if n := strings.Count(f.err.String(), insecureWarning); n != 1 {
 		t.Errorf("the warning appears %d times, want once:\n%s", n, f.err.String())
@@ -102,7 +106,7 @@ func TestForwardTLSRelay(t *testing.T) {
 }
 
 func TestReplayAndSendTLS(t *testing.T) {
-	target := &sink{}
+	target := &relaytest.Sink{}
 	ts := newTLSServer(t, target)
 	dir := t.TempDir()
 	if _, err := capture.Write(dir, capture.Delivery{ID: "tls-1", Event: "ping", Body: []byte(`{"zen":"x"}`)}); err != nil {
@@ -117,7 +121,7 @@ func TestReplayAndSendTLS(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := len(target.arrivals())
+			before := len(target.Arrivals())
 			code, out, errOut := run(t, tt.args...)
 			if code != ExitFailure || !strings.Contains(out+errOut, "add --insecure") {
 				t.Errorf("without --insecure: exit %d, output:\n%s%s\nwant 1 and a hint naming --insecure", code, out, errOut)
@@ -129,7 +133,7 @@ func TestReplayAndSendTLS(t *testing.T) {
 			if n := strings.Count(errOut, insecureWarning); n != 1 {
 				t.Errorf("the warning appears %d times, want once:\n%s", n, errOut)
 			}
-			if got := len(target.arrivals()) - before; got != 1 {
+			if got := len(target.Arrivals()) - before; got != 1 {
 				t.Errorf("the target got %d deliveries, want 1", got)
 			}
 		})
