@@ -162,8 +162,6 @@ type Options struct {
 	// Logger receives warnings: malformed messages, gaps reported by the
 	// relay, unknown event names, legacy signatures. If nil, slog.Default().
 	Logger *slog.Logger
-	// Now returns the current time. If nil, time.Now.
-	Now func() time.Time
 }
 
 // Verification is the outcome of checking a delivery's signature.
@@ -297,7 +295,6 @@ type Client struct {
 	fwd       *forwarder // nil without a Target
 	filter    filter
 	logger    *slog.Logger
-	now       func() time.Time
 	source    string
 	streamURL string
 
@@ -330,12 +327,9 @@ type item struct {
 // New checks opts and returns a Client. Errors wrap ErrInvalidTarget or
 // ErrInvalidOptions and say what to change.
 func New(opts Options) (*Client, error) {
-	c := &Client{opts: opts, logger: opts.Logger, now: opts.Now, writeCapture: capture.Write}
+	c := &Client{opts: opts, logger: opts.Logger, writeCapture: capture.Write}
 	if c.logger == nil {
 		c.logger = slog.Default()
-	}
-	if c.now == nil {
-		c.now = time.Now
 	}
 	var err error
 	if opts.URL != "" {
@@ -388,7 +382,7 @@ func New(opts Options) (*Client, error) {
 			}
 			hc = &rest.Client{HTTPClient: &http.Client{Timeout: timeout}, Retry: retry}
 		}
-		c.fwd = &forwarder{Target: target, HTTPClient: hc, Options: ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret}, Now: c.now}
+		c.fwd = &forwarder{Target: target, HTTPClient: hc, Options: ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret}}
 	}
 	return c, nil
 }
@@ -575,7 +569,7 @@ func (c *Client) classify(d *Delivery) item {
 		it.duplicate = true
 		return it
 	}
-	it.duplicate, it.redelivery = c.dedup.check(d.ID, d.EventID, c.durableIDs(), c.now())
+	it.duplicate, it.redelivery = c.dedup.check(d.ID, d.EventID, c.durableIDs(), time.Now())
 	return it
 }
 
@@ -585,7 +579,7 @@ func (c *Client) classify(d *Delivery) item {
 // time, SaveDir and FailedDir. It reports the Result to OnResult too, and
 // returns it. It is safe for concurrent use, and needs no URL.
 func (c *Client) Handle(ctx context.Context, d *Delivery) Result {
-	dup, redelivery := c.dedup.check(d.ID, d.EventID, false, c.now())
+	dup, redelivery := c.dedup.check(d.ID, d.EventID, false, time.Now())
 	r := c.process(ctx, d, dup, redelivery)
 	c.report(r)
 	return r
@@ -606,7 +600,7 @@ func (c *Client) handle(ctx context.Context, it item) {
 
 // process is the pipeline: filter, verify, handlers ∥ forward, save.
 func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery bool) (r Result) {
-	r = Result{Delivery: d, Received: c.now(), Duplicate: duplicate, Redelivery: redelivery}
+	r = Result{Delivery: d, Received: time.Now(), Duplicate: duplicate, Redelivery: redelivery}
 	if d.BodySource == BodyCapture && !d.Timestamp.IsZero() {
 		r.Received = d.Timestamp
 	}
@@ -709,7 +703,7 @@ func (c *Client) saveFailed(cd capture.Delivery) (string, error) {
 // LastEventID option wins over the file.
 func (c *Client) loadState() error {
 	path := c.opts.StateFile
-	c.state = newCheckpoint(path, c.streamURL, c.now, c.stateWriteErr)
+	c.state = newCheckpoint(path, c.streamURL, time.Now, c.stateWriteErr)
 	if path != "" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return fmt.Errorf("%w: state file: %v", ErrInvalidOptions, err)

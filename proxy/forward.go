@@ -166,9 +166,6 @@ type forwarder struct {
 	HTTPClient *rest.Client
 	// Options adjust each request (query, re-signing).
 	Options ForwardOptions
-	// Now returns the current time, for the Duration of a TargetResult. If
-	// nil, time.Now.
-	Now func() time.Time
 }
 
 // defaultForwardClient is used by a forwarder whose HTTPClient is nil.
@@ -182,10 +179,6 @@ var defaultForwardClient = &rest.Client{
 // to the answer, or the error (after the client's retries). It never
 // returns nil.
 func (f *forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
-	now := f.Now
-	if now == nil {
-		now = time.Now
-	}
 	client := f.HTTPClient
 	if client == nil {
 		client = defaultForwardClient
@@ -197,10 +190,10 @@ func (f *forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 		return res
 	}
 	res.URL = redact.URL(req.URL.String())
-	start := now()
+	start := time.Now()
 	resp, err := client.MakeRequest(req)
 	if err != nil {
-		res.Duration = now().Sub(start)
+		res.Duration = time.Since(start)
 		res.Err = redactURLInError(err, req.URL)
 		return res
 	}
@@ -209,7 +202,7 @@ func (f *forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 	res.Body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	// Drain a little more so the connection can be reused.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))
-	res.Duration = now().Sub(start)
+	res.Duration = time.Since(start)
 	return res
 }
 

@@ -25,13 +25,9 @@ import (
 	"github.com/hookline/hookline/rest"
 )
 
-// clock is the time source of replay and send (latencies) and the zone of
-// their trace lines. Tests replace it for deterministic output; nil fields
-// mean time.Now and time.Local.
-var clock struct {
-	now func() time.Time
-	loc *time.Location
-}
+// traceZone is the zone of replay's and send's trace lines; nil means
+// time.Local. Tests set UTC for output that does not depend on the machine.
+var traceZone *time.Location
 
 // stderrIsTerminal decides whether replay draws a progress bar; tests
 // replace it.
@@ -184,7 +180,7 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 	popts := proxy.Options{
 		Secret: o.secret, Target: o.target, NoQuery: o.noQuery, Source: "replay",
 		HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s)),
-		FailedDir:  o.failedDir, DedupSize: -1, Now: clock.now,
+		FailedDir:  o.failedDir, DedupSize: -1,
 		Logger: slog.New(slog.DiscardHandler), // every delivery gets its own line
 	}
 	if len(ds) > 1 {
@@ -215,7 +211,7 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 	}
 	r.c = c
 	// In a dry run the request block below replaces the tracer's details.
-	r.tr = newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose && !r.dry, clock.loc)
+	r.tr = newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose && !r.dry, traceZone)
 	if len(ds) > progressMin && stderrIsTerminal(s) {
 		r.bar = &progressBar{w: s.err, total: len(ds), label: "replaying"}
 		r.bar.draw()

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hookline/hookline/capture"
@@ -26,31 +26,18 @@ func runStdin(t *testing.T, stdin string, args ...string) (int, string, string) 
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
-// setTestClock makes replay and send deterministic for one test: trace
-// times in UTC, and every request to a target takes exactly 1.5 ms.
-func setTestClock(t *testing.T) {
-	t.Helper()
-	var mu sync.Mutex
-	now := time.Date(2026, 1, 15, 12, 0, 0, 0, time.UTC)
-	old := clock
-	clock.now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(1500 * time.Microsecond)
-		return now
-	}
-	clock.loc = time.UTC
-	t.Cleanup(func() { clock = old })
-}
-
 // capturesDir is the checked-in set of capture files.
 var capturesDir = filepath.Join("..", "..", "testdata", "captures")
 
 // hideURL replaces a test server's URL in output with a fixed one.
 func hideURL(s, u string) string { return strings.ReplaceAll(s, u, "http://TARGET") }
 
+// The golden replays run in a synctest bubble: its clock stands still
+// while a request is on the (real, loopback) network, so every target
+// answers in 0µs on the trace, and the trace shows UTC.
 func TestReplayGolden(t *testing.T) {
-	setTestClock(t)
+	traceZone = time.UTC
+	t.Cleanup(func() { traceZone = nil })
 	tests := []struct {
 		name     string
 		args     []string
@@ -74,17 +61,19 @@ func TestReplayGolden(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			target := newRecordingTarget(t, tt.status)
-			args := []string{"replay"}
-			for _, a := range tt.args {
-				args = append(args, strings.ReplaceAll(a, "TARGET", target.URL))
-			}
-			code, out, errOut := run(t, append(args, capturesDir)...)
-			if code != tt.wantCode {
-				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tt.wantCode, errOut)
-			}
-			golden(t, tt.name, []byte(hideURL("$ hookline replay "+strings.Join(tt.args, " ")+" testdata/captures\n"+
-				"--- stdout\n"+out+"--- stderr\n"+errOut, target.URL)))
+			synctest.Test(t, func(t *testing.T) {
+				target := newRecordingTarget(t, tt.status)
+				args := []string{"replay"}
+				for _, a := range tt.args {
+					args = append(args, strings.ReplaceAll(a, "TARGET", target.URL))
+				}
+				code, out, errOut := run(t, append(args, capturesDir)...)
+				if code != tt.wantCode {
+					t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tt.wantCode, errOut)
+				}
+				golden(t, tt.name, []byte(hideURL("$ hookline replay "+strings.Join(tt.args, " ")+" testdata/captures\n"+
+					"--- stdout\n"+out+"--- stderr\n"+errOut, target.URL)))
+			})
 		})
 	}
 }

@@ -250,7 +250,7 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	}
 	c, err := proxy.New(proxy.Options{
 		Target: o.target, HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s)),
-		DedupSize: -1, Now: clock.now, Logger: slog.New(slog.DiscardHandler),
+		DedupSize: -1, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return err
@@ -286,7 +286,7 @@ func isJSONObject(p []byte) bool {
 
 // printSent prints the result line and returns the command's error.
 func printSent(s *streams, o sendOptions, d *proxy.Delivery, action string, res *proxy.TargetResult) error {
-	tr := newTracer(s.out, s.err, s.outColor, false, false, clock.loc)
+	tr := newTracer(s.out, s.err, s.outColor, false, false, traceZone)
 	green, yellow, red, dim := tr.green, tr.yellow, tr.red, tr.dim
 	name := d.Event
 	if action != "" {
