@@ -31,18 +31,16 @@ const limiterSlack = 64 << 10
 // then dispatches the fragment under that name), and the rest of the event
 // is discarded up to its blank line.
 //
-// Event boundaries are r3labs' (see containsDoubleNewline in its reader): a
-// blank line is "\n\n", "\r\r", "\r\n\n", "\n\r\n" or "\r\n\r\n". Bytes are
-// scanned a line at a time with bytes.IndexByte, and nothing is copied until
-// an event is cut.
+// Event boundaries are r3labs' (blankLines). Bytes are scanned a line at a
+// time, and nothing is copied until an event is cut.
 type eventLimiter struct {
 	rc    io.ReadCloser
 	max   int
 	touch func() // reports activity while an oversized event is discarded
 
-	size    int    // bytes of the current event passed on so far
-	t1, t2  byte   // the last two bytes of the current event (0: none), newest in t2
-	discard bool   // inside an oversized event, after the cut
+	size    int        // bytes of the current event passed on so far
+	ends    blankLines // where the current event ends
+	discard bool       // inside an oversized event, after the cut
 	pending []byte // marker bytes still to return
 	left    []byte // bytes read but not yet scanned (after a cut)
 	err     error  // the read error to return once pending and left are drained
@@ -108,9 +106,10 @@ func (l *eventLimiter) scan(b []byte) (kept, stop int) {
 			copy(b[w:], b[i:i+keep])
 			w += keep
 			l.cut(keep > 0)
-			i += keep
-			l.track(b[i-keep : i]) // the kept bytes are not line breaks
-			return w, i
+			if keep > 0 {
+				l.ends.scan(b[i : i+keep]) // content, no line break
+			}
+			return w, i + keep
 		}
 		seg := b[i:end]
 		if !l.discard {
@@ -118,9 +117,8 @@ func (l *eventLimiter) scan(b []byte) (kept, stop int) {
 			w += len(seg)
 			l.size += len(seg)
 		}
-		if l.track(seg) {
-			l.discard = false
-			l.size, l.t1, l.t2 = 0, 0, 0
+		if l.ends.scan(seg) {
+			l.discard, l.size = false, 0
 		}
 		i = end
 	}
@@ -132,34 +130,12 @@ func (l *eventLimiter) scan(b []byte) (kept, stop int) {
 // line were just passed on, so the marker must start a new line.
 func (l *eventLimiter) cut(keptNow bool) {
 	marker := "event: " + oversizeEvent + "\n\n"
-	lastIsBreak := !keptNow && (l.t2 == '\n' || l.t2 == '\r')
+	lastIsBreak := !keptNow && (l.ends.t2 == '\n' || l.ends.t2 == '\r')
 	if (keptNow || l.size > 0) && !lastIsBreak {
 		marker = "\n" + marker
 	}
 	l.pending = append(l.pending[:0], marker...)
 	l.discard = true
-}
-
-// track feeds seg (line-break-free bytes, then at most one line break) to
-// the boundary detector and reports whether seg ends the event.
-func (l *eventLimiter) track(seg []byte) bool {
-	if len(seg) == 0 {
-		return false
-	}
-	c := seg[len(seg)-1]
-	if c != '\n' && c != '\r' {
-		l.t1, l.t2 = l.t2, 'x'
-		if len(seg) > 1 {
-			l.t1 = 'x'
-		}
-		return false
-	}
-	if len(seg) > 1 {
-		l.t1, l.t2 = 'x', 'x'
-	}
-	end := (l.t2 == '\n' && c == '\n') || (l.t2 == '\r' && c == '\r') || (l.t1 == '\n' && l.t2 == '\r' && c == '\n')
-	l.t1, l.t2 = l.t2, c
-	return end
 }
 
 // oversizeData is the data of an oversizeEvent.

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
@@ -39,7 +38,7 @@ const DefaultMaxEventSize = 64 << 20
 // send one every 30 s).
 const DefaultIdleTimeout = 90 * time.Second
 
-// truncatedEvent is the event name that watchedBody gives to an event cut
+// truncatedEvent is the event name that streamBody gives to an event cut
 // off by the end of the stream, so that it is recognised and dropped.
 const truncatedEvent = "hookline-truncated-event"
 
@@ -144,7 +143,7 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 		return fmt.Errorf("%w: nothing received from %s for %v", ErrIdle, shown, idle)
 	case err != nil:
 		return describeStreamError(err, shown, maxSize)
-	case w.truncated.Load():
+	case w.body != nil && w.body.truncated.Load():
 		return fmt.Errorf("relay closed the stream from %s in the middle of an event: %w", shown, io.ErrUnexpectedEOF)
 	default:
 		return fmt.Errorf("relay closed the stream from %s: %w", shown, io.EOF)
@@ -235,8 +234,9 @@ func describeStreamError(err error, shown string, maxSize int) error {
 }
 
 // streamWatch follows one connection attempt: it cancels the attempt with
-// ErrIdle when no byte arrives for idle (unless an event is being handled)
-// and notes whether the stream ended in the middle of an event.
+// ErrIdle when no byte arrives for idle (unless an event is being handled),
+// and holds the stream's body, which knows whether the stream ended in the
+// middle of an event.
 //
 // Activity is a timestamp stored on every read (cheap); the timer checks it
 // when it fires and re-arms itself for the rest of the idle period.
@@ -247,7 +247,7 @@ type streamWatch struct {
 	last      atomic.Int64 // time.Since(start) at the last activity
 	timer     *time.Timer  // nil without an idle timeout
 	busy      atomic.Bool  // fn is handling an event
-	truncated atomic.Bool
+	body      *streamBody  // the stream's body, once it answered
 }
 
 func newStreamWatch(idle time.Duration, cancel context.CancelCauseFunc) *streamWatch {
@@ -279,7 +279,8 @@ func (w *streamWatch) stop() {
 	}
 }
 
-// watchTransport wraps every response body in a watchedBody.
+// watchTransport wraps every event stream's body: the size limit, then a
+// streamBody that reports activity to w.
 type watchTransport struct {
 	base http.RoundTripper
 	w    *streamWatch
@@ -291,88 +292,14 @@ func (t *watchTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	t.w.touch()
-	stream := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp, nil
+	}
 	body := resp.Body
-	if stream && t.w.maxEvent > 0 {
+	if t.w.maxEvent > 0 {
 		body = newEventLimiter(body, t.w.maxEvent, t.w.touch)
 	}
-	resp.Body = &watchedBody{rc: body, w: t.w, stream: stream}
-	if stream {
-		resp.Body = &eventFiller{rc: resp.Body} // linear time for large events
-	}
+	t.w.body = &streamBody{rc: body, touch: t.w.touch}
+	resp.Body = t.w.body
 	return resp, nil
-}
-
-// watchedBody resets the idle clock on every byte read. When a stream ends
-// (EOF or error) without a blank line after its last event, it first
-// returns one more line naming the event truncatedEvent, so r3labs, which
-// would otherwise dispatch the partial event, hands it over with a name that
-// Subscribe drops.
-type watchedBody struct {
-	rc      io.ReadCloser
-	w       *streamWatch
-	stream  bool    // a 2xx response: watch event boundaries
-	tail    [3]byte // the last bytes read, newest last
-	n       int64   // bytes read so far
-	pending []byte  // the truncation marker still to return
-	err     error   // the error to return once pending is drained
-
-	closeOnce sync.Once
-}
-
-func (b *watchedBody) Read(p []byte) (int, error) {
-	if len(b.pending) > 0 {
-		n := copy(p, b.pending)
-		b.pending = b.pending[n:]
-		return n, nil
-	}
-	if b.err != nil {
-		return 0, b.err
-	}
-	n, err := b.rc.Read(p)
-	if n > 0 {
-		b.w.touch()
-		b.remember(p[:n])
-	}
-	if err != nil && b.stream && !b.atBoundary() {
-		b.w.truncated.Store(true)
-		b.err = err
-		marker := "event: " + truncatedEvent + "\n\n"
-		if last := b.tail[2]; last != '\n' && last != '\r' {
-			marker = "\n" + marker
-		}
-		b.pending = []byte(marker)
-		return n, nil
-	}
-	return n, err
-}
-
-func (b *watchedBody) remember(p []byte) {
-	b.n += int64(len(p))
-	if len(p) >= 3 {
-		copy(b.tail[:], p[len(p)-3:])
-		return
-	}
-	for _, c := range p {
-		b.tail[0], b.tail[1], b.tail[2] = b.tail[1], b.tail[2], c
-	}
-}
-
-// atBoundary reports whether the bytes so far end with a blank line (or are
-// none), that is, no event is half received.
-func (b *watchedBody) atBoundary() bool {
-	if b.n == 0 {
-		return true
-	}
-	t := b.tail
-	if b.n >= 2 && ((t[1] == '\n' && t[2] == '\n') || (t[1] == '\r' && t[2] == '\r')) {
-		return true
-	}
-	return b.n >= 3 && t[0] == '\n' && t[1] == '\r' && t[2] == '\n'
-}
-
-func (b *watchedBody) Close() error {
-	var err error
-	b.closeOnce.Do(func() { err = b.rc.Close() })
-	return err
 }

@@ -38,10 +38,10 @@ func (r *scriptReader) Read(p []byte) (int, error) {
 
 func (r *scriptReader) Close() error { return nil }
 
-// TestEventFillerNeverHoldsAnEvent checks that a Read returns as soon as
+// TestStreamBodyNeverHoldsAnEvent checks that a Read returns as soon as
 // the bytes hold a blank line, in every form and split across reads, and
 // goes on reading while they do not.
-func TestEventFillerNeverHoldsAnEvent(t *testing.T) {
+func TestStreamBodyNeverHoldsAnEvent(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		before string   // returned by earlier Reads
@@ -63,7 +63,7 @@ func TestEventFillerNeverHoldsAnEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sr := &scriptReader{chunks: append([]string{tc.before}, tc.chunks...), hold: make(chan struct{})}
 			defer close(sr.hold)
-			f := &eventFiller{rc: sr}
+			f := &streamBody{rc: sr}
 			if tc.before != "" {
 				// What r3labs already has, returned by earlier Reads into a
 				// buffer that filled up.
@@ -92,24 +92,35 @@ func TestEventFillerNeverHoldsAnEvent(t *testing.T) {
 	}
 }
 
-func TestEventFillerStopsAtAFullBufferAndErrors(t *testing.T) {
+func TestStreamBodyStopsAtAFullBufferAndErrors(t *testing.T) {
 	sr := &scriptReader{chunks: []string{"data: ", "abcdef"}, hold: make(chan struct{}), err: io.ErrUnexpectedEOF}
-	f := &eventFiller{rc: sr}
+	f := &streamBody{rc: sr}
 	buf := make([]byte, 8)
 	if n, err := f.Read(buf); n != 8 || err != nil || string(buf) != "data: ab" {
 		t.Errorf("Read = %d, %v, %q; want 8, nil, %q", n, err, buf[:n], "data: ab")
 	}
 	close(sr.hold)
-	buf = make([]byte, 64)
-	n, err := f.Read(buf)
-	if string(buf[:n]) != "cdef" || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("Read = %q, %v; want %q, %v", buf[:n], err, "cdef", io.ErrUnexpectedEOF)
+	// The stream broke in the middle of an event: the bytes, then a line
+	// naming the event truncatedEvent (r3labs dispatches it; Subscribe
+	// drops it), then the error.
+	for _, want := range []struct {
+		s   string
+		err error
+	}{{"cdef", nil}, {"\nevent: " + truncatedEvent + "\n\n", nil}, {"", io.ErrUnexpectedEOF}} {
+		buf = make([]byte, 64)
+		n, err := f.Read(buf)
+		if string(buf[:n]) != want.s || !errors.Is(err, want.err) {
+			t.Errorf("Read = %q, %v; want %q, %v", buf[:n], err, want.s, want.err)
+		}
+	}
+	if !f.truncated.Load() {
+		t.Error("truncated is not set")
 	}
 }
 
-// TestEventFillerWithR3labs reads a stream of small and large events through
+// TestStreamBodyWithR3labs reads a stream of small and large events through
 // the filler and r3labs' reader, in small socket reads.
-func TestEventFillerWithR3labs(t *testing.T) {
+func TestStreamBodyWithR3labs(t *testing.T) {
 	var stream bytes.Buffer
 	var want []string
 	for i, size := range []int{10, 70000, 0, 3 << 20, 5} {
@@ -117,7 +128,7 @@ func TestEventFillerWithR3labs(t *testing.T) {
 		fmt.Fprintf(&stream, "id: %d\ndata: %s\r\n\r\n: comment\n\n", i, data)
 		want = append(want, fmt.Sprintf("id: %d\ndata: %s", i, data), ": comment")
 	}
-	r := sse.NewEventStreamReader(&eventFiller{rc: io.NopCloser(&smallReads{r: &stream, chunk: 1000})}, DefaultMaxEventSize)
+	r := sse.NewEventStreamReader(&streamBody{rc: io.NopCloser(&smallReads{r: &stream, chunk: 1000})}, DefaultMaxEventSize)
 	for i, w := range want {
 		ev, err := r.ReadEvent()
 		if err != nil || string(ev) != w {
@@ -153,7 +164,7 @@ func BenchmarkR3labsFilled(b *testing.B) {
 			event := append(append([]byte("data: "), bytes.Repeat([]byte("A"), mib<<20)...), "\n\n"...)
 			b.SetBytes(int64(len(event)))
 			for b.Loop() {
-				body := &eventFiller{rc: io.NopCloser(&smallReads{r: bytes.NewReader(event), chunk: 64 << 10})}
+				body := &streamBody{rc: io.NopCloser(&smallReads{r: bytes.NewReader(event), chunk: 64 << 10})}
 				r := sse.NewEventStreamReader(body, DefaultMaxEventSize)
 				if ev, err := r.ReadEvent(); err != nil || len(ev) != len(event)-2 {
 					b.Fatalf("ReadEvent: %d bytes, %v", len(ev), err)
