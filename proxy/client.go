@@ -36,7 +36,7 @@ const (
 	// StreamHeader is sent with every subscription: a hookline relay then
 	// adds the exact body bytes (bodyB) to each message. Other relays
 	// ignore it.
-	StreamHeader = "X-Hookline-Stream"
+	StreamHeader = wire.StreamHeader
 )
 
 // Errors returned by New.
