@@ -178,7 +178,7 @@ func checkResponse(resp *http.Response, shown string) error {
 		}
 		hint := "check the channel URL"
 		if gs, err := StreamURL(shown, FormatGosmee); err == nil && gs != shown {
-			hint = fmt.Sprintf("for a gosmee server subscribe to %s (--format gosmee)", gs)
+			hint = fmt.Sprintf("a gosmee server streams from %s", gs)
 		}
 		return fmt.Errorf("%w: %s answered %d with Content-Type %q; %s", ErrNotEventStream, shown, resp.StatusCode, ct, hint)
 	}

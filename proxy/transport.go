@@ -112,7 +112,7 @@ func (e *StatusError) Error() string {
 	case e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden:
 		b.WriteString("; check the channel URL and the relay's credentials")
 	case e.StatusCode == http.StatusBadRequest:
-		b.WriteString("; check the channel URL (and --format for gosmee servers)")
+		b.WriteString("; check the channel URL (a gosmee server streams from /events/<channel>)")
 	}
 	return b.String()
 }
@@ -180,7 +180,7 @@ func parseChannelURL(s string) (*url.URL, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	if u.Path == "" {
-		return nil, fmt.Errorf("channel URL %q has no channel; create one with --new", redact.URL(s))
+		return nil, fmt.Errorf("channel URL %q has no channel (GET /new on a relay makes one)", redact.URL(s))
 	}
 	u.Fragment = ""
 	return u, nil

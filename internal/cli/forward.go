@@ -167,7 +167,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	}
 	if o.url != "" {
 		if _, err := proxy.StreamURL(o.url, o.format); err != nil {
-			return o, usageErrorf("--url: %v", err)
+			return o, usageErrorf("--url: %v; or create one with --new", err)
 		}
 	}
 	if o.resign && o.secret == "" && o.targetSecret == "" {
@@ -348,7 +348,10 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	if hint := certHint(err, "relay"); hint != "" {
 		return fmt.Errorf("%w\n%s", err, hint)
 	}
-	if errors.Is(err, proxy.ErrPermanent) {
+	switch {
+	case errors.Is(err, proxy.ErrNotEventStream):
+		return fmt.Errorf("%w\nfor a gosmee server, add --format gosmee", err)
+	case errors.Is(err, proxy.ErrPermanent):
 		return fmt.Errorf("%w\nthe relay refused the channel; check --url (a channel URL looks like https://smee.io/AbCdEf123)", err)
 	}
 	return err
