@@ -428,9 +428,6 @@ func (c *Client) FailedDir() string { return c.failedDir }
 // It starts at the id resumed after. It is safe to call while Run runs.
 func (c *Client) Checkpoint() string { return c.state.Mark() }
 
-// StreamURL returns the URL the client subscribes to.
-func (c *Client) StreamURL() string { return c.streamURL }
-
 // Run subscribes and handles deliveries until ctx is done, then stops
 // reading, lets deliveries already received finish (for up to
 // DrainTimeout) and returns nil. It returns early with an error wrapping
