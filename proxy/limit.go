@@ -41,9 +41,9 @@ type eventLimiter struct {
 	size    int        // bytes of the current event passed on so far
 	ends    blankLines // where the current event ends
 	discard bool       // inside an oversized event, after the cut
-	pending []byte // marker bytes still to return
-	left    []byte // bytes read but not yet scanned (after a cut)
-	err     error  // the read error to return once pending and left are drained
+	pending []byte     // marker bytes still to return
+	left    []byte     // bytes read but not yet scanned (after a cut)
+	err     error      // the read error to return once pending and left are drained
 }
 
 func newEventLimiter(rc io.ReadCloser, max int, touch func()) *eventLimiter {

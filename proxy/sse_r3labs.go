@@ -241,13 +241,13 @@ func describeStreamError(err error, shown string, maxSize int) error {
 // Activity is a timestamp stored on every read (cheap); the timer checks it
 // when it fires and re-arms itself for the rest of the idle period.
 type streamWatch struct {
-	idle      time.Duration
-	maxEvent  int          // the event size limit (see eventLimiter)
-	start     time.Time    // for monotonic offsets
-	last      atomic.Int64 // time.Since(start) at the last activity
-	timer     *time.Timer  // nil without an idle timeout
-	busy      atomic.Bool  // fn is handling an event
-	body      *streamBody  // the stream's body, once it answered
+	idle     time.Duration
+	maxEvent int          // the event size limit (see eventLimiter)
+	start    time.Time    // for monotonic offsets
+	last     atomic.Int64 // time.Since(start) at the last activity
+	timer    *time.Timer  // nil without an idle timeout
+	busy     atomic.Bool  // fn is handling an event
+	body     *streamBody  // the stream's body, once it answered
 }
 
 func newStreamWatch(idle time.Duration, cancel context.CancelCauseFunc) *streamWatch {
