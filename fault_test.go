@@ -84,6 +84,9 @@ func (f *forwarder) waitFor(t *testing.T, s string) {
 // it could record that), and only when the state file says it was not done:
 // at least once across a crash, exactly once otherwise.
 func TestForwardSurvivesSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test (builds the binary, kills it)")
+	}
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGKILL and SIGINT cannot be sent on Windows")
 	}

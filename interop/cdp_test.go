@@ -12,14 +12,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/internal/testenv"
 )
 
 // A minimal Chrome DevTools Protocol client over --remote-debugging-pipe
 // (JSON messages separated by NUL bytes on file descriptors 3 and 4): enough
 // to open a page, run script in it and take a screenshot, with no
 // dependency beyond Debian's chromium.
-
-const chromiumPath = "/usr/bin/chromium"
 
 // browser is a headless Chromium driven over its debugging pipe.
 type cdpBrowser struct {
@@ -69,13 +69,10 @@ func (w *cdpLog) String() string {
 	return string(w.b)
 }
 
-// startBrowser starts headless Chromium; it fails the test, never skips it,
-// when Chromium is missing.
+// startBrowser starts headless Chromium (see testenv.Chromium).
 func startBrowser(t *testing.T) *cdpBrowser {
 	t.Helper()
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("page test: %s is missing (%v); run interop/install-chromium.sh (apt-get install chromium)", chromiumPath, err)
-	}
+	chromiumPath := testenv.Chromium(t, "install it with `sh interop/install-chromium.sh` or set HOOKLINE_CHROMIUM")
 	toChrome, ourWriter, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,9 @@ import (
 // subscriber gets a second delivery). A screenshot is saved; its path is
 // logged (go test -v), in $HOOKLINE_ARTIFACTS or the system's temp folder.
 func TestRelayPageInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: an interop test (chromium)")
+	}
 	b := startBrowser(t)
 	rl := relaytest.Start(t, relay.Options{})
 	srv, base := rl.Server, rl.Base

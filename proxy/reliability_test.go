@@ -83,6 +83,9 @@ var fastStream = proxy.StreamOptions{MinBackoff: 5 * time.Millisecond, MaxBackof
 // (3) The TCP connection is cut in the middle of a large event: the client
 // reconnects with Last-Event-ID and loses nothing, receives nothing twice.
 func TestFaultConnectionCutMidEvent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test")
+	}
 	rl := relaytest.Start(t, relay.Options{})
 	target := &relaytest.Sink{}
 	ts := httptestServer(t, target)
@@ -231,6 +234,9 @@ func (s *switchableTarget) up() {
 // (4) The target is down for a while, then returns: the retries ride it
 // out, and every delivery arrives once, in order.
 func TestFaultTargetDownThenBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test")
+	}
 	rl := relaytest.Start(t, relay.Options{})
 	target := &relaytest.Sink{}
 	st := newSwitchableTarget(t, target)
@@ -266,6 +272,9 @@ func TestFaultTargetDownThenBack(t *testing.T) {
 // (4) A target that answers 503 with Retry-After: 1 gets the delivery again
 // no sooner than a second later, and it arrives once.
 func TestFaultTargetRetryAfter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test")
+	}
 	rl := relaytest.Start(t, relay.Options{})
 	var mu sync.Mutex
 	var times []time.Time
@@ -306,6 +315,9 @@ func TestFaultTargetRetryAfter(t *testing.T) {
 // (5) A slow target (200 ms per delivery) and a publisher that does not
 // wait: nothing is lost, the order is kept.
 func TestFaultSlowTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test")
+	}
 	rl := relaytest.Start(t, relay.Options{})
 	target := &relaytest.Sink{Status: func(int, http.ResponseWriter, *http.Request) int {
 		time.Sleep(200 * time.Millisecond)
@@ -390,6 +402,9 @@ func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
 // (6) The disk fills up while saving (an injected ENOSPC for one file):
 // the Result says so clearly, and forwarding and saving go on.
 func TestFaultDiskFullWhileSaving(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test")
+	}
 	rl := relaytest.Start(t, relay.Options{})
 	target := &relaytest.Sink{}
 	ts := httptestServer(t, target)
@@ -432,6 +447,9 @@ func TestFaultDiskFullWhileSaving(t *testing.T) {
 // root): the first capture fits, the big one does not, the next small one
 // fits again.
 func TestFaultDiskFullTmpfs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test")
+	}
 	dir := t.TempDir()
 	if err := mountTinyTmpfs(dir); err != nil {
 		t.Skipf("cannot mount a tmpfs here (%v); TestFaultDiskFullWhileSaving injects the error instead", err)

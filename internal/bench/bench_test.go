@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hookline/hookline/internal/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -18,11 +22,20 @@ func TestMain(m *testing.M) {
 }
 
 // TestQuick runs the benchmark command's quick mode: the real hookline
-// binary, the real smee-client and the direct baseline, , each on a fresh `hookline serve`. It checks
+// binary, the real smee-client and the direct baseline, each on a fresh `hookline serve`. It checks
 // correctness only: every delivery arrives once, byte-exact, and the report
 // is well formed. Timings are never asserted (SPEC section 10). It needs
-// node and `npm ci --prefix interop`, and fails, never skips, without them.
+// node and `npm ci --prefix interop` (see internal/testenv); -short skips it.
 func TestQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the benchmark smoke run starts relays, forwarders and smee-client")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		testenv.Missing(t, "node", "install Node.js 20+, then run `npm ci --prefix interop`")
+	}
+	if _, err := os.Stat(filepath.Join("..", "..", "interop", "node_modules", "smee-client", "bin", "smee.js")); err != nil {
+		testenv.Missing(t, "smee-client", "run `npm ci --prefix interop`")
+	}
 	o, err := parseOptions([]string{"--quick", "--tools", "direct,hookline,smee"}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)

@@ -42,7 +42,12 @@ func TestSoak(t *testing.T) {
 // TestSoakQuick is the soak at a tenth of the size, without the state file:
 // its fsync per delivery (about 2 ms on a cloud disk) would dominate the
 // time; the state file has its own tests, the full soak uses it.
-func TestSoakQuick(t *testing.T) { soak(t, 2000, false) }
+func TestSoakQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the soak test")
+	}
+	soak(t, 2000, false)
+}
 
 // soakBody is delivery n's body: a realistic size, its number inside.
 func soakBody(n int) []byte {

@@ -5,7 +5,8 @@
 //
 // redis-server comes from Debian's package redis-server, which the
 // Makefile installs before the tests (relay/testdata/install-redis.sh).
-// A test that needs it fails, never skips, when it is missing.
+// A test that needs it fails in CI and is skipped elsewhere when it is
+// missing (see internal/testenv).
 //
 //	srv := redistest.Start(t)
 //	opts := relay.Options{RedisURL: srv.URL()}
@@ -27,10 +28,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// InstallHint says how to get redis-server.
-const InstallHint = "install it with `sh relay/testdata/install-redis.sh` (root or sudo: apt-get install redis-server), or run `make test`, which does"
+	"github.com/hookline/hookline/internal/testenv"
+)
 
 // startTimeout bounds the wait for redis-server to answer PING.
 const startTimeout = 20 * time.Second
@@ -53,14 +53,14 @@ type Server struct {
 // Start runs redis-server with append-only persistence fsynced on every
 // write (so that Kill loses nothing that was acknowledged) and no RDB
 // snapshots; args are more redis-server options, such as "--appendfsync",
-// "everysec", which override those. It fails the test (with InstallHint)
-// if redis-server is not installed, and stops the server at the end of the
+// "everysec", which override those. It ends the test (testenv.Missing) if
+// redis-server is not installed, and stops the server at the end of the
 // test.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Fatalf("redis-server is not installed (the Redis store tests need a real one): %s", InstallHint)
+		testenv.Missing(t, "redis-server", "install it with `sh relay/testdata/install-redis.sh`")
 	}
 	s := &Server{t: t, bin: bin, dir: t.TempDir(), args: args}
 	var lastErr error

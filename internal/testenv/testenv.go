@@ -1,0 +1,57 @@
+// Package testenv decides what a test does when a real peer it needs (node,
+// chromium, redis-server) is not installed: under CI (CI=true) or with
+// HOOKLINE_REQUIRE_ALL=1 the test fails loudly, because those runs promise
+// every peer; on a contributor's machine it is skipped with one line naming
+// the tool and the command that installs it (`make test` installs them all).
+//
+//	bin, err := exec.LookPath("redis-server")
+//	if err != nil {
+//		testenv.Missing(t, "redis-server", "install it with `sh relay/testdata/install-redis.sh`")
+//	}
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+)
+
+// RequireAll reports whether every peer must be present: CI is true (as CI
+// services set it) or HOOKLINE_REQUIRE_ALL is.
+func RequireAll() bool {
+	for _, name := range []string{"CI", "HOOKLINE_REQUIRE_ALL"} {
+		if v, err := strconv.ParseBool(os.Getenv(name)); err == nil && v {
+			return true
+		}
+	}
+	return false
+}
+
+// Missing ends the test because tool is missing: it fails under RequireAll,
+// and skips otherwise. how says how to install it.
+func Missing(t testing.TB, tool, how string) {
+	t.Helper()
+	msg := tool + " is not installed; " + how + " (or run `make test`, which installs every peer)"
+	if RequireAll() {
+		t.Fatal(msg + " (required: CI or HOOKLINE_REQUIRE_ALL is set)")
+	}
+	t.Skip("skipped: " + msg)
+}
+
+// Chromium returns the path of a Chromium-based browser: HOOKLINE_CHROMIUM
+// when set, else the first of chromium, chromium-browser and google-chrome
+// on PATH; it ends the test (Missing, with how) when there is none.
+func Chromium(t testing.TB, how string) string {
+	t.Helper()
+	if p := os.Getenv("HOOKLINE_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	Missing(t, "chromium", how)
+	return ""
+}
