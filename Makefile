@@ -86,12 +86,12 @@ $(NODE_MODULES): interop/package-lock.json interop/package.json
 # The relay page is tested in a real headless Chromium (Debian's package,
 # installed when missing; needs root or sudo).
 browser:
-	sh interop/install-chromium.sh
+	sh internal/testenv/install.sh chromium
 
 # The Redis store tests start their own redis-server (Debian's package,
 # installed when missing; needs root or sudo).
 redis:
-	sh relay/testdata/install-redis.sh
+	sh internal/testenv/install.sh redis-server
 
 # Every fuzz target for a few seconds (FUZZTIME=3s each); see .ci/fuzz for
 # a long run of one target.

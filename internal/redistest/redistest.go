@@ -4,7 +4,7 @@
 // RedisURL, hookline serve --redis-url) run against.
 //
 // redis-server comes from Debian's package redis-server, which the
-// Makefile installs before the tests (relay/testdata/install-redis.sh).
+// Makefile installs before the tests (internal/testenv/install.sh).
 // A test that needs it fails in CI and is skipped elsewhere when it is
 // missing (see internal/testenv).
 //
@@ -60,7 +60,7 @@ func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		testenv.Missing(t, "redis-server", "install it with `sh relay/testdata/install-redis.sh`")
+		testenv.Missing(t, "redis-server", "install it with `sh internal/testenv/install.sh redis-server`")
 	}
 	s := &Server{t: t, bin: bin, dir: t.TempDir(), args: args}
 	var lastErr error
