@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hookline/hookline/proxy"
@@ -460,15 +461,19 @@ func TestSubscribeNilErrorFromTransportIsRetried(t *testing.T) {
 	ft := &fakeTransport{script: []func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error{
 		func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error { return nil },
 	}}
-	st := &states{}
-	stop, _ := runSubscribe(t, ft, noBackoff(proxy.StreamOptions{URL: "http://relay.test/chan", OnState: st.add}), func(proxy.SSEEvent) {})
-	for len(ft.lastEventIDs()) < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	stop()
-	if c := st.all()[1]; c.State != proxy.StateDisconnected || c.Err == nil {
-		t.Errorf("second state = %+v, want Disconnected with an error", c)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		st := &states{}
+		stop, _ := runSubscribe(t, ft, proxy.StreamOptions{URL: "http://relay.test/chan", OnState: st.add}, func(proxy.SSEEvent) {})
+		time.Sleep(time.Minute) // simulated: longer than any first backoff
+		synctest.Wait()         // the second attempt waits
+		stop()
+		if n := len(ft.lastEventIDs()); n != 2 {
+			t.Errorf("%d attempts, want 2", n)
+		}
+		if c := st.all()[1]; c.State != proxy.StateDisconnected || c.Err == nil {
+			t.Errorf("second state = %+v, want Disconnected with an error", c)
+		}
+	})
 }
 
 func TestStateString(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/r3labs/sse/v2"
@@ -169,58 +170,99 @@ func TestTransportEventTooLarge(t *testing.T) {
 	}
 }
 
+// pipeStream is an http.Client whose every request gets a 200 event stream
+// written by serve in memory: inside a synctest bubble, the stream's reads
+// and serve's sleeps are durably blocking, so the idle clock runs on the
+// bubble's fake time and a test waits for nothing. serve gets the request's
+// context, which ends when the client goes away. A nil serve never answers
+// (no response headers) until the request is cancelled.
+func pipeStream(serve func(ctx context.Context, w io.Writer)) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if serve == nil {
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		}
+		pr, pw := io.Pipe()
+		go func() {
+			serve(r.Context(), pw)
+			pw.Close()
+		}()
+		go func() { <-r.Context().Done(); pr.CloseWithError(r.Context().Err()) }()
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, Request: r}, nil
+	})}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The idle watch, on synctest's clock: a stream silent for IdleTimeout ends
+// with a retryable ErrIdle; keepalives and a slow handler do not count as
+// silence.
 func TestTransportIdle(t *testing.T) {
 	const idle = 100 * time.Millisecond
+	const url = "http://relay.test/chan"
 	t.Run("silent stream", func(t *testing.T) {
-		srv := newSSEServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-			writeStream(w, []byte("event: ready\ndata: {}\n\n"))
-			holdOpen(r)
+		synctest.Test(t, func(t *testing.T) {
+			got := newCollect()
+			client := pipeStream(func(ctx context.Context, w io.Writer) {
+				io.WriteString(w, "event: ready\ndata: {}\n\n")
+				<-ctx.Done()
+			})
+			start := time.Now()
+			err := (&proxy.SSETransport{IdleTimeout: idle, Client: client}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: url}, got.add)
+			if !errors.Is(err, proxy.ErrIdle) || errors.Is(err, proxy.ErrPermanent) {
+				t.Errorf("Subscribe = %v, want a retryable ErrIdle", err)
+			}
+			if len(got.all()) != 1 {
+				t.Errorf("got %d events before going idle, want 1", len(got.all()))
+			}
+			if d := time.Since(start); d != idle {
+				t.Errorf("idle after %v, want %v", d, idle)
+			}
 		})
-		got := newCollect()
-		err := (&proxy.SSETransport{IdleTimeout: idle}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, got.add)
-		if !errors.Is(err, proxy.ErrIdle) || errors.Is(err, proxy.ErrPermanent) {
-			t.Errorf("Subscribe = %v, want a retryable ErrIdle", err)
-		}
-		if len(got.all()) != 1 {
-			t.Errorf("got %d events before going idle, want 1", len(got.all()))
-		}
 	})
 	t.Run("no response headers", func(t *testing.T) {
-		srv := newSSEServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { holdOpen(r) })
-		err := (&proxy.SSETransport{IdleTimeout: idle}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) {})
-		if !errors.Is(err, proxy.ErrIdle) {
-			t.Errorf("Subscribe = %v, want ErrIdle", err)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			err := (&proxy.SSETransport{IdleTimeout: idle, Client: pipeStream(nil)}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: url}, func(proxy.SSEEvent) {})
+			if !errors.Is(err, proxy.ErrIdle) || time.Since(start) != idle {
+				t.Errorf("Subscribe = %v after %v, want ErrIdle after %v", err, time.Since(start), idle)
+			}
+		})
 	})
 	t.Run("keepalive comments are activity", func(t *testing.T) {
-		const idle = 250 * time.Millisecond // roomy: a late keepalive must not fail the test
-		srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-			writeStream(w, []byte("event: ready\ndata: {}\n\n"))
-			for range 12 { // 300 ms in all, longer than idle
-				time.Sleep(idle / 10)
-				_, _ = io.WriteString(w, ": keepalive\n\n")
-				http.NewResponseController(w).Flush()
+		synctest.Test(t, func(t *testing.T) {
+			client := pipeStream(func(_ context.Context, w io.Writer) {
+				io.WriteString(w, "event: ready\ndata: {}\n\n")
+				for range 12 { // 12 × idle/2: six times longer than idle
+					time.Sleep(idle / 2)
+					io.WriteString(w, ": keepalive\n\n")
+				}
+			})
+			start := time.Now()
+			err := (&proxy.SSETransport{IdleTimeout: idle, Client: client}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: url}, func(proxy.SSEEvent) {})
+			if !errors.Is(err, io.EOF) || time.Since(start) != 6*idle {
+				t.Errorf("Subscribe = %v after %v, want EOF after %v (keepalives kept it alive)", err, time.Since(start), 6*idle)
 			}
 		})
-		err := (&proxy.SSETransport{IdleTimeout: idle}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) {})
-		if !errors.Is(err, io.EOF) {
-			t.Errorf("Subscribe = %v, want EOF (keepalives kept it alive)", err)
-		}
 	})
 	t.Run("a slow handler is not an idle stream", func(t *testing.T) {
-		srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-			writeStream(w, []byte("data: {\"x-a\":\"1\"}\n\ndata: {\"x-a\":\"2\"}\n\n"))
-		})
-		got := newCollect()
-		err := (&proxy.SSETransport{IdleTimeout: idle}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, func(ev proxy.SSEEvent) {
-			if len(got.all()) == 0 {
-				time.Sleep(3 * idle)
+		synctest.Test(t, func(t *testing.T) {
+			client := pipeStream(func(_ context.Context, w io.Writer) {
+				io.WriteString(w, "data: {\"x-a\":\"1\"}\n\ndata: {\"x-a\":\"2\"}\n\n")
+			})
+			got := newCollect()
+			err := (&proxy.SSETransport{IdleTimeout: idle, Client: client}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: url}, func(ev proxy.SSEEvent) {
+				if len(got.all()) == 0 {
+					time.Sleep(3 * idle)
+				}
+				got.add(ev)
+			})
+			if !errors.Is(err, io.EOF) || len(got.all()) != 2 {
+				t.Errorf("Subscribe = %v after %d events, want EOF after 2", err, len(got.all()))
 			}
-			got.add(ev)
 		})
-		if !errors.Is(err, io.EOF) || len(got.all()) != 2 {
-			t.Errorf("Subscribe = %v after %d events, want EOF after 2", err, len(got.all()))
-		}
 	})
 }
 
@@ -347,28 +389,30 @@ func TestTransportContext(t *testing.T) {
 		}
 	})
 	t.Run("cancel while connecting", func(t *testing.T) {
-		srv := newSSEServer(t, func(_ int, _ http.ResponseWriter, r *http.Request) { holdOpen(r) })
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() {
-			for srv.count() == 0 {
-				time.Sleep(time.Millisecond)
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			go func() {
+				synctest.Wait() // the request is waiting for its headers
+				cancel()
+			}()
+			tr := &proxy.SSETransport{Client: pipeStream(nil)}
+			if err := tr.Subscribe(ctx, proxy.SubscribeRequest{URL: "http://relay.test/chan"}, func(proxy.SSEEvent) {}); err != context.Canceled {
+				t.Errorf("Subscribe = %v, want context.Canceled", err)
 			}
-			cancel()
-		}()
-		if err := (&proxy.SSETransport{}).Subscribe(ctx, proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) {}); err != context.Canceled {
-			t.Errorf("Subscribe = %v, want context.Canceled", err)
-		}
+		})
 	})
 	t.Run("deadline", func(t *testing.T) {
-		srv := newSSEServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-			writeStream(w, []byte("event: ready\ndata: {}\n\n"))
-			holdOpen(r)
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+			defer cancel()
+			tr := &proxy.SSETransport{Client: pipeStream(func(ctx context.Context, w io.Writer) {
+				io.WriteString(w, "event: ready\ndata: {}\n\n")
+				<-ctx.Done()
+			})}
+			if err := tr.Subscribe(ctx, proxy.SubscribeRequest{URL: "http://relay.test/chan"}, func(proxy.SSEEvent) {}); err != context.DeadlineExceeded {
+				t.Errorf("Subscribe = %v, want context.DeadlineExceeded", err)
+			}
 		})
-		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-		defer cancel()
-		if err := (&proxy.SSETransport{}).Subscribe(ctx, proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) {}); err != context.DeadlineExceeded {
-			t.Errorf("Subscribe = %v, want context.DeadlineExceeded", err)
-		}
 	})
 	t.Run("done before the call", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hookline/hookline/webhooks"
@@ -292,30 +293,32 @@ func TestReceiveBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: discard})
-			var calls atomic.Int32
-			em.OnAny(func(context.Context, webhooks.Event) error { calls.Add(1); return nil })
-			em.OnError(func(context.Context, *webhooks.AggregateError) { calls.Add(1) })
-			err := em.Receive(t.Context(), tt.event)
-			if !errors.Is(err, tt.want) {
-				t.Fatalf("Receive() error = %v, want %v", err, tt.want)
-			}
-			if err.Error() != tt.wantMsg {
-				t.Errorf("Receive() error message = %q, want %q", err.Error(), tt.wantMsg)
-			}
-			if sc, ok := errors.AsType[interface {
-				error
-				StatusCode() int
-			}](err); !ok || sc.StatusCode() != 400 {
-				t.Errorf("Receive() error has no StatusCode 400: %v", err)
-			}
-			if _, ok := errors.AsType[*webhooks.AggregateError](err); ok {
-				t.Errorf("Receive() error is an *AggregateError, want a plain error")
-			}
-			time.Sleep(10 * time.Millisecond) // an error handler would have started by now
-			if n := calls.Load(); n != 0 {
-				t.Errorf("%d handlers or error handlers called, want 0", n)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: discard})
+				var calls atomic.Int32
+				em.OnAny(func(context.Context, webhooks.Event) error { calls.Add(1); return nil })
+				em.OnError(func(context.Context, *webhooks.AggregateError) { calls.Add(1) })
+				err := em.Receive(t.Context(), tt.event)
+				if !errors.Is(err, tt.want) {
+					t.Fatalf("Receive() error = %v, want %v", err, tt.want)
+				}
+				if err.Error() != tt.wantMsg {
+					t.Errorf("Receive() error message = %q, want %q", err.Error(), tt.wantMsg)
+				}
+				if sc, ok := errors.AsType[interface {
+					error
+					StatusCode() int
+				}](err); !ok || sc.StatusCode() != 400 {
+					t.Errorf("Receive() error has no StatusCode 400: %v", err)
+				}
+				if _, ok := errors.AsType[*webhooks.AggregateError](err); ok {
+					t.Errorf("Receive() error is an *AggregateError, want a plain error")
+				}
+				synctest.Wait() // an error handler would be running or done
+				if n := calls.Load(); n != 0 {
+					t.Errorf("%d handlers or error handlers called, want 0", n)
+				}
+			})
 		})
 	}
 }
@@ -519,72 +522,73 @@ func TestRemoveListenerErrors(t *testing.T) {
 }
 
 func TestOnError(t *testing.T) {
-	log, logs := newLogger()
-	em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: log})
-	errBoom := errors.New("boom")
-	mustOn(t, em, "push", failWith(errBoom))
+	synctest.Test(t, func(t *testing.T) {
+		log, logs := newLogger()
+		em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: log})
+		errBoom := errors.New("boom")
+		mustOn(t, em, "push", failWith(errBoom))
 
-	release := make(chan struct{})
-	got := make(chan *webhooks.AggregateError, 3)
-	type key struct{}
-	em.OnError(func(ctx context.Context, err *webhooks.AggregateError) {
-		<-release // blocks until Receive has returned
-		if ctx.Err() != nil || ctx.Value(key{}) != "v" {
-			t.Errorf("error handler context: err %v, value %v; want live context with value v", ctx.Err(), ctx.Value(key{}))
+		release := make(chan struct{})
+		got := make(chan *webhooks.AggregateError, 3)
+		type key struct{}
+		em.OnError(func(ctx context.Context, err *webhooks.AggregateError) {
+			<-release // blocks until Receive has returned
+			if ctx.Err() != nil || ctx.Value(key{}) != "v" {
+				t.Errorf("error handler context: err %v, value %v; want live context with value v", ctx.Err(), ctx.Value(key{}))
+			}
+			got <- err
+		})
+		em.OnError(func(ctx context.Context, err *webhooks.AggregateError) { panic("error handler bug") })
+		em.OnError(func(ctx context.Context, err *webhooks.AggregateError) { got <- err })
+
+		ctx, cancel := context.WithCancel(context.WithValue(t.Context(), key{}, "v"))
+		err := em.Receive(ctx, event("push", `{"ref":"x"}`))
+		cancel()
+		close(release)
+		if !errors.Is(err, errBoom) {
+			t.Fatalf("Receive() error = %v, want boom", err)
 		}
-		got <- err
+		for range 2 {
+			select {
+			case agg := <-got:
+				if agg != err {
+					t.Errorf("error handler got %p, want the returned error %p", agg, err)
+				}
+				if agg.Event.Name != "push" || string(agg.Event.Payload) != `{"ref":"x"}` {
+					t.Errorf("error handler event = %+v", agg.Event)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("error handler not called")
+			}
+		}
+		synctest.Wait() // every error handler has returned
+		if !strings.Contains(logs.String(), "error handler panicked") {
+			t.Errorf("panicking error handler not logged; logs: %s", logs.String())
+		}
 	})
-	em.OnError(func(ctx context.Context, err *webhooks.AggregateError) { panic("error handler bug") })
-	em.OnError(func(ctx context.Context, err *webhooks.AggregateError) { got <- err })
-
-	ctx, cancel := context.WithCancel(context.WithValue(t.Context(), key{}, "v"))
-	err := em.Receive(ctx, event("push", `{"ref":"x"}`))
-	cancel()
-	close(release)
-	if !errors.Is(err, errBoom) {
-		t.Fatalf("Receive() error = %v, want boom", err)
-	}
-	for range 2 {
-		select {
-		case agg := <-got:
-			if agg != err {
-				t.Errorf("error handler got %p, want the returned error %p", agg, err)
-			}
-			if agg.Event.Name != "push" || string(agg.Event.Payload) != `{"ref":"x"}` {
-				t.Errorf("error handler event = %+v", agg.Event)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatal("error handler not called")
-		}
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(logs.String(), "error handler panicked") {
-		if time.Now().After(deadline) {
-			t.Fatalf("panicking error handler not logged; logs: %s", logs.String())
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func TestOnErrorRemoved(t *testing.T) {
-	em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: discard})
-	mustOn(t, em, "push", failWith(errors.New("x")))
-	var calls atomic.Int32
-	called := make(chan struct{}, 2)
-	r := em.OnError(func(context.Context, *webhooks.AggregateError) { calls.Add(1); called <- struct{}{} })
-	keep := em.OnError(func(context.Context, *webhooks.AggregateError) { called <- struct{}{} })
-	if err := em.RemoveListener("error", r); err != nil {
-		t.Fatal(err)
-	}
-	_ = keep
-	if err := em.Receive(t.Context(), event("push", `{}`)); err == nil {
-		t.Fatal("Receive() = nil, want an error")
-	}
-	<-called
-	time.Sleep(10 * time.Millisecond)
-	if n := calls.Load(); n != 0 {
-		t.Errorf("removed error handler called %d times", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: discard})
+		mustOn(t, em, "push", failWith(errors.New("x")))
+		var calls atomic.Int32
+		called := make(chan struct{}, 2)
+		r := em.OnError(func(context.Context, *webhooks.AggregateError) { calls.Add(1); called <- struct{}{} })
+		keep := em.OnError(func(context.Context, *webhooks.AggregateError) { called <- struct{}{} })
+		if err := em.RemoveListener("error", r); err != nil {
+			t.Fatal(err)
+		}
+		_ = keep
+		if err := em.Receive(t.Context(), event("push", `{}`)); err == nil {
+			t.Fatal("Receive() = nil, want an error")
+		}
+		<-called
+		synctest.Wait() // the removed handler would be running or done
+		if n := calls.Load(); n != 0 {
+			t.Errorf("removed error handler called %d times", n)
+		}
+	})
 }
 
 func TestTransform(t *testing.T) {

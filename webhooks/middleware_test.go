@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hookline/hookline/webhooks"
@@ -241,46 +242,51 @@ func TestMiddlewareBodyReadError(t *testing.T) {
 }
 
 func TestMiddlewareTimeout(t *testing.T) {
-	release := make(chan struct{})
-	w := interopWebhooks(t, release)
-	finished := make(chan error, 1)
-	w.OnError(func(ctx context.Context, err *webhooks.AggregateError) { finished <- err })
-	done := make(chan struct{})
-	w.OnAny(func(ctx context.Context, e webhooks.Event) error {
-		<-release
-		close(done)
-		return ctx.Err() // the context must outlive the response
-	})
-	m := webhooks.NewMiddleware(w, webhooks.MiddlewareOptions{Timeout: 50 * time.Millisecond, Logger: discard})
-	rec := httptest.NewRecorder()
-	m.ServeHTTP(rec, delivery(bodyStall, sigStall).build())
-	checkResponse(t, rec.Result(), 202, "text/plain", "still processing\n")
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		w := interopWebhooks(t, release)
+		finished := make(chan error, 1)
+		w.OnError(func(ctx context.Context, err *webhooks.AggregateError) { finished <- err })
+		done := make(chan struct{})
+		w.OnAny(func(ctx context.Context, e webhooks.Event) error {
+			<-release
+			close(done)
+			return ctx.Err() // the context must outlive the response
+		})
+		m := webhooks.NewMiddleware(w, webhooks.MiddlewareOptions{Timeout: 50 * time.Millisecond, Logger: discard})
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		m.ServeHTTP(rec, delivery(bodyStall, sigStall).build())
+		checkResponse(t, rec.Result(), 202, "text/plain", "still processing\n")
+		if d := time.Since(start); d != 50*time.Millisecond {
+			t.Errorf("answered 202 after %v, want the 50ms timeout", d)
+		}
 
-	close(release)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("handler did not finish after the 202")
-	}
-	select {
-	case err := <-finished:
-		t.Errorf("handlers failed after the 202: %v", err)
-	case <-time.After(20 * time.Millisecond):
-	}
+		close(release)
+		<-done
+		synctest.Wait() // the handlers have returned; an error would be reported by now
+		select {
+		case err := <-finished:
+			t.Errorf("handlers failed after the 202: %v", err)
+		default:
+		}
+	})
 }
 
 func TestMiddlewareSlowHandlerWithinTimeout(t *testing.T) {
 	for _, timeout := range []time.Duration{0 /* DefaultTimeout, 9 s */, -1 /* none */} {
 		t.Run(fmt.Sprint(timeout), func(t *testing.T) {
-			w := interopWebhooks(t, nil)
-			w.OnAny(func(ctx context.Context, e webhooks.Event) error {
-				time.Sleep(30 * time.Millisecond)
-				return nil
+			synctest.Test(t, func(t *testing.T) {
+				w := interopWebhooks(t, nil)
+				w.OnAny(func(ctx context.Context, e webhooks.Event) error {
+					time.Sleep(8 * time.Second) // simulated: just within the default 9 s
+					return nil
+				})
+				m := webhooks.NewMiddleware(w, webhooks.MiddlewareOptions{Timeout: timeout, Logger: discard})
+				rec := httptest.NewRecorder()
+				m.ServeHTTP(rec, delivery(bodyOK, sigOK).build())
+				checkResponse(t, rec.Result(), 200, "text/plain", "ok\n")
 			})
-			m := webhooks.NewMiddleware(w, webhooks.MiddlewareOptions{Timeout: timeout, Logger: discard})
-			rec := httptest.NewRecorder()
-			m.ServeHTTP(rec, delivery(bodyOK, sigOK).build())
-			checkResponse(t, rec.Result(), 200, "text/plain", "ok\n")
 		})
 	}
 }
