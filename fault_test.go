@@ -103,7 +103,7 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		n, err := strconv.Atoi(strings.TrimPrefix(r.Header.Get("X-GitHub-Delivery"), "kill-"))
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a real target that is slow, so a delivery is in flight at the SIGKILL
 		mu.Lock()
 		got = append(got, n)
 		if err != nil || !bytes.Equal(body, killBody(n)) {
@@ -145,7 +145,7 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 	go func() { defer close(published); publish(1, total) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for len(arrived()) < total/3 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // polls the real target for the forwarder process
 	}
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 	second := startForwarder(t, bin, env, args...)
 	second.waitFor(t, "resuming after event "+strconv.Itoa(stored))
 	for len(arrived()) < total && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polls the real target for the restarted process
 	}
 	time.Sleep(100 * time.Millisecond) // room for a stray duplicate to show
 	if err := second.cmd.Process.Signal(syscall.SIGINT); err != nil {

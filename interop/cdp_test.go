@@ -260,7 +260,7 @@ func (p *cdpPage) waitFor(what, expression string) {
 		if time.Now().After(deadline) {
 			p.b.t.Fatalf("page: waiting for %s (%s): %s %v", what, expression, v, err)
 		}
-		time.Sleep(25 * time.Millisecond)
+		time.Sleep(25 * time.Millisecond) // polls the real browser
 	}
 }
 

@@ -242,7 +242,7 @@ func smeeWaitUntil(t *testing.T, what string, cond func() bool, out *bytes.Buffe
 		if time.Now().After(deadline) {
 			t.Fatalf("waiting for %s: not after %s; output:\n%s", what, smeeWait, out.String())
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // polls the real smee-client process
 	}
 }
 

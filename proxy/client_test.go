@@ -407,7 +407,7 @@ func TestClientOrderingAndConcurrency(t *testing.T) {
 						break
 					}
 				}
-				time.Sleep(30 * time.Millisecond)
+				time.Sleep(30 * time.Millisecond) // a real target that is slow, so deliveries overlap at concurrency 4
 				mu.Lock()
 				order = append(order, r.Header.Get("X-Github-Delivery"))
 				mu.Unlock()
@@ -523,7 +523,7 @@ func TestClientDrainsOnCancel(t *testing.T) {
 	started := make(chan struct{})
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // a real target still answering when the client is cancelled
 		io.WriteString(w, "done")
 	}))
 	t.Cleanup(target.Close)

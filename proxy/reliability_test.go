@@ -223,7 +223,7 @@ func (s *switchableTarget) up() {
 		if ln, err = net.Listen("tcp", s.addr); err == nil {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the real port may linger for a moment
 	}
 	if err != nil {
 		s.t.Fatalf("listening on %s again: %v", s.addr, err)
@@ -320,7 +320,7 @@ func TestFaultSlowTarget(t *testing.T) {
 	}
 	rl := relaytest.Start(t, relay.Options{})
 	target := &relaytest.Sink{Status: func(int, http.ResponseWriter, *http.Request) int {
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // a real target slower than the relay
 		return http.StatusOK
 	}}
 	ts := httptestServer(t, target)
@@ -551,7 +551,7 @@ func TestStateFileResumesAfterARestart(t *testing.T) {
 	cw2 := newConnWatch()
 	startClient(t, proxy.Options{URL: rl.Channel, Target: ts, StateFile: state, OnState: cw2.on})
 	target.WaitFor(t, 6)
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // room for a stray duplicate over the real sockets to show
 	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 6, true, body)
 	if ids := cw2.lastEventIDs(); len(ids) == 0 || ids[0] != "3" {
 		t.Errorf("the restarted client sent Last-Event-ID %q, want 3", ids)

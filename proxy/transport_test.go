@@ -236,7 +236,7 @@ func TestTransportIdle(t *testing.T) {
 			client := pipeStream(func(_ context.Context, w io.Writer) {
 				io.WriteString(w, "event: ready\ndata: {}\n\n")
 				for range 12 { // 12 × idle/2: six times longer than idle
-					time.Sleep(idle / 2)
+					time.Sleep(idle / 2) // simulated (synctest)
 					io.WriteString(w, ": keepalive\n\n")
 				}
 			})
@@ -255,7 +255,7 @@ func TestTransportIdle(t *testing.T) {
 			got := newCollect()
 			err := (&proxy.SSETransport{IdleTimeout: idle, Client: client}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: url}, func(ev proxy.SSEEvent) {
 				if len(got.all()) == 0 {
-					time.Sleep(3 * idle)
+					time.Sleep(3 * idle) // simulated (synctest)
 				}
 				got.add(ev)
 			})

@@ -237,7 +237,7 @@ func fanOutLatency(b *testing.B, bases []string, n int, settle time.Duration) {
 			}
 		}()
 	}
-	time.Sleep(settle)
+	time.Sleep(settle) // lets the real subscribers connect before measuring
 	body := `{"action":"completed","pad":"` + strings.Repeat("y", 1024) + `"}`
 	latencies := make([]time.Duration, 0, b.N*n)
 	b.ResetTimer()

@@ -250,7 +250,7 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 				}
 			}
 			retries++
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // paces retries against the real redis-server
 		}
 	}
 	close(killer)
@@ -261,7 +261,7 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 	case <-ctx.Done():
 	}
 	// Anything more (a duplicate) would arrive right behind the last one.
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // room for a stray duplicate over the real sockets to show
 	stopClient()
 	if err := <-clientDone; err != nil {
 		t.Errorf("client.Run = %v", err)

@@ -241,7 +241,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: still not the case after %s", what, wait)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polls the relay over real sockets
 	}
 }
 

@@ -120,7 +120,7 @@ func TestForwardEndToEnd(t *testing.T) {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for strings.Count(stdout.String(), "\n") < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polls the running command's output
 	}
 	cancel()
 	if c := <-code; c != ExitOK {
@@ -290,13 +290,13 @@ func TestForwardEmbeddedRelay(t *testing.T) {
 		if _, rest, ok := strings.Cut(stderr.String(), "POST deliveries to "); ok {
 			channel, _, _ = strings.Cut(rest, "\n")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polls the running command's output
 	}
 	if !strings.HasPrefix(channel, "http://127.0.0.1:") {
 		t.Fatalf("no channel URL printed; stderr:\n%s", stderr.String())
 	}
 	for !strings.Contains(stderr.String(), "connected to") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polls the running command's output
 	}
 	// Bytes a re-encoding relay would change.
 	body := []byte("{\"action\":\"created\" , \"s\":\"\\u00e9\"}")
@@ -318,7 +318,7 @@ func TestForwardEmbeddedRelay(t *testing.T) {
 		t.Fatalf("nothing forwarded; stderr:\n%s", stderr.String())
 	}
 	for !strings.Contains(stdout.String(), "\n") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polls the running command's output
 	}
 	cancel()
 	if c := <-code; c != ExitOK {
@@ -343,7 +343,7 @@ func TestForwardSaysItKeepsRetryingAnUnreachableRelay(t *testing.T) {
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for strings.Count(stderr.String(), "retrying in") < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polls the running command's output
 	}
 	cancel()
 	if c := <-code; c != ExitOK {

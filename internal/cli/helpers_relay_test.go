@@ -41,7 +41,7 @@ func (f *forwardRun) waitErr(t testing.TB, s string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("stderr never said %q:\n%s", s, f.err.String())
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polls the running command's output
 	}
 }
 
@@ -53,7 +53,7 @@ func (f *forwardRun) waitOutLines(t testing.TB, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("stdout has fewer than %d lines:\n%s\nstderr:\n%s", n, f.out.String(), f.err.String())
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polls the running command's output
 	}
 }
 

@@ -82,7 +82,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			rl.Publish(t, nil, base+1, relaytest.Body(base+1, 0), "Authorization", "Basic "+leakToken, "X-Hub-Signature-256", hmacHex("wrong", relaytest.Body(base+1, 0)))
 			rl.Publish(t, nil, base+2, []byte("not json "+leakToken[:4]), "Proxy-Authorization", "Bearer "+leakToken, "Cookie", "session="+leakToken)
 			f.waitOutLines(t, 3)
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // room for a late line over the real sockets to show
 			f.stop(t)
 			record("forward "+strings.Join(args, " "), f.out.String(), f.err.String())
 		}
@@ -213,7 +213,7 @@ func runServeOnce(t *testing.T, use func(base string)) (string, string) {
 			base, _, _ = strings.Cut(rest, "\n")
 			base = strings.TrimSpace(base)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polls the running command's output
 	}
 	use(base)
 	cancel()

@@ -72,7 +72,7 @@ func startServe(t *testing.T, args ...string) (base, channel string, stop func()
 			cancel()
 			t.Fatalf("serve printed no URL:\n%s%s", out.String(), errOut.String())
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polls the running command's output
 	}
 	var once sync.Once
 	var code int

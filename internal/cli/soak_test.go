@@ -154,7 +154,7 @@ func soak(t *testing.T, total int, withState bool) {
 			stop()
 			t.Fatalf("forward did not connect:\n%s", stderr.String())
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polls the forwarder over real sockets
 	}
 
 	// One publisher, as fast as the relay answers, but never more than
@@ -239,7 +239,7 @@ func soak(t *testing.T, total int, withState bool) {
 	ts.Close()
 	deadline = time.Now().Add(5 * time.Second)
 	for runtime.NumGoroutine() > goroutines+2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // goroutines of real connections take a moment to end
 	}
 	t.Logf("goroutines: %d before, %d after", goroutines, runtime.NumGoroutine())
 	if g := runtime.NumGoroutine(); g > goroutines+2 {
