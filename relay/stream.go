@@ -117,19 +117,25 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	ping := time.NewTicker(s.opts.PingInterval)
 	defer ping.Stop()
 	var batch []*delivery
+	// send writes the deliveries waiting for the subscriber.
+	send := func() error {
+		batch = sub.take(batch)
+		var err error
+		for _, d := range batch {
+			if err = sw.delivery(d); err != nil {
+				break
+			}
+		}
+		clear(batch) // hold no delivery longer than needed
+		if err == nil {
+			err = sw.flush()
+		}
+		return err
+	}
 	for err == nil {
 		select {
 		case <-sub.notify:
-			batch = sub.take(batch)
-			for _, d := range batch {
-				if err = sw.delivery(d); err != nil {
-					break
-				}
-			}
-			clear(batch) // hold no delivery longer than needed
-			if err == nil {
-				err = sw.flush()
-			}
+			err = send()
 			ping.Reset(s.opts.PingInterval)
 		case <-ping.C:
 			if err = sw.write(wire.PingFrame); err == nil {
@@ -140,7 +146,10 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		case <-r.Context().Done():
 			err = r.Context().Err()
 		case <-s.closing:
-			err = errClosing
+			// What was queued before Close goes out before the end.
+			if err = send(); err == nil {
+				err = errClosing
+			}
 		}
 	}
 	select {
