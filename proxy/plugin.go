@@ -229,6 +229,7 @@ func runPlugin(ctx context.Context, p Plugin, e webhooks.Event, env []string, op
 	)
 	cmd.Stdin = bytes.NewReader(e.Payload)
 	cmd.WaitDelay = time.Second
+	ownGroup(cmd)
 	tail := &tailBuffer{max: 2048}
 	stdout, stderr := io.Discard, io.Discard
 	var flush []*prefixWriter

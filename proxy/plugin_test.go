@@ -227,3 +227,38 @@ func TestPluginKindsMatchTheirDeliveries(t *testing.T) {
 		}
 	}
 }
+
+// A plugin whose run times out is killed with every process it started:
+// here a script that starts a grandchild (sleep) and waits for it. Before
+// process groups, the grandchild outlived the timeout under PID 1 and
+// Receive waited for WaitDelay.
+func TestPluginTimeoutKillsItsProcessGroup(t *testing.T) {
+	skipOnWindows(t)
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc to see whether the grandchild runs")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "grandchild.pid")
+	writeScript(t, dir, "push", "sleep 30 &\necho $! > "+pidFile+"\nwait\n", 0o755)
+	plugins, err := PluginDir(dir, pluginTestLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = receiveWithPlugins(t, plugins, PluginOptions{Timeout: 300 * time.Millisecond}, webhooks.Event{ID: "d", Name: "push", Payload: []byte(`{}`)})
+	took := time.Since(start)
+	if !errors.Is(err, ErrPluginFailed) || !strings.Contains(err.Error(), "killed after 300ms") {
+		t.Fatalf("Receive error = %v, want the timeout", err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	// Killed means gone, or a zombie waiting for PID 1 to reap it.
+	if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+		if f := strings.Fields(string(st)); len(f) > 2 && f[2] != "Z" {
+			t.Errorf("the plugin's grandchild (pid %s) is still running (state %s) after the timeout; Receive took %v", pid, f[2], took)
+		}
+	}
+}
