@@ -194,7 +194,7 @@ func (f *forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 	resp, err := client.MakeRequest(req)
 	if err != nil {
 		res.Duration = time.Since(start)
-		res.Err = redactURLInError(err, req.URL)
+		res.Err = redactErr(err)
 		return res
 	}
 	defer resp.Body.Close()
@@ -216,17 +216,13 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redactURLInError returns err with u, as net/http prints it in errors
-// (password already hidden, query values not), replaced by RedactURL's
-// form: a target's query may hold a token.
-func redactURLInError(err error, u *url.URL) error {
-	if u.RawQuery == "" {
-		return err
-	}
+// redactErr returns err with every URL in its message redacted (see
+// redact.Text): net/http names the target with its query, which may hold a
+// token, and with "***" for a password.
+func redactErr(err error) error {
 	msg := err.Error()
-	shown := u.Redacted()
-	if !strings.Contains(msg, shown) {
-		return err
+	if shown := redact.Text(msg); shown != msg {
+		return &redactedError{msg: shown, err: err}
 	}
-	return &redactedError{msg: strings.ReplaceAll(msg, shown, redact.URL(u.String())), err: err}
+	return err
 }

@@ -1,7 +1,10 @@
 // Package redact hides credentials in what hookline prints.
 package redact
 
-import "net/url"
+import (
+	"net/url"
+	"strings"
+)
 
 // URL returns s with its password and every query value replaced by
 // "xxxxx", for messages and logs. The path is kept: users need it to tell
@@ -27,4 +30,41 @@ func URL(s string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
+}
+
+// Text returns s with every http:// and https:// URL in it passed through
+// URL, whatever form it has there: as written, or as net/http prints it in
+// an error (quoted, the password shown as "***"). A URL ends at white space
+// or a quote, and punctuation right after it is kept.
+func Text(s string) string {
+	var b strings.Builder
+	for {
+		i := indexURL(s)
+		if i < 0 {
+			if b.Len() == 0 {
+				return s
+			}
+			b.WriteString(s)
+			return b.String()
+		}
+		n := strings.IndexAny(s[i:], " \t\r\n\"'`<>")
+		if n < 0 {
+			n = len(s) - i
+		}
+		for n > 0 && strings.IndexByte(".,;:)", s[i+n-1]) >= 0 {
+			n-- // punctuation after the URL
+		}
+		b.WriteString(s[:i])
+		b.WriteString(URL(s[i : i+n]))
+		s = s[i+n:]
+	}
+}
+
+// indexURL returns the index of the first "http://" or "https://" in s, or -1.
+func indexURL(s string) int {
+	i, j := strings.Index(s, "http://"), strings.Index(s, "https://")
+	if i < 0 || (j >= 0 && j < i) {
+		return j
+	}
+	return i
 }

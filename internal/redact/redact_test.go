@@ -15,3 +15,19 @@ func TestURL(t *testing.T) {
 		}
 	}
 }
+
+func TestText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"no URL here", "no URL here"},
+		// net/http's url.Error: quoted, the password as ***.
+		{`rest: Post "http://u:***@127.0.0.1:9/hook?key=TKEY": dial tcp 127.0.0.1:9: connect: connection refused`,
+			`rest: Post "http://u:xxxxx@127.0.0.1:9/hook?key=xxxxx": dial tcp 127.0.0.1:9: connect: connection refused`},
+		{"two: https://a.example/?t=1 and http://b.example/x?u=2.", "two: https://a.example/?t=xxxxx and http://b.example/x?u=xxxxx."},
+		{"at the end http://h/p?q=s", "at the end http://h/p?q=xxxxx"},
+	}
+	for _, tt := range tests {
+		if got := Text(tt.in); got != tt.want {
+			t.Errorf("Text(%q) =\n %q, want\n %q", tt.in, got, tt.want)
+		}
+	}
+}
