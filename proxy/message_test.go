@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -288,8 +289,26 @@ func TestDecodeFields(t *testing.T) {
 		if !reflect.DeepEqual(d.Headers, want) {
 			t.Errorf("Headers = %#v\nwant %#v", d.Headers, want)
 		}
-		if d.Method != "PUT" {
-			t.Errorf("Method = %q, want PUT", d.Method)
+		if d.Method != "" {
+			t.Errorf("Method = %q, want none (smee.io defines no method)", d.Method)
+		}
+	})
+	// The method comes only from a format that defines it (gosmee), and
+	// only a webhook sender's: a sender's "Method: DELETE" header through
+	// smee.io or hookline's relay never chooses the target's method.
+	t.Run("method", func(t *testing.T) {
+		body := base64.StdEncoding.EncodeToString([]byte(`{}`))
+		for _, tt := range []struct{ data, want string }{
+			{`{"x-github-event":"push","method":"DELETE","body":{}}`, ""},                        // smee
+			{`{"x-github-event":"push","method":"DELETE","body":{},"bodyB":"` + body + `"}`, ""}, // hookline
+			{`{"x-github-event":"push","method":"PUT","bodyB":"` + body + `"}`, "PUT"},           // gosmee
+			{`{"x-github-event":"push","method":"DELETE","bodyB":"` + body + `"}`, "DELETE"},     // gosmee
+			{`{"x-github-event":"push","method":"TRACE","bodyB":"` + body + `"}`, ""},            // not a sender's
+			{`{"x-github-event":"push","method":"post\r\nX: 1","bodyB":"` + body + `"}`, ""},     // not a method
+		} {
+			if d := delivery(t, tt.data); d.Method != tt.want {
+				t.Errorf("%s: Method = %q, want %q", tt.data, d.Method, tt.want)
+			}
 		}
 	})
 	t.Run("query", func(t *testing.T) {

@@ -134,18 +134,18 @@ func (t *tracer) result(r proxy.Result) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %-8s %s", t.dim.Sprint(r.Received.In(t.loc).Format("15:04:05")), shortID(r),
-		t.families[family(r.Delivery.Event)].Sprintf("%-28s", eventName(r)))
+	fmt.Fprintf(&b, "%s %-8s %s", t.dim.Sprint(r.Received.In(t.loc).Format("15:04:05")), termSafe(shortID(r)),
+		t.families[family(r.Delivery.Event)].Sprintf("%-28s", termSafe(eventName(r))))
 	if r.Duplicate {
 		fmt.Fprintf(&b, " %s\n", t.yellow.Sprint("duplicate, skipped"))
 		io.WriteString(t.out, b.String())
 		return
 	}
 	if r.Repository != "" {
-		b.WriteString(" " + r.Repository)
+		b.WriteString(" " + termSafe(r.Repository))
 	}
 	if r.Sender != "" {
-		b.WriteString(" @" + r.Sender)
+		b.WriteString(" @" + termSafe(r.Sender))
 	}
 	switch r.Verification {
 	case proxy.VerificationPassed:
@@ -161,9 +161,9 @@ func (t *tracer) result(r proxy.Result) {
 			sep = " plugins:"
 		}
 		if h.Err == nil {
-			fmt.Fprintf(&b, "%s %s %s", sep, h.Name, t.green.Sprint("ok"))
+			fmt.Fprintf(&b, "%s %s %s", sep, termSafe(h.Name), t.green.Sprint("ok"))
 		} else {
-			fmt.Fprintf(&b, "%s %s %s", sep, h.Name, t.red.Sprint("failed"))
+			fmt.Fprintf(&b, "%s %s %s", sep, termSafe(h.Name), t.red.Sprint("failed"))
 		}
 	}
 	if r.HandlerErr != nil && len(r.Handlers) == 0 {
@@ -171,6 +171,9 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	if tr := r.Target; tr != nil {
 		b.WriteString(" → ")
+		if m := r.Delivery.Method; m != "" && m != http.MethodPost {
+			b.WriteString(t.yellow.Sprint(m) + " ") // a gosmee relay recorded another method
+		}
 		switch {
 		case tr.Err != nil:
 			b.WriteString(t.red.Sprint("unreachable"))
@@ -191,29 +194,29 @@ func (t *tracer) result(r proxy.Result) {
 	b.WriteString("\n")
 	// Details on the lines below, indented: why something failed.
 	if r.Verification == proxy.VerificationFailed || (r.VerifyNote != "" && t.verbose) {
-		fmt.Fprintf(&b, "    %s\n", r.VerifyNote)
+		fmt.Fprintf(&b, "    %s\n", termSafe(r.VerifyNote))
 	} else if r.VerifyNote != "" {
-		fmt.Fprintf(&b, "    %s\n", t.yellow.Sprint("warning: "+r.VerifyNote))
+		fmt.Fprintf(&b, "    %s\n", t.yellow.Sprint("warning: "+termSafe(r.VerifyNote)))
 	}
 	if r.HandlerErr != nil {
 		for _, line := range strings.Split(r.HandlerErr.Error(), "\n") {
-			fmt.Fprintf(&b, "    %s\n", t.red.Sprint(line))
+			fmt.Fprintf(&b, "    %s\n", t.red.Sprint(termSafe(line)))
 		}
 	}
 	if tr := r.Target; tr != nil && tr.Err != nil {
-		fmt.Fprintf(&b, "    %s\n", t.red.Sprint(tr.Err.Error()))
+		fmt.Fprintf(&b, "    %s\n", t.red.Sprint(termSafe(tr.Err.Error())))
 		if hint := certHint(tr.Err, "target"); hint != "" {
 			fmt.Fprintf(&b, "    %s\n", t.yellow.Sprint(hint))
 		}
 	}
 	if r.SaveErr != nil {
-		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("not saved: "+r.SaveErr.Error()))
+		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("not saved: "+termSafe(r.SaveErr.Error())))
 	}
 	switch {
 	case r.FailedFile != "":
-		fmt.Fprintf(&b, "    %s %s\n", t.yellow.Sprint("saved for replay:"), r.FailedFile)
+		fmt.Fprintf(&b, "    %s %s\n", t.yellow.Sprint("saved for replay:"), termSafe(r.FailedFile))
 	case r.FailedErr != nil:
-		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("not saved for replay: "+r.FailedErr.Error()))
+		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("not saved for replay: "+termSafe(r.FailedErr.Error())))
 	}
 	if t.forward && r.Lost() {
 		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("LOST: the target did not take it and no capture file keeps it (the relay may still have it)"))
@@ -236,17 +239,17 @@ func (t *tracer) writeDetails(b *strings.Builder, r proxy.Result) {
 			if sensitiveHeaders[http.CanonicalHeaderKey(k)] {
 				v = "[redacted]"
 			}
-			fmt.Fprintf(b, "    %s %s\n", t.dim.Sprint(k+":"), v)
+			fmt.Fprintf(b, "    %s %s\n", t.dim.Sprint(termSafe(k)+":"), termSafe(v))
 		}
 	}
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, d.Body, "    ", "  ") == nil {
-		fmt.Fprintf(b, "    %s\n", pretty.String())
+		fmt.Fprintf(b, "    %s\n", termSafeLines(pretty.String()))
 	} else if len(d.Body) > 0 {
 		fmt.Fprintf(b, "    %q\n", excerpt(d.Body, 2048))
 	}
 	if r.Saved != "" {
-		fmt.Fprintf(b, "    %s %s\n", t.dim.Sprint("saved:"), r.Saved)
+		fmt.Fprintf(b, "    %s %s\n", t.dim.Sprint("saved:"), termSafe(r.Saved))
 	}
 }
 
@@ -304,6 +307,7 @@ type jsonHandler struct {
 }
 
 type jsonTarget struct {
+	Method     string  `json:"method,omitempty"` // when not POST
 	URL        string  `json:"url"`
 	Status     int     `json:"status,omitempty"`
 	DurationMS float64 `json:"duration_ms"`
@@ -335,6 +339,9 @@ func (t *tracer) writeJSON(r proxy.Result) {
 	}
 	if tr := r.Target; tr != nil {
 		j.Target = &jsonTarget{URL: tr.URL, Status: tr.Status, DurationMS: ms(tr.Duration)}
+		if m := r.Delivery.Method; m != http.MethodPost {
+			j.Target.Method = m
+		}
 		if tr.Err != nil {
 			j.Target.Error = tr.Err.Error()
 			j.Target.Hint = certHint(tr.Err, "target")
@@ -446,3 +453,44 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 		fmt.Fprintf(t.info, "position stored: after event %s in %s\n", in.checkpoint, in.stateFile)
 	}
 }
+
+// termSafe escapes what a terminal would act on in a string that comes from
+// a relay, a payload or a plugin: C0 controls (CR, ESC, newline...), DEL and
+// C1 controls (U+0080-U+009F) become \xNN or \u00NN, so a delivery cannot
+// rewrite, split or colour a trace line, nor send OSC sequences.
+func termSafe(s string) string {
+	clean := true
+	for _, r := range s {
+		if isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case isControl(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// termSafeLines is termSafe for text whose line breaks are hookline's own
+// (indented JSON): each line is escaped on its own.
+func termSafeLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = termSafe(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) }

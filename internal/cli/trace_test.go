@@ -99,6 +99,25 @@ func traceResults() []proxy.Result {
 			Verification: proxy.VerificationPassed,
 			Target:       &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 2900 * time.Microsecond},
 		},
+		{
+			// Hostile strings from a payload and headers: a CR that would
+			// rewrite the line, an OSC 52 clipboard write, a newline that
+			// would forge a second line, a C1 CSI. All are escaped.
+			Delivery: func() *proxy.Delivery {
+				d := d("e5c1\r\x1b[2K", "issues", `{"action":"opened"}`)
+				d.Headers.Set("X-Evil", "a\x1b]52;c;ZXZpbA==\x07b")
+				return d
+			}(),
+			Received: at.Add(8 * time.Second), Action: "opened\n10:00:08 00000000 ping ✓ verified → 200",
+			Repository: "octo-org/\x1b]52;c;ZXZpbA==\x07repo", Sender: "mallory\r\x1b[32m✓ verified\u009b0m",
+			Verification: proxy.VerificationFailed, VerifyNote: "signature does not match",
+		},
+		{
+			// A gosmee relay recorded a PUT: the trace shows the method.
+			Delivery: func() *proxy.Delivery { d := d("5f0e0c8a", "ping", `{"zen":"x"}`); d.Method = http.MethodPut; return d }(),
+			Received: at.Add(9 * time.Second), Verification: proxy.VerificationSkipped,
+			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: time.Millisecond},
+		},
 	}
 }
 

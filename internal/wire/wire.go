@@ -284,7 +284,7 @@ const (
 // Delivery is a decoded delivery message.
 type Delivery struct {
 	Format     string      // FormatSmee, FormatGosmee or FormatHookline
-	Method     string      // "method", when the relay recorded one
+	Method     string      // a gosmee message's "method" (GET, POST, PUT, PATCH, DELETE); "" for POST
 	Header     http.Header // canonical names; invalid names and values left out
 	Query      url.Values  // nil when the message had none
 	Body       []byte      // may alias the event data
@@ -397,11 +397,6 @@ func decodeDelivery(obj map[string]json.RawMessage) (*Delivery, error) {
 	if len(d.Header) == 0 {
 		return nil, errors.New("no request headers in the message")
 	}
-	if raw, ok := obj[KeyMethod]; ok {
-		if m, err := String(raw); err == nil && header.IsToken(string(m)) {
-			d.Method = string(m)
-		}
-	}
 	d.Timestamp = decodeTimestamp(obj[KeyTimestamp])
 	if raw, ok := obj[KeyQuery]; ok {
 		d.Query = decodeQuery(raw)
@@ -421,7 +416,26 @@ func decodeDelivery(obj map[string]json.RawMessage) (*Delivery, error) {
 	default:
 		d.Format = FormatSmee
 	}
+	if d.Format == FormatGosmee {
+		d.Method = decodeMethod(obj[KeyMethod])
+	}
 	return d, nil
+}
+
+// decodeMethod returns a gosmee message's "method" when it is one a
+// webhook sender uses (GET, POST, PUT, PATCH, DELETE), else "" (POST).
+// smee.io and hookline's relay define no method: for them a "method" key is
+// a sender's header, never a method to replay with.
+func decodeMethod(raw []byte) string {
+	m, err := String(raw)
+	if err != nil {
+		return ""
+	}
+	switch s := string(m); s {
+	case "GET", "POST", "PUT", "PATCH", "DELETE":
+		return s
+	}
+	return ""
 }
 
 // decodeBody picks the body by fidelity: bodyB, then rawdata, then body.
