@@ -87,9 +87,17 @@ type Options struct {
 	// (or a form-encoded "payload=" holding one): a [*webhooks.Webhooks], a
 	// [*webhooks.Emitter] (with [RegisterPlugins] for plugins), or any
 	// value with that Receive method. If nil, no local handler runs.
+	//
+	// A *webhooks.Webhooks brings its secrets: without Secret, deliveries
+	// are verified with them (VerifyWithFallback), and one that fails is
+	// neither handled nor forwarded. Handlers never run on an unverified
+	// delivery (no secret anywhere) unless AllowUnverified is set.
 	Handlers interface {
 		Receive(ctx context.Context, e webhooks.Event) error
 	}
+	// AllowUnverified runs Handlers on deliveries no secret could check:
+	// anyone who can post to the channel then reaches them.
+	AllowUnverified bool
 
 	// Target, if not empty, is the URL each delivery is replayed to, with
 	// its exact body, method, content type and headers (see ForwardRequest).
@@ -618,6 +626,15 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 	}
 
 	r.Verification, r.VerifyNote = verifyDelivery(d, c.opts.Secret, c.opts.AdditionalSecrets...)
+	if v, ok := c.opts.Handlers.(interface {
+		VerifyWithFallback(payload []byte, sig string) (bool, error)
+	}); ok && r.Verification == VerificationSkipped {
+		// The handlers' own secret (a *webhooks.Webhooks) protects them.
+		r.Verification, r.VerifyNote = VerificationPassed, ""
+		if ok, _ := v.VerifyWithFallback(d.Body, d.Signature); !ok {
+			r.Verification, r.VerifyNote = VerificationFailed, "the signature does not match the secret of the webhooks.Webhooks given as Handlers"
+		}
+	}
 	switch r.Verification {
 	case VerificationPassed:
 		c.stats.verified.Add(1)
@@ -627,9 +644,12 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 		c.stats.unverified.Add(1)
 	}
 
+	if r.Verification == VerificationSkipped && c.opts.Handlers != nil && !c.opts.AllowUnverified {
+		r.VerifyNote = "handlers not run on an unverified delivery: set Options.Secret (or AllowUnverified)"
+	}
 	if r.Verification != VerificationFailed {
 		var wg sync.WaitGroup
-		if c.opts.Handlers != nil {
+		if c.opts.Handlers != nil && (r.Verification == VerificationPassed || c.opts.AllowUnverified) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -249,6 +249,66 @@ func TestClientNeverPassesOnABadSignature(t *testing.T) {
 	}
 }
 
+// Handlers are never reached by a forged delivery. A *webhooks.Webhooks
+// given as Handlers verifies with its own secrets when Options has none
+// (before, a delivery signed "sha256=forged" ran its handlers, reported as
+// unverified); other handlers run on unverified deliveries only with
+// AllowUnverified.
+func TestClientHandlersOnlyRunVerified(t *testing.T) {
+	body := []byte(`{"zen":"x"}`)
+	quiet := slog.New(slog.DiscardHandler)
+	tests := []struct {
+		name            string
+		webhooksSecret  string // "": an Emitter without a secret
+		allowUnverified bool
+		sig             string // the secret the delivery is signed with
+		wantRun         bool
+		wantV           proxy.Verification
+	}{
+		{"Webhooks, forged", "right", false, "forged", false, proxy.VerificationFailed},
+		{"Webhooks, additional secret", "right", false, "old", true, proxy.VerificationPassed},
+		{"Webhooks, good", "right", false, "right", true, proxy.VerificationPassed},
+		{"Emitter, unverified", "", false, "forged", false, proxy.VerificationSkipped},
+		{"Emitter, unverified allowed", "", true, "forged", true, proxy.VerificationSkipped},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ran atomic.Int32
+			run := func(context.Context, webhooks.Event) error { ran.Add(1); return nil }
+			opts := proxy.Options{AllowUnverified: tt.allowUnverified}
+			if tt.webhooksSecret != "" {
+				wh, err := webhooks.New(webhooks.Options{Secret: tt.webhooksSecret, AdditionalSecrets: []string{"old"}, Logger: quiet})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wh.OnAny(run)
+				opts.Handlers = wh
+			} else {
+				em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: quiet})
+				em.OnAny(run)
+				opts.Handlers = em
+			}
+			c, err := proxy.New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg := map[string]any{"body": json.RawMessage(body), "bodyB": base64.StdEncoding.EncodeToString(body)}
+			for k, v := range githubHeaders("d1", "ping", tt.sig, body) {
+				msg[strings.ToLower(k)] = v
+			}
+			data, _ := json.Marshal(msg)
+			m, err := proxy.Decode(proxy.SSEEvent{ID: "1", Data: data})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Handle(t.Context(), m.Delivery)
+			if got := ran.Load() == 1; got != tt.wantRun || r.Verification != tt.wantV {
+				t.Errorf("handlers ran %v, Verification %q; want %v, %q (note %q)", got, r.Verification, tt.wantRun, tt.wantV, r.VerifyNote)
+			}
+		})
+	}
+}
+
 func TestClientLegacySHA1Signature(t *testing.T) {
 	relay := newPushRelay(t)
 	res := newResults()

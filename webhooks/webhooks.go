@@ -95,6 +95,14 @@ func (w *Webhooks) Verify(payload []byte, sig string) (bool, error) {
 	return signature.Verify(w.secret, payload, sig)
 }
 
+// VerifyWithFallback reports whether sig is the signature of payload under
+// the Webhooks' secret or one of its AdditionalSecrets: the check
+// VerifyAndReceive makes, for callers that dispatch themselves (package
+// proxy runs it before a Webhooks' handlers).
+func (w *Webhooks) VerifyWithFallback(payload []byte, sig string) (bool, error) {
+	return signature.VerifyWithFallback(w.secret, payload, sig, w.additionalSecrets...)
+}
+
 // VerifyAndReceive checks sig (the X-Hub-Signature-256 header) against
 // payload (the raw request body) under the secret and the additional
 // secrets, then dispatches the event with Receive. id (X-GitHub-Delivery)
@@ -111,7 +119,7 @@ func (w *Webhooks) Verify(payload []byte, sig string) (bool, error) {
 // 400, without calling any handler. Otherwise it returns what Receive
 // returns. Handlers share payload and must not modify it.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, id, name string, payload []byte, sig string) error {
-	ok, err := signature.VerifyWithFallback(w.secret, payload, sig, w.additionalSecrets...)
+	ok, err := w.VerifyWithFallback(payload, sig)
 	if len(payload) == 0 && err == nil {
 		err = ErrMissingPayload // an empty body is never a delivery
 	}

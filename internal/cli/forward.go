@@ -317,6 +317,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	}
 	if handlers != nil {
 		popts.Handlers = handlers
+		popts.AllowUnverified = true // without --secret the trace says "unverified"; the user chose it
 	}
 	client, err := proxy.New(popts)
 	if err != nil {
