@@ -103,21 +103,22 @@ func (l *eventLimiter) scan(b []byte) (kept, stop int) {
 		// event of exactly max bytes is not cut at its blank line).
 		if !l.discard && body > 0 && l.size+body > l.max {
 			keep := max(0, l.max-l.size)
-			copy(b[w:], b[i:i+keep])
+			copy(b[w:], b[i:i+keep]) // may overlap: b[i:] is not read again
 			w += keep
 			l.cut(keep > 0)
 			if keep > 0 {
-				l.ends.scan(b[i : i+keep]) // content, no line break
+				l.ends.scan(b[w-keep : w]) // content, no line break
 			}
 			return w, i + keep
 		}
 		seg := b[i:end]
+		ended := l.ends.scan(seg) // before the copy, which may overlap seg
 		if !l.discard {
 			copy(b[w:], seg)
 			w += len(seg)
 			l.size += len(seg)
 		}
-		if l.ends.scan(seg) {
+		if ended {
 			l.discard, l.size = false, 0
 		}
 		i = end
