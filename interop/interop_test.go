@@ -410,6 +410,10 @@ func startOurs(t *testing.T) string {
 		return nil
 	})
 	srv := httptest.NewServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{
+		// Standalone with octokit's path rule: a Path set explicitly
+		// (without one, the http.Handler form serves any path it is
+		// mounted on).
+		Path:    webhooks.DefaultPath,
 		Timeout: middlewareTimeout,
 		Logger:  slog.New(slog.DiscardHandler),
 	}))

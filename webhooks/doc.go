@@ -23,8 +23,10 @@
 //	wh.OnError(func(ctx context.Context, err *webhooks.AggregateError) {
 //		log.Printf("%s %s: %v", err.Event.Name, err.Event.ID, err)
 //	})
-//	http.Handle("/", webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}))
-//	// POST /api/github/webhooks now verifies and dispatches deliveries.
+//	http.Handle("POST /api/github/webhooks", webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}))
+//	// POST /api/github/webhooks now verifies and dispatches deliveries: the
+//	// router chooses the path (set MiddlewareOptions.Path to have the
+//	// middleware check it, or use Wrap or Handle, which do).
 //
 // Without HTTP, pass what the request carried to VerifyAndReceive:
 //

@@ -30,9 +30,11 @@ const (
 
 // MiddlewareOptions configures NewMiddleware.
 type MiddlewareOptions struct {
-	// Path is the request path served. If empty, DefaultPath. Trailing
-	// slashes are ignored on both sides, and a missing leading slash is
-	// added. It is compared with the request's escaped path.
+	// Path is the request path served. Trailing slashes are ignored on
+	// both sides, and a missing leading slash is added. It is compared with
+	// the request's escaped path. If empty, Handle and Wrap serve
+	// DefaultPath, and ServeHTTP serves whatever path it is mounted on (the
+	// router that mounted it owns routing, as with any http.Handler).
 	Path string
 	// Logger receives a debug line per delivery and a line per failure. If
 	// nil, the Webhooks' logger is used.
@@ -52,7 +54,7 @@ type MiddlewareOptions struct {
 //
 // Responses, as in @octokit/webhooks 14:
 //
-//	path differs                         not handled (Handle: false; Wrap: next; ServeHTTP: 404)
+//	path differs                         not handled (Handle: false; Wrap: next; ServeHTTP with Path set: 404)
 //	method not POST                      404 {"error":"Unknown route: <METHOD> <path>"}
 //	Content-Type not application/json    415 {"error":"Unsupported \"Content-Type\" header value. Must be \"application/json\""}
 //	X-GitHub-Event, X-Hub-Signature-256
@@ -70,6 +72,7 @@ type MiddlewareOptions struct {
 type Middleware struct {
 	w       *Webhooks
 	path    string
+	anyPath bool // ServeHTTP ignores the path (Path was empty)
 	logger  *slog.Logger
 	timeout time.Duration
 	maxBody int64
@@ -84,7 +87,7 @@ func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	m := &Middleware{w: w, logger: opts.Logger, timeout: opts.Timeout, maxBody: opts.MaxBodyBytes}
 	path := opts.Path
 	if path == "" {
-		path = DefaultPath
+		path, m.anyPath = DefaultPath, true
 	}
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
@@ -106,9 +109,15 @@ func (m *Middleware) log() *slog.Logger {
 	return m.w.log()
 }
 
-// ServeHTTP handles the request; a request for another path is answered
-// 404 {"error":"Unknown route: <METHOD> <path>"}.
+// ServeHTTP handles the request. With MiddlewareOptions.Path set, a
+// request for another path is answered 404 {"error":"Unknown route:
+// <METHOD> <path>"}; without it, the path is the router's business and any
+// path is served.
 func (m *Middleware) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if m.anyPath {
+		m.serve(rw, r, requestPath(r))
+		return
+	}
 	if !m.Handle(rw, r) {
 		unknownRoute(rw, r)
 	}
@@ -137,13 +146,19 @@ func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
 	if path != m.path {
 		return false
 	}
+	m.serve(rw, r, path)
+	return true
+}
+
+// serve answers a request for the webhook path.
+func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, path string) {
 	if r.Method != http.MethodPost {
 		writeError(rw, http.StatusNotFound, "Unknown route: "+r.Method+" "+path, false)
-		return true
+		return
 	}
 	if !isApplicationJSON(r.Header.Get("Content-Type")) {
 		writeError(rw, http.StatusUnsupportedMediaType, `Unsupported "Content-Type" header value. Must be "application/json"`, true)
-		return true
+		return
 	}
 	var missing []string
 	for _, h := range [...]string{"x-github-event", "x-hub-signature-256", "x-github-delivery"} {
@@ -153,7 +168,7 @@ func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
 	}
 	if len(missing) > 0 {
 		writeError(rw, http.StatusBadRequest, "Required headers missing: "+strings.Join(missing, ", "), true)
-		return true
+		return
 	}
 	name := r.Header.Get("X-GitHub-Event")
 	sig := r.Header.Get("X-Hub-Signature-256")
@@ -166,7 +181,7 @@ func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
 		status := statusOf(err)
 		log.Warn("webhooks: request rejected", "event", name, "id", id, "status", status, "err", err)
 		writeError(rw, status, err.Error(), true)
-		return true
+		return
 	}
 
 	// The handlers outlive the request when they time out: they get the
@@ -190,11 +205,11 @@ func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
 				log.Error("webhooks: handlers failed after the response", "event", name, "id", id, "err", err)
 			}
 		}()
-		return true
+		return
 	}
 	if err == nil {
 		writeText(rw, http.StatusOK, "ok\n")
-		return true
+		return
 	}
 	status, msg := statusOf(err), err.Error()
 	if agg, ok := errors.AsType[*AggregateError](err); ok && len(agg.Errors) > 0 {
@@ -206,7 +221,6 @@ func (m *Middleware) Handle(rw http.ResponseWriter, r *http.Request) bool {
 		log.Error("webhooks: handlers failed", "event", name, "id", id, "status", status, "err", err)
 	}
 	writeError(rw, status, msg, true)
-	return true
 }
 
 // readBody reads the whole body, up to m.maxBody bytes.

@@ -138,9 +138,9 @@ func TestMiddleware(t *testing.T) {
 		{"custom path", webhooks.MiddlewareOptions{Path: "hooks/"}, with(delivery(bodyOK, sigOK), func(r *request) { r.target = "/hooks" }), 200, "ok\n", textType},
 		{"custom path, default path not served", webhooks.MiddlewareOptions{Path: "/hooks"}, delivery(bodyOK, sigOK), 404,
 			`{"error":"Unknown route: POST /api/github/webhooks"}`, jsonType},
-		{"other path", webhooks.MiddlewareOptions{}, with(delivery(bodyOK, sigOK), func(r *request) { r.target = "/api/github/webhook" }), 404,
+		{"other path", webhooks.MiddlewareOptions{Path: webhooks.DefaultPath}, with(delivery(bodyOK, sigOK), func(r *request) { r.target = "/api/github/webhook" }), 404,
 			`{"error":"Unknown route: POST /api/github/webhook"}`, jsonType},
-		{"escaped path differs", webhooks.MiddlewareOptions{}, with(delivery(bodyOK, sigOK), func(r *request) { r.target = "/api/github/%77ebhooks" }), 404,
+		{"escaped path differs", webhooks.MiddlewareOptions{Path: webhooks.DefaultPath}, with(delivery(bodyOK, sigOK), func(r *request) { r.target = "/api/github/%77ebhooks" }), 404,
 			`{"error":"Unknown route: POST /api/github/%77ebhooks"}`, jsonType},
 		{"GET", webhooks.MiddlewareOptions{}, request{method: "GET"}, 404, `{"error":"Unknown route: GET /api/github/webhooks"}`, jsonType},
 		{"PUT with trailing slash", webhooks.MiddlewareOptions{}, with(delivery(bodyOK, sigOK), func(r *request) { r.method = "PUT"; r.target = "/api/github/webhooks/" }), 404,
@@ -314,6 +314,44 @@ func TestMiddlewareHandle(t *testing.T) {
 			}
 			if !tt.want && (rec.Body.Len() != 0 || len(rec.Header()) != 0 || rec.Flushed || rec.Code != 200) {
 				t.Errorf("Handle(%s %s) wrote a response: %d %v %q", tt.method, tt.target, rec.Code, rec.Header(), rec.Body)
+			}
+		})
+	}
+}
+
+// Mounted on a router, the http.Handler form serves whatever path the
+// router gave it unless Path is set; Handle and Wrap keep octokit's path
+// rule (DefaultPath when Path is empty). Before, a router mounting the
+// middleware on "POST /webhook" got 404 Unknown route.
+func TestMiddlewareOnARouter(t *testing.T) {
+	tests := []struct {
+		name       string
+		path       string // MiddlewareOptions.Path
+		form       string // "ServeHTTP", "Wrap"
+		mount      string // the mux pattern
+		target     string
+		wantStatus int
+	}{
+		{"ServeHTTP, no Path, router path", "", "ServeHTTP", "POST /webhook", "/webhook", 200},
+		{"ServeHTTP, no Path, default path", "", "ServeHTTP", "/", "/api/github/webhooks", 200},
+		{"ServeHTTP, Path set, router path", "/hooks", "ServeHTTP", "POST /webhook", "/webhook", 404},
+		{"ServeHTTP, Path set and matching", "/hooks", "ServeHTTP", "/hooks", "/hooks", 200},
+		{"Wrap, no Path, router path", "", "Wrap", "POST /webhook", "/webhook", http.StatusTeapot},
+		{"Wrap, no Path, default path", "", "Wrap", "/", "/api/github/webhooks", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := webhooks.NewMiddleware(interopWebhooks(t, nil), webhooks.MiddlewareOptions{Path: tt.path, Logger: discard})
+			var h http.Handler = m
+			if tt.form == "Wrap" {
+				h = m.Wrap(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(http.StatusTeapot) }))
+			}
+			mux := http.NewServeMux()
+			mux.Handle(tt.mount, h)
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, with(delivery(bodyOK, sigOK), func(r *request) { r.target = tt.target }).build())
+			if rec.Code != tt.wantStatus {
+				t.Errorf("%s %s → %d %q, want %d", tt.mount, tt.target, rec.Code, rec.Body, tt.wantStatus)
 			}
 		})
 	}
