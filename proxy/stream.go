@@ -264,21 +264,24 @@ func (l *loop) run(ctx context.Context) error {
 		}
 
 		if errors.Is(err, ErrPermanent) {
-			switch {
-			case sent != "" && !droppedID:
+			if errors.Is(err, ErrNotEventStream) && !triedGosmee {
+				// A gosmee channel URL serves a page; its stream is at
+				// /events/<channel>. Probing is not a failure, and the id
+				// to resume from goes along.
+				triedGosmee = true
+				if gs, gerr := StreamURL(l.url, FormatGosmee); gerr == nil && gs != l.url {
+					l.url = gs
+					continue
+				}
+			}
+			if sent != "" && !droppedID {
 				// The relay may reject an id it does not know (a stale one,
-				// or one from another server); try once without it.
+				// or one from another server; gosmee answers 400 to one it
+				// cannot parse); try once without it.
 				droppedID = true
 				l.lastID, l.ids = "", idsUnknown
 				l.notify(StateChange{State: StateDisconnected, Attempt: attempt, Err: err})
 				continue
-			case errors.Is(err, ErrNotEventStream) && !triedGosmee:
-				triedGosmee = true
-				if gs, gerr := StreamURL(l.url, FormatGosmee); gerr == nil && gs != l.url {
-					l.notify(StateChange{State: StateDisconnected, Attempt: attempt, Err: err})
-					l.url, l.ids = gs, idsUnknown
-					continue
-				}
 			}
 			return l.stop(err)
 		}
