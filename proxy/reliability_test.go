@@ -122,6 +122,106 @@ func TestFaultConnectionCutMidEvent(t *testing.T) {
 	}
 }
 
+// (8) The connection drops before any delivery has arrived (a laptop that
+// sleeps), and deliveries are acked by the relay meanwhile: the client has
+// no id of its own, so it resumes after the last id the relay's ready event
+// named, and gets all of them. Before, 0 of 10 arrived.
+func TestFaultCutBeforeTheFirstDelivery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a fault test")
+	}
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{}
+	ts := httptestServer(t, target)
+	gate := startGateProxy(t, strings.TrimPrefix(rl.Base, "http://"))
+	channel := strings.Replace(rl.Channel, strings.TrimPrefix(rl.Base, "http://"), gate.addr, 1)
+
+	cw := newConnWatch()
+	startClient(t, proxy.Options{URL: channel, Target: ts, Stream: fastStream, OnState: cw.on})
+	cw.waitConnected(t)
+	gate.cut() // the stream drops; reconnections wait at the gate
+	body := func(n int) []byte { return relaytest.Body(n, 10) }
+	const last = 10
+	for n := 1; n <= last; n++ {
+		rl.Publish(t, nil, n, body(n))
+	}
+	gate.open()
+	got := target.WaitFor(t, last)
+	relaytest.CheckExactlyOnce(t, got, 1, last, true, body)
+	if ids := cw.lastEventIDs(); len(ids) < 2 || ids[1] != "0" {
+		t.Errorf("Last-Event-ID of each attempt = %q, want the reconnect to resume after 0", ids)
+	}
+}
+
+// gateProxy forwards loopback TCP connections to upstream. cut closes the
+// connections made so far; until open is called, later connections wait
+// before they reach upstream.
+type gateProxy struct {
+	addr     string
+	mu       sync.Mutex
+	conns    []net.Conn
+	cutDone  bool
+	released chan struct{}
+}
+
+func startGateProxy(t *testing.T, upstream string) *gateProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	g := &gateProxy{addr: ln.Addr().String(), released: make(chan struct{})}
+	t.Cleanup(g.open)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				g.mu.Lock()
+				held := g.cutDone
+				if !held {
+					g.conns = append(g.conns, c)
+				}
+				g.mu.Unlock()
+				if held {
+					<-g.released
+				}
+				u, err := net.Dial("tcp", upstream)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go io.Copy(u, c)
+				io.Copy(c, u)
+			}()
+		}
+	}()
+	return g
+}
+
+func (g *gateProxy) cut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cutDone = true
+	for _, c := range g.conns {
+		c.Close()
+	}
+}
+
+func (g *gateProxy) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.released:
+	default:
+		close(g.released)
+	}
+}
+
 // startCutProxy forwards loopback TCP connections to upstream; the first
 // connection is closed after cutAfter bytes came back from upstream.
 func startCutProxy(t *testing.T, upstream string, cutAfter int64) (string, *atomic.Int32) {

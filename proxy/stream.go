@@ -12,6 +12,7 @@ import (
 	"github.com/hookline/hookline/internal/backoff"
 	"github.com/hookline/hookline/internal/header"
 	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // Defaults for StreamOptions.
@@ -247,6 +248,13 @@ func (l *loop) run(ctx context.Context) error {
 			prevID = ev.ID
 			if !control {
 				good = true
+			} else if ev.Event == wire.EventReady && ev.ID == "" && l.lastID == "" {
+				// hookline's relay names the channel's last id: with none
+				// of its own, the client resumes after it, so deliveries
+				// sent before the first one arrives survive a reconnect.
+				if r, ok := wire.DecodeReady(ev.Data); ok {
+					l.lastID, l.ids = strconv.FormatInt(r.Last, 10), idsDurable
+				}
 			}
 			l.fn(ev)
 			if ev.ID != "" {

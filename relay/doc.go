@@ -29,7 +29,8 @@
 //	POST     /<channel>/redeliver/<id>  publish delivery <id> again
 //	GET      /healthz                   200 {"status":"ok", counts...}; 503 when shutting down or Redis is down
 //
-// A stream starts with a "ready" event, replays the history after
+// A stream starts with a "ready" event (data {"last":N}, the channel's last
+// id), replays the history after
 // Last-Event-ID (or ?lastEventId=), then sends deliveries as they arrive
 // and a "ping" every 30 s. The message format is smee.io's; a subscriber
 // that sends X-Hookline-Stream: 1 ([StreamHeader]) also gets "bodyB", the

@@ -139,11 +139,15 @@ func (s *stream) next() event {
 }
 
 // ready reads the ready event every stream starts with.
-func (s *stream) ready() {
+func (s *stream) ready() int64 {
 	s.t.Helper()
-	if ev := s.next(); ev.Event != "ready" || ev.Data != "{}" || ev.ID != "" {
-		s.t.Fatalf("first event = %+v, want ready with data {} and no id", ev)
+	ev := s.next()
+	var last int64
+	if ev.Event != "ready" || ev.ID != "" || !regexp.MustCompile(`^\{"last":(0|[1-9][0-9]*)\}$`).MatchString(ev.Data) {
+		s.t.Fatalf("first event = %+v, want ready with data {\"last\":N} and no id", ev)
 	}
+	fmt.Sscanf(ev.Data, `{"last":%d}`, &last)
+	return last
 }
 
 // end waits for the stream to end and returns the read error that ended it

@@ -554,6 +554,25 @@ func TestSlowSubscriberIsCutOff(t *testing.T) {
 	}
 }
 
+// The ready event names the channel's last id when the stream joined, so
+// that a client that has received nothing yet can resume after it.
+func TestReadyNamesTheLastID(t *testing.T) {
+	_, ts := newRelay(t, relay.Options{})
+	url := ts.URL + "/readylast"
+	if last := subscribe(t, url).ready(); last != 0 {
+		t.Errorf("ready of an unused channel says last %d, want 0", last)
+	}
+	for range 3 {
+		mustPost(t, url, "{}")
+	}
+	if last := subscribe(t, url).ready(); last != 3 {
+		t.Errorf("ready after 3 deliveries says last %d, want 3", last)
+	}
+	if last := subscribe(t, url, "Last-Event-ID", "1").ready(); last != 3 {
+		t.Errorf("ready of a resuming stream says last %d, want 3", last)
+	}
+}
+
 func TestPing(t *testing.T) {
 	_, ts := newRelay(t, relay.Options{PingInterval: 10 * time.Millisecond})
 	sub := subscribe(t, ts.URL+"/ping")

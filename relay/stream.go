@@ -93,7 +93,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	w.WriteHeader(http.StatusOK)
 
 	sw := streamWriter{w: w, rc: rc, sub: sub, timeout: s.opts.WriteTimeout}
-	err = sw.write(wire.ReadyFrame)
+	err = sw.write(wire.Ready{Last: rp.end}.Frame())
 	for err == nil {
 		gap, page, done, rerr := rp.next(r.Context())
 		if done || rerr != nil {

@@ -74,12 +74,35 @@ func Reserved(name string) bool {
 	return false
 }
 
-// Control frames. Neither carries an id, so a client's Last-Event-ID always
-// names a delivery.
-var (
-	ReadyFrame = []byte("event: " + EventReady + "\ndata: {}\n\n")
-	PingFrame  = []byte("event: " + EventPing + "\ndata: {}\n\n")
-)
+// PingFrame is the ping control frame. Control frames carry no id, so a
+// client's Last-Event-ID always names a delivery.
+var PingFrame = []byte("event: " + EventPing + "\ndata: {}\n\n")
+
+// Ready is the data of hookline's ready event: the channel's last id when
+// the stream joined (0 for none yet). A client with no id of its own
+// resumes after it when the connection breaks, so that deliveries sent
+// while it reconnects are replayed even before it has received one.
+// smee.io's ready data is {}.
+type Ready struct {
+	Last int64 `json:"last"`
+}
+
+// Frame returns the ready event.
+func (r Ready) Frame() []byte {
+	return []byte("event: " + EventReady + "\ndata: {\"last\":" + strconv.FormatInt(r.Last, 10) + "}\n\n")
+}
+
+// DecodeReady reads a ready event's data; ok is false when it has no
+// "last" (smee.io's {}) or is not a ready document.
+func DecodeReady(data []byte) (r Ready, ok bool) {
+	var v struct {
+		Last *int64 `json:"last"`
+	}
+	if json.Unmarshal(data, &v) != nil || v.Last == nil || *v.Last < 0 {
+		return Ready{}, false
+	}
+	return Ready{Last: *v.Last}, true
+}
 
 // Gap is the data of a hookline-gap event: deliveries From to To
 // (inclusive) will not be replayed to a client that resumed after
