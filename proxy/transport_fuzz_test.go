@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/hookline/hookline/proxy"
@@ -44,6 +45,9 @@ func FuzzSSETransport(f *testing.F) {
 	f.Add([]byte("event: ready\ndata: {}\n\nid: 2\ndata: " + string(bytes.Repeat([]byte("x"), 600)) + "\n\nid: 3\ndata: after\n\n"))
 	f.Add([]byte("id: 1\r\ndata: a\r\n\r\ndata: cut off"))
 	f.Add([]byte(":\n\n\r\r\nid\ndata\n\nretry: x\n\n"))
+	// Size hints (an old relay's comment): no reader may size a buffer
+	// from one.
+	f.Add([]byte(": hookline-size 67108864\n\n: hookline-size 67108864\nid: 1\ndata: {}\n\n"))
 	const limit = 512
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		tr := &proxy.SSETransport{Client: &http.Client{Transport: bodyTransport(stream)}, MaxEventSize: limit, IdleTimeout: -1}
@@ -67,4 +71,30 @@ func FuzzSSETransport(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A hostile relay (or anyone on a plain-http path) sends comments that an
+// old hookline relay used as size hints, ": hookline-size N": the client
+// allocates for the bytes that arrive, never for a hint. An earlier reader
+// allocated min(N, max) per hint: 5,200 bytes of them cost 12,800 MiB.
+func TestTransportIgnoresSizeHints(t *testing.T) {
+	hint := []byte(": hookline-size 67108864\n\n")
+	stream := bytes.Repeat(hint, 5200/len(hint)+1)
+	stream = append(stream, "id: 1\ndata: {}\n\n"...)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var n int
+	tr := &proxy.SSETransport{Client: &http.Client{Transport: bodyTransport(stream)}, IdleTimeout: -1}
+	tr.Subscribe(t.Context(), proxy.SubscribeRequest{URL: "http://relay.test/chan"}, func(proxy.SSEEvent) { n++ })
+	runtime.ReadMemStats(&after)
+	if n != 1 {
+		t.Errorf("%d events, want 1", n)
+	}
+	// A fixed budget for the reader, the client and the test: far below
+	// one 64 MiB hint.
+	t.Logf("allocated %d KiB for %d bytes of hints", (after.TotalAlloc-before.TotalAlloc)>>10, len(stream))
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("reading %d bytes of size-hint comments allocated %d MiB", len(stream), alloc>>20)
+	}
 }
