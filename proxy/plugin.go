@@ -45,7 +45,9 @@ var pluginEnvAllowList = []string{
 // standard input and the delivery described by environment variables
 // (HOOKLINE_EVENT, HOOKLINE_ACTION, HOOKLINE_DELIVERY and
 // HOOKLINE_PAYLOAD_FILE, a file holding the payload). A non-zero exit is a
-// handler error.
+// handler error. Unless deliveries are verified, the payload and those
+// values are whatever a sender posted: plugins must treat them as
+// untrusted input.
 type Plugin struct {
 	// Name identifies the plugin in the trace: the file name for a plugin
 	// directory entry, the command line for an --exec command.
@@ -221,10 +223,13 @@ func runPlugin(ctx context.Context, p Plugin, e webhooks.Event, env []string, op
 	}
 
 	cmd := exec.CommandContext(ctx, p.Path, p.Args...)
+	// A NUL (a payload's "\u0000") cannot be in an environment variable:
+	// it is dropped rather than failing every plugin.
+	noNUL := func(s string) string { return strings.ReplaceAll(s, "\x00", "") }
 	cmd.Env = append(env[:len(env):len(env)],
-		"HOOKLINE_EVENT="+e.Name,
-		"HOOKLINE_ACTION="+e.Action(),
-		"HOOKLINE_DELIVERY="+e.ID,
+		"HOOKLINE_EVENT="+noNUL(e.Name),
+		"HOOKLINE_ACTION="+noNUL(e.Action()),
+		"HOOKLINE_DELIVERY="+noNUL(e.ID),
 		"HOOKLINE_PAYLOAD_FILE="+f.Name(),
 	)
 	cmd.Stdin = bytes.NewReader(e.Payload)

@@ -272,3 +272,34 @@ func TestPluginTimeoutKillsItsProcessGroup(t *testing.T) {
 	}
 	t.Errorf("the plugin's grandchild (pid %s) is still running (state %s) 5 s after the timeout; Receive took %v", pid, state, took)
 }
+
+// A delivery chooses no plugin by its event name: a name with "." or "*"
+// is refused (before, "*" ran _any twice and "issues.closed" ran the
+// issues.closed plugin), and a NUL in the action does not make the run
+// fail (before, every plugin failed: an environment value cannot hold one).
+func TestPluginDispatchTakesNoNameFromTheSender(t *testing.T) {
+	skipOnWindows(t)
+	dir, out := t.TempDir(), t.TempDir()
+	for _, name := range []string{"_any", "issues.closed"} {
+		writeScript(t, dir, name, "echo \"$HOOKLINE_ACTION\" >> "+filepath.Join(out, "ran."+name)+"\n", 0o755)
+	}
+	plugins, err := PluginDir(dir, pluginTestLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"*", "issues.closed"} {
+		if _, err := receiveWithPlugins(t, plugins, PluginOptions{}, webhooks.Event{ID: "d", Name: name, Payload: []byte(`{}`)}); !errors.Is(err, webhooks.ErrInvalidName) {
+			t.Errorf("event %q: Receive = %v, want ErrInvalidName", name, err)
+		}
+	}
+	if ran, _ := filepath.Glob(filepath.Join(out, "ran.*")); len(ran) != 0 {
+		t.Fatalf("plugins ran for a sender-chosen name: %v", ran)
+	}
+	results, err := receiveWithPlugins(t, plugins, PluginOptions{}, webhooks.Event{ID: "d", Name: "issues", Payload: []byte(`{"action":"clo\u0000sed"}`)})
+	if err != nil || len(results) != 1 {
+		t.Fatalf("Receive with a NUL in the action = %v, %+v; want _any to run", err, results)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "ran._any")); string(b) != "closed\n" {
+		t.Errorf("HOOKLINE_ACTION = %q, want %q", b, "closed\n")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 )
 
@@ -205,13 +206,16 @@ func (em *Emitter) RemoveListenerEach(names []string, r *Registration) error {
 // order (see AggregateError.Errors) and starts the OnError handlers without
 // waiting for them.
 //
-// An empty e.Name is ErrMissingName; an empty e.Payload is
-// ErrMissingPayload; a payload that is not a JSON object is
-// ErrInvalidPayload. These errors have StatusCode 400 and do not reach the
-// OnError handlers.
+// An empty e.Name is ErrMissingName, one holding "." or "*"
+// ErrInvalidName; an empty e.Payload is ErrMissingPayload; a payload that
+// is not a JSON object is ErrInvalidPayload. These errors have StatusCode
+// 400 and do not reach the OnError handlers.
 func (em *Emitter) Receive(ctx context.Context, e Event) error {
 	if e.Name == "" {
 		return badRequest(ErrMissingName)
+	}
+	if strings.ContainsAny(e.Name, ".*") {
+		return badRequest(fmt.Errorf("%w: %q (an X-GitHub-Event value has no . or *)", ErrInvalidName, e.Name))
 	}
 	action, err := checkPayload(e.Payload)
 	if err != nil {

@@ -283,6 +283,8 @@ func TestReceiveBadInput(t *testing.T) {
 		wantMsg string
 	}{
 		{"missing name", webhooks.Event{Payload: json.RawMessage(`{}`)}, webhooks.ErrMissingName, "webhooks: event name required"},
+		{"name with a dot", event("issues.closed", `{}`), webhooks.ErrInvalidName, `webhooks: invalid event name: "issues.closed" (an X-GitHub-Event value has no . or *)`},
+		{"name *", event("*", `{}`), webhooks.ErrInvalidName, `webhooks: invalid event name: "*" (an X-GitHub-Event value has no . or *)`},
 		{"nil payload", webhooks.Event{Name: "push"}, webhooks.ErrMissingPayload, "webhooks: payload required"},
 		{"empty payload", webhooks.Event{Name: "push", Payload: json.RawMessage{}}, webhooks.ErrMissingPayload, "webhooks: payload required"},
 		{"array", event("push", `[{"action":"x"}]`), webhooks.ErrInvalidPayload, "webhooks: payload is not a JSON object: got an array"},

@@ -31,6 +31,10 @@ var (
 	// ErrMissingName means an event has no name (Receive), or On, OnEach,
 	// RemoveListener or ValidateEventName got an empty name.
 	ErrMissingName = errors.New("webhooks: event name required")
+	// ErrInvalidName means Receive got an event name holding "." or "*":
+	// GitHub's event names have neither, and such a name would reach the
+	// handlers of another name ("issues.closed") or every handler ("*").
+	ErrInvalidName = errors.New("webhooks: invalid event name")
 	// ErrInvalidPayload means a payload is not a JSON object.
 	ErrInvalidPayload = errors.New("webhooks: payload is not a JSON object")
 	// ErrUnknownEventName means a name is not in EmitterEventNames.
