@@ -110,7 +110,9 @@ type Options struct {
 	// secret than GitHub's.
 	ResignSecret string
 	// HTTPClient sends to Target. If nil, a rest.Client with TargetTimeout
-	// and Retry.
+	// and Retry whose transport does not ask for compression. One given
+	// here should set http.Transport.DisableCompression too, or net/http
+	// adds "Accept-Encoding: gzip" to deliveries whose sender sent none.
 	HTTPClient *rest.Client
 	// TargetTimeout bounds one attempt to Target. If zero,
 	// DefaultTargetTimeout. Ignored when HTTPClient is set.
@@ -388,7 +390,11 @@ func New(opts Options) (*Client, error) {
 			if retry == nil {
 				retry = &rest.RetryPolicy{}
 			}
-			hc = &rest.Client{HTTPClient: &http.Client{Timeout: timeout}, Retry: retry}
+			// No compression: net/http would add an Accept-Encoding the
+			// sender never sent to every replayed request.
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.DisableCompression = true
+			hc = &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: t}, Retry: retry}
 		}
 		c.fwd = &forwarder{Target: target, HTTPClient: hc, Options: ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret}}
 	}

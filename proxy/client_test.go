@@ -385,6 +385,9 @@ func TestClientHeaderMappingAndQuery(t *testing.T) {
 			if ua, ok := s.header["User-Agent"]; ok {
 				t.Errorf("User-Agent = %q, want none (the delivery had none)", ua)
 			}
+			if ae, ok := s.header["Accept-Encoding"]; ok {
+				t.Errorf("Accept-Encoding = %q, want none (the delivery had none; net/http adds gzip unless told not to)", ae)
+			}
 			for _, hop := range []string{"X-Hop", "Keep-Alive", "Upgrade"} {
 				if v := s.header.Get(hop); v != "" {
 					t.Errorf("hop-by-hop header %s = %q was forwarded", hop, v)

@@ -161,17 +161,10 @@ func (f filter) keep(event, action string) bool {
 type forwarder struct {
 	// Target is the URL deliveries are sent to. Required.
 	Target *url.URL
-	// HTTPClient sends the requests. If nil, a rest.Client with
-	// DefaultTargetTimeout and rest's default retry policy.
+	// HTTPClient sends the requests. Required.
 	HTTPClient *rest.Client
 	// Options adjust each request (query, re-signing).
 	Options ForwardOptions
-}
-
-// defaultForwardClient is used by a forwarder whose HTTPClient is nil.
-var defaultForwardClient = &rest.Client{
-	HTTPClient: &http.Client{Timeout: DefaultTargetTimeout},
-	Retry:      &rest.RetryPolicy{},
 }
 
 // Forward sends d to f.Target and returns the outcome: the final status,
@@ -180,9 +173,6 @@ var defaultForwardClient = &rest.Client{
 // returns nil.
 func (f *forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 	client := f.HTTPClient
-	if client == nil {
-		client = defaultForwardClient
-	}
 	res := &TargetResult{URL: redact.URL(f.Target.String())}
 	req, err := ForwardRequest(ctx, f.Target, d, f.Options)
 	if err != nil {

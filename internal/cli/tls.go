@@ -19,17 +19,19 @@ func insecureFlag() ucli.Flag {
 }
 
 // httpTransport returns the transport for requests to targets and relays:
-// nil (net/http's default, which verifies certificates) unless insecure,
-// then a copy of the default that skips verification. It prints the
-// warning about it on stderr, once per call: commands call it once.
+// a copy of net/http's default that never asks for compression (a replayed
+// request carries only the headers its sender sent, and net/http would add
+// Accept-Encoding: gzip) and, with insecure, skips certificate
+// verification. It prints the warning about insecure on stderr, once per
+// call: commands call it once.
 func httpTransport(insecure bool, s *streams) http.RoundTripper {
-	if !insecure {
-		return nil
-	}
-	fmt.Fprintf(s.err, "%s --insecure: TLS certificates are not verified; anyone on the network path can read and change deliveries (use it only with test servers)\n",
-		paint(s.errColor, color.FgYellow).Sprint("warning:"))
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+	t.DisableCompression = true
+	if insecure {
+		fmt.Fprintf(s.err, "%s --insecure: TLS certificates are not verified; anyone on the network path can read and change deliveries (use it only with test servers)\n",
+			paint(s.errColor, color.FgYellow).Sprint("warning:"))
+		t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
+	}
 	return t
 }
 
