@@ -324,6 +324,7 @@ type Client struct {
 		forwarded, targetFails, saved, saveFails, malformed, gaps,
 		duplicates, redeliveries, failedSaved, lost, stateFails atomic.Int64
 	}
+	warnings warnLimit // for malformed messages
 }
 
 // item is a delivery on its way to a worker.
@@ -523,7 +524,12 @@ func (c *Client) decode(ev SSEEvent) *Delivery {
 	m, err := Decode(ev)
 	if err != nil {
 		c.stats.malformed.Add(1)
-		c.logger.Warn("skipping a relay message that is not a delivery", "err", err)
+		if ok, hidden := c.warnings.allow(time.Now()); ok {
+			if hidden > 0 {
+				c.logger.Warn("more relay messages that are not deliveries were skipped without a warning", "count", hidden)
+			}
+			c.logger.Warn("skipping a relay message that is not a delivery", "err", err)
+		}
 		return nil
 	}
 	switch m.Kind {
@@ -877,4 +883,34 @@ func saveableHeader(h http.Header) http.Header {
 		out.Del(k)
 	}
 	return out
+}
+
+// warnLimit bounds the warnings a relay's messages cause, so that a hostile
+// or broken relay cannot fill the terminal or a log (one sent 273 MB of
+// them in 30 s): at most warnBurst per minute; the next one allowed after a
+// quiet spell says how many were not shown.
+type warnLimit struct {
+	mu     sync.Mutex
+	start  time.Time
+	shown  int
+	hidden int
+}
+
+const warnBurst = 10
+
+// allow reports whether a warning may be logged now, and how many were
+// held back before it.
+func (w *warnLimit) allow(now time.Time) (ok bool, hidden int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.Sub(w.start) >= time.Minute {
+		w.start, w.shown = now, 0
+	}
+	if w.shown >= warnBurst {
+		w.hidden++
+		return false, 0
+	}
+	w.shown++
+	hidden, w.hidden = w.hidden, 0
+	return true, hidden
 }

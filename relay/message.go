@@ -14,12 +14,9 @@ import (
 	"github.com/hookline/hookline/internal/wire"
 )
 
-// maxHeaderBytes is the largest header block ingest accepts: the sum over
-// every field of name, value and 4 bytes (": " and CRLF), plus the host. It
-// is Node's default limit, which smee.io and most webhook targets run with:
-// smee-client turns every header of a message into a request header, so a
-// larger block would only fail at the target with 431.
-const maxHeaderBytes = 16 << 10
+// maxHeaderBytes is the largest header block ingest accepts (see
+// wire.MaxHeaderBytes), the host included.
+const maxHeaderBytes = wire.MaxHeaderBytes
 
 // entryOverhead is what one retained delivery costs beyond its bytes (the
 // struct, slices, map entries), counted in the history limits so that many

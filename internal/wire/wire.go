@@ -392,6 +392,13 @@ func jsonKey(raw []byte) string {
 	return s
 }
 
+// MaxHeaderBytes bounds a delivery's header block: the sum over every
+// field of name, value and 4 bytes (": " and CRLF). It is Node's default
+// limit, which smee.io and most webhook targets run with: the relay refuses
+// a larger request (431), and a client refuses a message whose headers
+// exceed it, since it would turn each into a request header.
+const MaxHeaderBytes = 16 << 10
+
 var messageKeys = map[string]bool{
 	KeyBody: true, KeyBodyB: true, KeyRawData: true, KeyQuery: true, KeyTimestamp: true, KeyMethod: true,
 }
@@ -407,12 +414,16 @@ func decodeDelivery(obj map[string]json.RawMessage) (*Delivery, error) {
 		}
 	}
 	sort.Strings(names)
+	size := 0
 	for _, k := range names {
 		if !header.IsToken(k) {
 			continue
 		}
 		for _, v := range headerValues(obj[k]) {
 			if header.IsValue(v) {
+				if size += len(k) + len(v) + 4; size > MaxHeaderBytes {
+					return nil, fmt.Errorf("the message's headers take more than %d bytes, more than any relay accepts", MaxHeaderBytes)
+				}
 				d.Header.Add(k, v)
 			}
 		}
