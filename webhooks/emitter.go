@@ -71,6 +71,81 @@ type Emitter struct {
 	// registrations in order. The slices are copy-on-write: never modified
 	// once stored, so Receive can use them after releasing mu.
 	hooks map[string][]*Registration
+
+	work running // Receive calls and error handlers in progress, for Shutdown
+}
+
+// running counts work in progress and ends it on request. The zero value
+// is ready to use.
+type running struct {
+	mu   sync.Mutex
+	n    int
+	idle []chan struct{} // closed when n drops to 0
+	life context.Context // cancelled when wait gives up
+	end  context.CancelFunc
+}
+
+// start records one piece of work that runs with ctx, and returns ctx
+// cancelled also when end is called, and the function to call when the
+// work is done.
+func (r *running) start(ctx context.Context) (context.Context, func()) {
+	r.mu.Lock()
+	if r.life == nil {
+		r.life, r.end = context.WithCancel(context.Background())
+	}
+	r.n++
+	life := r.life
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(life, cancel)
+	return ctx, func() {
+		unhook()
+		cancel()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.n--; r.n == 0 {
+			for _, ch := range r.idle {
+				close(ch)
+			}
+			r.idle = nil
+		}
+	}
+}
+
+// wait waits until no work is in progress, or until ctx ends: then it
+// cancels the contexts of the work still running and returns ctx's error.
+func (r *running) wait(ctx context.Context) error {
+	r.mu.Lock()
+	if r.n == 0 {
+		r.mu.Unlock()
+		return nil
+	}
+	idle := make(chan struct{})
+	r.idle = append(r.idle, idle)
+	r.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		r.mu.Lock()
+		if r.end != nil {
+			r.end()
+			r.life, r.end = nil, nil // work started from now on is not cancelled
+		}
+		r.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// Shutdown waits for the handlers and error handlers that are running,
+// those the middleware left running after answering 202 included, then
+// returns nil. If ctx ends first, it cancels their contexts and returns
+// ctx's error without waiting further. Call it when the server shuts down
+// (see [http.Server.RegisterOnShutdown] and the example), so that the
+// process does not exit in the middle of a handler after GitHub got a 2xx.
+// Deliveries received meanwhile are still handled.
+func (em *Emitter) Shutdown(ctx context.Context) error {
+	return em.work.wait(ctx)
 }
 
 // NewEmitter returns an Emitter configured by opts.
@@ -217,6 +292,8 @@ func (em *Emitter) Receive(ctx context.Context, e Event) error {
 	if strings.ContainsAny(e.Name, ".*") {
 		return badRequest(fmt.Errorf("%w: %q (an X-GitHub-Event value has no . or *)", ErrInvalidName, e.Name))
 	}
+	ctx, done := em.work.start(ctx)
+	defer done()
 	action, err := checkPayload(e.Payload)
 	if err != nil {
 		return err
@@ -343,7 +420,9 @@ func (em *Emitter) notify(ctx context.Context, agg *AggregateError) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	for _, r := range regs {
+		ctx, done := em.work.start(ctx)
 		go func() {
+			defer done()
 			defer func() {
 				if v := recover(); v != nil {
 					em.log().Error("webhooks: error handler panicked", "event", agg.Event.Name, "id", agg.Event.ID, "panic", v, "stack", string(debug.Stack()))

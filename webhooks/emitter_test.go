@@ -763,3 +763,60 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("after concurrent use: Receive error %v, %d calls; want nil, 1 (everything else removed)", err, calls.Load())
 	}
 }
+
+// Shutdown waits for handlers still running, error handlers included, and
+// when its context ends first it cancels theirs. Before, nothing could wait
+// for them: a process exited mid-handler after GitHub got a 2xx.
+func TestShutdownDrainsHandlers(t *testing.T) {
+	t.Run("waits", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: discard})
+			var handled, errHandled atomic.Bool
+			mustOn(t, em, "push", func(context.Context, webhooks.Event) error {
+				time.Sleep(5 * time.Second)
+				handled.Store(true)
+				return errors.New("failed")
+			})
+			em.OnError(func(context.Context, *webhooks.AggregateError) {
+				time.Sleep(2 * time.Second)
+				errHandled.Store(true)
+			})
+			go em.Receive(context.Background(), event("push", `{}`))
+			synctest.Wait() // the handler is running
+			start := time.Now()
+			if err := em.Shutdown(t.Context()); err != nil {
+				t.Errorf("Shutdown = %v, want nil", err)
+			}
+			if !handled.Load() || !errHandled.Load() || time.Since(start) != 7*time.Second {
+				t.Errorf("Shutdown returned after %v with handler done %v, error handler done %v; want both, after 7s", time.Since(start), handled.Load(), errHandled.Load())
+			}
+		})
+	})
+	t.Run("gives up and cancels", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: discard})
+			cancelled := make(chan error, 1)
+			mustOn(t, em, "push", func(ctx context.Context, _ webhooks.Event) error {
+				<-ctx.Done()
+				cancelled <- ctx.Err()
+				return nil
+			})
+			go em.Receive(context.WithoutCancel(t.Context()), event("push", `{}`))
+			synctest.Wait()
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			if err := em.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
+			}
+			if err := <-cancelled; !errors.Is(err, context.Canceled) {
+				t.Errorf("the handler's context ended with %v, want Canceled", err)
+			}
+		})
+	})
+	t.Run("nothing running", func(t *testing.T) {
+		em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: discard})
+		if err := em.Shutdown(t.Context()); err != nil {
+			t.Errorf("Shutdown = %v, want nil", err)
+		}
+	})
+}

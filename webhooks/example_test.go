@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/hookline/hookline/webhooks"
 )
@@ -102,6 +103,49 @@ func ExampleNewMiddleware() {
 	// received push 72d3162e-cc78-11e3-81ab-4c9367dc0958
 	// 200 "ok\n"
 	// 400 "{\"error\":\"signature does not match event payload and secret\"}"
+}
+
+// A server that drains its webhook handlers when it shuts down: a handler
+// still running after the middleware answered 202 (here its Timeout is
+// short) finishes before the program goes on.
+func ExampleEmitter_Shutdown() {
+	wh, err := webhooks.New(webhooks.Options{Secret: "mysecret", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err)
+	}
+	wh.OnAny(func(ctx context.Context, e webhooks.Event) error {
+		time.Sleep(100 * time.Millisecond) // slow work
+		fmt.Println("handler finished", e.Name)
+		return nil
+	})
+	ts := httptest.NewUnstartedServer(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{Timeout: 10 * time.Millisecond}))
+	drained := make(chan error, 1)
+	ts.Config.RegisterOnShutdown(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		drained <- wh.Shutdown(ctx)
+	})
+	ts.Start()
+
+	req, _ := http.NewRequest("POST", ts.URL+"/api/github/webhooks", strings.NewReader(`{"foo":"bar"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+	req.Header.Set("X-Hub-Signature-256", "sha256=4864d2759938a15468b5df9ade20bf161da9b4f737ea61794142f3484236bda3")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println("answered", resp.StatusCode)
+
+	ts.Config.Shutdown(context.Background()) // runs the hook
+	fmt.Println("drained:", <-drained)
+	ts.Close()
+	// Output:
+	// answered 202
+	// handler finished push
+	// drained: <nil>
 }
 
 func ExampleEmitter() {

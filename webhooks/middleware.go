@@ -79,7 +79,10 @@ type Middleware struct {
 }
 
 // NewMiddleware returns a Middleware dispatching to w, configured by opts.
-// It panics if w is nil.
+// It panics if w is nil. Handlers still running when it answers 202 go on
+// after the response: when the server shuts down, drain them with
+// [Emitter.Shutdown] (from [net/http.Server.RegisterOnShutdown]; see its
+// example).
 func NewMiddleware(w *Webhooks, opts MiddlewareOptions) *Middleware {
 	if w == nil {
 		panic("webhooks: NewMiddleware: nil *Webhooks")

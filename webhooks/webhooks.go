@@ -127,12 +127,5 @@ func (w *Webhooks) VerifyAndReceive(ctx context.Context, id, name string, payloa
 		return w.fail(ctx, Event{ID: id, Name: name, Payload: payload},
 			[]error{&statusError{status: http.StatusBadRequest, err: ErrInvalidSignature, cause: err}})
 	}
-	if name == "" {
-		return badRequest(ErrMissingName)
-	}
-	action, err := checkPayload(payload)
-	if err != nil {
-		return err
-	}
-	return w.dispatch(ctx, Event{ID: id, Name: name, Payload: payload}, action)
+	return w.Receive(ctx, Event{ID: id, Name: name, Payload: payload})
 }
