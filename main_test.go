@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -136,5 +137,75 @@ func TestForwardDrainsOnSIGINT(t *testing.T) {
 	}
 	if !strings.Contains(fw.stderr(), "summary: 1 received, 1 forwarded") {
 		t.Errorf("stderr lacks the summary:\n%s", fw.stderr())
+	}
+}
+
+// The real binary with a target that never answers: the first Ctrl-C says
+// what it waits for, the second quits at once with exit code 130, the
+// delivery is reported as interrupted (not unreachable) and kept in the
+// failed folder for a replay. Before, the first waited 10 s in silence and
+// the second was ignored.
+func TestForwardSecondCtrlCQuits(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGINT cannot be sent to a process on Windows")
+	}
+	if testing.Short() {
+		t.Skip("-short: builds and signals the binary")
+	}
+	bin := buildBinary(t)
+	arrived := make(chan struct{}, 1)
+	hang := make(chan struct{})
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select { // a hung target
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(hang); target.Close() })
+
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "forward", "--listen", "127.0.0.1:0", "--target", target.URL, "--no-color", "--save", dir)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	fw := startForward(t, cmd, 30*time.Second)
+	req, _ := http.NewRequest(http.MethodPost, fw.channel, strings.NewReader(`{"zen":"Design for failure."}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "ping")
+	req.Header.Set("X-GitHub-Delivery", "ctrlc-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the delivery never reached the target")
+	}
+
+	if err := fw.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	const waiting = "waiting up to 10s for 1 delivery in flight; Ctrl-C again to quit now"
+	deadline := time.After(5 * time.Second) // a hang guard; the line comes at once
+	for !strings.Contains(fw.stderr(), waiting) {
+		select {
+		case l := <-fw.lines:
+			fw.log = append(fw.log, l)
+		case <-deadline:
+			t.Fatalf("after the first Ctrl-C, stderr lacks %q:\n%s", waiting, fw.stderr())
+		}
+	}
+	err = fw.interrupt(t) // the second Ctrl-C; ignored, the drain would end with 0
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Errorf("after the second Ctrl-C: %v, want exit 130; stderr:\n%s", err, fw.stderr())
+	}
+	if !strings.Contains(stdout.String(), "→ interrupted") || strings.Contains(stdout.String(), "unreachable") {
+		t.Errorf("trace = %q, want the delivery shown as interrupted", stdout.String())
+	}
+	if failed, _ := filepath.Glob(filepath.Join(dir, "failed", "*ctrlc-1*.json")); len(failed) != 1 {
+		t.Errorf("failed folder holds %v, want the interrupted delivery", failed)
 	}
 }

@@ -254,6 +254,9 @@ type TargetResult struct {
 	Duration time.Duration // from the first attempt to the final answer
 	Err      error         // transport failure (after retries), if any
 	Body     []byte        // the first bytes of the response body (up to 4 KiB)
+	// Interrupted: the client stopped (Stop, or the end of the drain)
+	// while the delivery was in flight; Err says so.
+	Interrupted bool
 }
 
 // OK reports whether the target answered 2xx.
@@ -295,6 +298,7 @@ type Stats struct {
 	FailedSaved  int64 // deliveries the target did not take, saved in FailedDir
 	Lost         int64 // deliveries the target did not take and nothing saved (Result.Lost)
 	StateFails   int64 // failed writes of the state file
+	InFlight     int64 // deliveries being handled now (not a count of the past)
 }
 
 // Client subscribes to a relay channel and handles every delivery:
@@ -322,9 +326,10 @@ type Client struct {
 	stats struct {
 		received, filtered, verified, verifyFailed, unverified, handlerFails,
 		forwarded, targetFails, saved, saveFails, malformed, gaps,
-		duplicates, redeliveries, failedSaved, lost, stateFails atomic.Int64
+		duplicates, redeliveries, failedSaved, lost, stateFails, inFlight atomic.Int64
 	}
 	warnings warnLimit // for malformed messages
+	stop     atomic.Pointer[context.CancelFunc] // ends Run's work (Stop)
 }
 
 // item is a delivery on its way to a worker.
@@ -431,6 +436,17 @@ func (c *Client) Stats() Stats {
 		Malformed: s.malformed.Load(), Gaps: s.gaps.Load(),
 		Duplicates: s.duplicates.Load(), Redeliveries: s.redeliveries.Load(),
 		FailedSaved: s.failedSaved.Load(), Lost: s.lost.Load(), StateFails: s.stateFails.Load(),
+		InFlight: s.inFlight.Load(),
+	}
+}
+
+// Stop cuts short the drain Run does once its context is done: deliveries
+// still in flight are stopped at once (their Target says Interrupted and
+// they go to the failed folder) and Run returns. Before Run, or after it,
+// Stop does nothing. It is for a second Ctrl-C.
+func (c *Client) Stop() {
+	if stop := c.stop.Load(); stop != nil {
+		(*stop)()
 	}
 }
 
@@ -465,6 +481,8 @@ func (c *Client) Run(ctx context.Context) error {
 	// timeout.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
+	c.stop.Store(&cancelWork)
+	defer c.stop.Store(nil)
 	drain := c.opts.DrainTimeout
 	if drain <= 0 {
 		drain = DefaultDrainTimeout
@@ -610,6 +628,8 @@ func (c *Client) Replay(ctx context.Context, cd capture.Delivery) Result {
 // handle runs one delivery read by Run, stores the checkpoint and reports
 // the Result.
 func (c *Client) handle(ctx context.Context, it item) {
+	c.stats.inFlight.Add(1)
+	defer c.stats.inFlight.Add(-1)
 	r := c.process(ctx, it.d, it.duplicate, it.redelivery)
 	c.state.finish(it.seq, it.d.EventID, c.durableIDs())
 	c.report(r)
@@ -670,6 +690,7 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 		}
 		if c.fwd != nil {
 			r.Target = c.fwd.Forward(ctx, d)
+			r.Target.Interrupted = r.Target.Err != nil && ctx.Err() != nil
 		}
 		wg.Wait()
 		if r.HandlerErr != nil {

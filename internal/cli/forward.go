@@ -341,6 +341,14 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 			fmt.Fprintf(s.err, "state file: %s\n", o.stateFile)
 		}
 	}
+	// The first Ctrl-C (ctx) says what it waits for; the second quits.
+	quit := quitContext(ctx)
+	defer context.AfterFunc(quit, client.Stop)()
+	defer context.AfterFunc(ctx, func() {
+		if n := client.Stats().InFlight; n > 0 && quit.Err() == nil {
+			tr.note(fmt.Sprintf("waiting up to %s for %s in flight; Ctrl-C again to quit now", proxy.DefaultDrainTimeout, plural(int(n), "delivery", "deliveries")))
+		}
+	})()
 	err = client.Run(ctx)
 	tr.summary(client.Stats(), summaryInfo{
 		saveDir: o.saveDir, failedDir: client.FailedDir(), failedAuto: o.failedAuto, target: o.target,
@@ -350,6 +358,8 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		return fmt.Errorf("%w\n%s", err, hint)
 	}
 	switch {
+	case err == nil && quit.Err() != nil:
+		return &codeError{code: ExitInterrupted, err: errors.New("quit at the second Ctrl-C: deliveries in flight were cut short (see the trace; the failed folder keeps them)")}
 	case errors.Is(err, proxy.ErrNotEventStream):
 		return fmt.Errorf("%w\nfor a gosmee server, add --format gosmee", err)
 	case errors.Is(err, proxy.ErrPermanent):

@@ -175,6 +175,8 @@ func (t *tracer) result(r proxy.Result) {
 			b.WriteString(t.yellow.Sprint(m) + " ") // a gosmee relay recorded another method
 		}
 		switch {
+		case tr.Interrupted:
+			b.WriteString(t.yellow.Sprint("interrupted"))
 		case tr.Err != nil:
 			b.WriteString(t.red.Sprint("unreachable"))
 		case tr.Status >= 500:
@@ -313,6 +315,8 @@ type jsonTarget struct {
 	DurationMS float64 `json:"duration_ms"`
 	Error      string  `json:"error,omitempty"`
 	Hint       string  `json:"hint,omitempty"`
+	// Interrupted: a second Ctrl-C cut the delivery short.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -342,6 +346,7 @@ func (t *tracer) writeJSON(r proxy.Result) {
 		if m := r.Delivery.Method; m != http.MethodPost {
 			j.Target.Method = m
 		}
+		j.Target.Interrupted = tr.Interrupted
 		if tr.Err != nil {
 			j.Target.Error = tr.Err.Error()
 			j.Target.Hint = certHint(tr.Err, "target")
@@ -368,6 +373,13 @@ func (t *tracer) writeJSON(r proxy.Result) {
 }
 
 // state prints a connection state change.
+// note prints a line of hookline's own on the info stream.
+func (t *tracer) note(msg string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintln(t.info, t.yellow.Sprint(msg))
+}
+
 func (t *tracer) state(s proxy.StateChange) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
