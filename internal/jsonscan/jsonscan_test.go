@@ -101,6 +101,20 @@ func TestDepthLimit(t *testing.T) {
 	}
 }
 
+// A member value is checked on its own: one nested as deep as
+// encoding/json allows is a member, one nested deeper is not. Before, the
+// object around it counted, so a relay message carrying a body nested
+// exactly 10,000 deep was refused while 9,999 and 10,001 arrived.
+func TestObjectMemberDepth(t *testing.T) {
+	for _, n := range []int{9999, 10000, 10001} {
+		body := strings.Repeat("[", n) + "1" + strings.Repeat("]", n)
+		_, ok := jsonscan.Object([]byte(`{"body":` + body + `}`))
+		if want := json.Valid([]byte(body)); ok != want {
+			t.Errorf("Object({\"body\": %d deep}) ok = %v, want %v (encoding/json on the body alone)", n, ok, want)
+		}
+	}
+}
+
 func TestObject(t *testing.T) {
 	for _, tc := range []struct {
 		name string

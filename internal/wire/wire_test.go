@@ -72,6 +72,17 @@ func TestEncodeDecode(t *testing.T) {
 	}
 }
 
+// A delivery whose body is nested as deep as encoding/json allows decodes;
+// the message around it does not count against the limit.
+func TestDecodeDeepBody(t *testing.T) {
+	body := []byte(strings.Repeat("[", 10000) + "1" + strings.Repeat("]", 10000))
+	frame := EncodeMessage(Message{Header: []Header{{Name: "x-github-event", Value: "push"}}, Body: body, Query: []byte("{}"), BodyB: body})
+	d, _, err := Decode(data(t, frame))
+	if err != nil || !bytes.Equal(d.Body, body) {
+		t.Fatalf("Decode of a 10,000-deep body: %v", err)
+	}
+}
+
 func TestDecodeControlAndErrors(t *testing.T) {
 	tests := []struct {
 		data, name, err string
