@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -328,7 +329,7 @@ type Client struct {
 		forwarded, targetFails, saved, saveFails, malformed, gaps,
 		duplicates, redeliveries, failedSaved, lost, stateFails, inFlight atomic.Int64
 	}
-	warnings warnLimit // for malformed messages
+	warnings warnLimit                          // for malformed messages
 	stop     atomic.Pointer[context.CancelFunc] // ends Run's work (Stop)
 }
 
@@ -542,6 +543,9 @@ func (c *Client) decode(ev SSEEvent) *Delivery {
 	m, err := Decode(ev)
 	if err != nil {
 		c.stats.malformed.Add(1)
+		if errors.Is(err, bufio.ErrTooLong) {
+			c.keepSkipped(ev, err)
+		}
 		if ok, hidden := c.warnings.allow(time.Now()); ok {
 			if hidden > 0 {
 				c.logger.Warn("more relay messages that are not deliveries were skipped without a warning", "count", hidden)
@@ -732,6 +736,33 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 			"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
 	}
 	return r
+}
+
+// keepSkipped leaves a note in the failed folder for an event too large to
+// receive: the client goes on past it (its id counts as read, or every
+// reconnect would receive it again), so the note is what tells the user
+// that a delivery the relay acknowledged did not arrive, and how to get it.
+func (c *Client) keepSkipped(ev SSEEvent, cause error) {
+	if c.failedDir == "" {
+		c.stats.lost.Add(1)
+		c.logger.Error("a delivery too large to receive was skipped; the relay still has it", "event_id", ev.ID, "err", cause)
+		return
+	}
+	// Named as a capture file would be, but .txt: replay reads only .json.
+	name := strings.TrimSuffix(capture.FileName(capture.Delivery{ReceivedAt: time.Now(), Event: "skipped", ID: ev.ID}), ".json") + ".txt"
+	text := fmt.Sprintf("hookline skipped event %q of %s: %v.\nThe relay still has it while its history keeps it: raise the limit and resume before that id (--last-event-id), or on a hookline relay POST %s/redeliver/%s.\n",
+		ev.ID, c.source, cause, c.source, ev.ID)
+	path := filepath.Join(c.failedDir, name)
+	err := os.MkdirAll(c.failedDir, 0o700)
+	if err == nil {
+		err = os.WriteFile(path, []byte(text), 0o600)
+	}
+	if err != nil {
+		c.stats.lost.Add(1)
+		c.logger.Error("a delivery too large to receive was skipped, and the note about it could not be written", "event_id", ev.ID, "err", err)
+		return
+	}
+	c.logger.Error("a delivery too large to receive was skipped; a note about it is in the failed folder", "event_id", ev.ID, "file", path)
 }
 
 // saveFailed writes a delivery the target did not take to the failed

@@ -270,6 +270,20 @@ func TestClientHostileInput(t *testing.T) {
 				if s.Malformed != 1 || !strings.Contains(logs.String(), tt.logged) {
 					t.Errorf("Malformed = %d, log:\n%s\nwant 1 and the log to say %q", s.Malformed, logs.String(), tt.logged)
 				}
+				// An event too large to receive is a delivery the relay
+				// acked: a note in the failed folder says so (before, only
+				// a warning line did).
+				notes, _ := filepath.Glob(filepath.Join(saveDir, "failed", "*-skipped-2.txt"))
+				if tt.maxSize > 0 {
+					if len(notes) != 1 {
+						t.Fatalf("failed folder notes = %v, want one for event 2", notes)
+					}
+					if b, _ := os.ReadFile(notes[0]); !strings.Contains(string(b), `skipped event "2"`) {
+						t.Errorf("note = %q, want it to name event 2", b)
+					}
+				} else if len(notes) != 0 {
+					t.Errorf("a note %v for a malformed message, want none", notes)
+				}
 			case ignored:
 				if s.Malformed != 0 || s.Received != 2 {
 					t.Errorf("stats = %+v, want 2 received, nothing malformed", s)
