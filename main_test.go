@@ -78,6 +78,26 @@ func startForward(t *testing.T, cmd *exec.Cmd, timeout time.Duration) *forwardPr
 	return p
 }
 
+// sendPing posts a ping delivery with id to the channel and waits until
+// the target signals arrived.
+func (p *forwardProc) sendPing(t *testing.T, id string, arrived <-chan struct{}) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, p.channel, strings.NewReader(`{"zen":"Design for failure."}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "ping")
+	req.Header.Set("X-GitHub-Delivery", id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the delivery never reached the target")
+	}
+}
+
 // stderr returns the stderr lines read so far.
 func (p *forwardProc) stderr() string { return strings.Join(p.log, "\n") }
 
@@ -115,20 +135,7 @@ func TestForwardDrainsOnSIGINT(t *testing.T) {
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	fw := startForward(t, cmd, 30*time.Second)
-	req, _ := http.NewRequest(http.MethodPost, fw.channel, strings.NewReader(`{"zen":"Design for failure."}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "ping")
-	req.Header.Set("X-GitHub-Delivery", "sigint-1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	select {
-	case <-arrived:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the delivery never reached the target")
-	}
+	fw.sendPing(t, "sigint-1", arrived)
 	if err := fw.interrupt(t); err != nil {
 		t.Errorf("exit: %v, want 0; stderr:\n%s", err, fw.stderr())
 	}
@@ -169,20 +176,7 @@ func TestForwardSecondCtrlCQuits(t *testing.T) {
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	fw := startForward(t, cmd, 30*time.Second)
-	req, _ := http.NewRequest(http.MethodPost, fw.channel, strings.NewReader(`{"zen":"Design for failure."}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "ping")
-	req.Header.Set("X-GitHub-Delivery", "ctrlc-1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	select {
-	case <-arrived:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the delivery never reached the target")
-	}
+	fw.sendPing(t, "ctrlc-1", arrived)
 
 	if err := fw.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -197,7 +191,7 @@ func TestForwardSecondCtrlCQuits(t *testing.T) {
 			t.Fatalf("after the first Ctrl-C, stderr lacks %q:\n%s", waiting, fw.stderr())
 		}
 	}
-	err = fw.interrupt(t) // the second Ctrl-C; ignored, the drain would end with 0
+	err := fw.interrupt(t) // the second Ctrl-C; ignored, the drain would end with 0
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Errorf("after the second Ctrl-C: %v, want exit 130; stderr:\n%s", err, fw.stderr())
