@@ -84,6 +84,7 @@ type Delivery struct {
 	Query      string      // raw query string, without '?'
 	Headers    http.Header // original request headers
 	Body       []byte      // exact body bytes
+	Note       string      // why it was kept, for a delivery in a failed folder
 
 	// Path is the file the delivery was read from. Read and Load set it;
 	// Marshal and Write ignore it.
@@ -103,6 +104,7 @@ type document struct {
 	Headers      map[string][]string `json:"headers"`
 	BodyEncoding string              `json:"body_encoding"`
 	Body         string              `json:"body"`
+	Note         string              `json:"note,omitempty"`
 }
 
 // Marshal returns the capture document for d, indented for people to read.
@@ -120,6 +122,7 @@ func Marshal(d Delivery) ([]byte, error) {
 		Method:     d.Method,
 		Query:      d.Query,
 		Headers:    map[string][]string(d.Headers),
+		Note:       d.Note,
 	}
 	if doc.Headers == nil {
 		doc.Headers = map[string][]string{}
@@ -171,6 +174,7 @@ func Unmarshal(data []byte) (Delivery, error) {
 		Method:     doc.Method,
 		Query:      doc.Query,
 		Headers:    http.Header{},
+		Note:       doc.Note,
 	}
 	for k, v := range doc.Headers {
 		d.Headers[http.CanonicalHeaderKey(k)] = append(d.Headers[http.CanonicalHeaderKey(k)], v...)

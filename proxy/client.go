@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,10 +137,11 @@ type Options struct {
 	// as a capture file (see package capture). A failed save is reported
 	// in the Result and does not stop forwarding.
 	SaveDir string
-	// FailedDir is where a delivery the target did not take is saved as a
-	// capture file, for `hookline replay` (TargetResult.Failed: no answer
-	// after the retries, or 408, 425, 429, 5xx after the retries). It is
-	// created when the first such delivery is saved. If empty, SaveDir's
+	// FailedDir is where a delivery the target did not take
+	// (TargetResult.Failed: no answer or a non-2xx status, after the
+	// retries), or whose signature failed, is saved as a capture file with
+	// a note saying why, for `hookline replay`. It is created when the first
+	// such delivery is saved. If empty, SaveDir's
 	// "failed" subdirectory when SaveDir is set; otherwise such deliveries
 	// are only reported (Stats.Lost counts them).
 	FailedDir string
@@ -228,9 +230,9 @@ type Result struct {
 	SaveErr error
 
 	// FailedFile is the capture file written in FailedDir for a delivery
-	// the target did not take (Target.Failed()); FailedErr why that write
-	// failed. Both are empty when the target took it or there is no
-	// FailedDir.
+	// the target did not take (Target.Failed()) or whose signature failed
+	// (its Note says which); FailedErr why that write failed. Both are
+	// empty otherwise, or when there is no FailedDir.
 	FailedFile string
 	FailedErr  error
 }
@@ -260,25 +262,26 @@ type TargetResult struct {
 	Interrupted bool
 }
 
+// Summary says in a few words how the target answered: "404 Not Found",
+// "no answer (interrupted)", "no answer: <error>".
+func (t *TargetResult) Summary() string {
+	switch {
+	case t.Interrupted:
+		return "no answer (interrupted)"
+	case t.Err != nil:
+		return "no answer: " + t.Err.Error()
+	}
+	return strconv.Itoa(t.Status) + " " + http.StatusText(t.Status)
+}
+
 // OK reports whether the target answered 2xx.
 func (t *TargetResult) OK() bool { return t.Err == nil && t.Status >= 200 && t.Status < 300 }
 
-// Failed reports whether the delivery did not get through for a reason
-// that may pass, so it is worth replaying later: no answer (a network
-// error, a timeout, the client stopping) or, after the retries, one of the
-// statuses they retry: 408, 425, 429 or 5xx. Any other 4xx is the target
-// refusing the delivery itself, which sending the same bytes again would
-// not change: that is reported, not kept for replay.
-func (t *TargetResult) Failed() bool {
-	if t.Err != nil {
-		return true
-	}
-	switch t.Status {
-	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
-		return true
-	}
-	return t.Status >= 500 || t.Status == 0
-}
+// Failed reports whether the target did not take the delivery: no answer
+// or a status other than 2xx. Such a delivery is kept in the failed folder:
+// a 404 from a wrong path is fixed by replaying the same bytes to the right
+// URL, a 5xx by replaying once the target is back.
+func (t *TargetResult) Failed() bool { return !t.OK() }
 
 // Stats count what a Client did. All counts are deliveries.
 type Stats struct {
@@ -722,7 +725,13 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 			c.stats.saved.Add(1)
 		}
 	}
-	if r.Target != nil && r.Target.Failed() && c.failedDir != "" {
+	switch {
+	case r.Verification == VerificationFailed:
+		cd.Note = "not passed on: " + r.VerifyNote + " (replay it with the right secret)"
+	case r.Target != nil && r.Target.Failed():
+		cd.Note = "the target answered " + r.Target.Summary()
+	}
+	if cd.Note != "" && c.failedDir != "" {
 		r.FailedFile, r.FailedErr = c.saveFailed(cd)
 		if r.FailedErr != nil {
 			c.stats.saveFails.Add(1)

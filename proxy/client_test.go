@@ -225,7 +225,8 @@ func TestClientNeverPassesOnABadSignature(t *testing.T) {
 
 	relay := newPushRelay(t)
 	res := newResults()
-	c, _, _ := startClient(t, proxy.Options{URL: relay.URL + "/c", Secret: "right", Target: target.URL, Handlers: handlers, OnResult: res.add})
+	failed := t.TempDir()
+	c, _, _ := startClient(t, proxy.Options{URL: relay.URL + "/c", Secret: "right", Target: target.URL, Handlers: handlers, OnResult: res.add, FailedDir: failed})
 	body := []byte(`{"zen":"x"}`)
 	relay.push(1, githubHeaders("bad", "ping", "wrong", body), nil, body)
 	noSig := githubHeaders("nosig", "ping", "", body)
@@ -246,6 +247,13 @@ func TestClientNeverPassesOnABadSignature(t *testing.T) {
 	}
 	if s := c.Stats(); s.VerifyFailed != 2 || s.Verified != 1 || s.Forwarded != 1 {
 		t.Errorf("Stats = %+v, want 2 failed, 1 verified, 1 forwarded", s)
+	}
+	// Kept for a replay with the right secret (before, dropped for good).
+	for _, r := range all[:2] {
+		cd, err := capture.Read(r.FailedFile)
+		if err != nil || !bytes.Equal(cd.Body, body) || !strings.HasPrefix(cd.Note, "not passed on: ") {
+			t.Errorf("delivery %s: failed file %q: %v, note %q; want the delivery, marked", r.Delivery.ID, r.FailedFile, err, cd.Note)
+		}
 	}
 }
 

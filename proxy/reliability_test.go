@@ -437,7 +437,9 @@ func TestFaultSlowTarget(t *testing.T) {
 }
 
 // Deliveries the target does not take (down, 5xx after the retries) are
-// saved in FailedDir; a 4xx is reported but not kept. Forwarding goes on.
+// saved in FailedDir, a 4xx too (a wrong path is fixed by replaying the
+// same bytes to the right URL; before, only 408/425/429/5xx were kept), each
+// with a note saying how the target answered. Forwarding goes on.
 func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
 	rl := relaytest.Start(t, relay.Options{})
 	target := &relaytest.Sink{Status: func(_ int, _ http.ResponseWriter, r *http.Request) int {
@@ -471,7 +473,7 @@ func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
 	for _, r := range all {
 		byID[r.Delivery.ID] = r
 	}
-	for n, want := range map[int]bool{1: false, 2: true, 3: false, 4: true, 5: false} {
+	for n, want := range map[int]bool{1: false, 2: true, 3: true, 4: true, 5: false} {
 		r := byID[relaytest.ID(n)]
 		if got := r.FailedFile != ""; got != want {
 			t.Errorf("delivery %d: FailedFile = %q (err %v), want saved = %v", n, r.FailedFile, r.FailedErr, want)
@@ -490,9 +492,12 @@ func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
 		if cd.ID != relaytest.ID(n) || !bytes.Equal(cd.Body, body(n)) {
 			t.Errorf("delivery %d: the capture holds %q with %d bytes", n, cd.ID, len(cd.Body))
 		}
+		if wantNote := map[int]string{2: "the target answered 502 Bad Gateway", 3: "the target answered 400 Bad Request", 4: "the target answered no answer: "}[n]; !strings.HasPrefix(cd.Note, wantNote) {
+			t.Errorf("delivery %d: note %q, want it to start %q", n, cd.Note, wantNote)
+		}
 	}
-	if s := c.Stats(); s.FailedSaved != 2 || s.Lost != 0 || s.TargetFails != 3 {
-		t.Errorf("stats = %+v, want 2 saved for replay, 3 target failures, none lost", s)
+	if s := c.Stats(); s.FailedSaved != 3 || s.Lost != 0 || s.TargetFails != 3 {
+		t.Errorf("stats = %+v, want 3 saved for replay, 3 target failures, none lost", s)
 	}
 	if st, err := os.Stat(failed); err != nil || st.Mode().Perm() != 0o700 {
 		t.Errorf("failed folder: %v, mode %v; want created owner-only", err, st.Mode().Perm())

@@ -49,7 +49,7 @@ func TestForwardFailedFolderThenReplay(t *testing.T) {
 	if len(files) != 3 {
 		t.Fatalf("%d files in the failed folder, want 3; stderr:\n%s", len(files), stderr)
 	}
-	for _, want := range []string{"3 not taken by the target, saved for a replay in " + failed + ":", "send them again with: hookline replay --target " + down + " " + failed} {
+	for _, want := range []string{"3 not delivered (no answer ×3), kept for a replay in " + failed + ":", "send them again with: hookline replay --target " + down + " " + failed} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("summary lacks %q:\n%s", want, stderr)
 		}
@@ -97,7 +97,7 @@ func TestForwardDefaultFailedFolder(t *testing.T) {
 	}
 }
 
-// --save uses the save folder's "failed" subfolder; a 4xx is not kept.
+// --save uses the save folder's "failed" subfolder, for a 4xx too.
 func TestForwardFailedFolderUnderSave(t *testing.T) {
 	rl := relaytest.Start(t, relay.Options{})
 	target := &relaytest.Sink{Status: func(_ int, _ http.ResponseWriter, r *http.Request) int {
@@ -121,8 +121,8 @@ func TestForwardFailedFolderUnderSave(t *testing.T) {
 	f.stop(t)
 	all, _ := filepath.Glob(filepath.Join(save, "*.json"))
 	failed, _ := filepath.Glob(filepath.Join(save, "failed", "*.json"))
-	if len(all) != 3 || len(failed) != 1 || !strings.Contains(failed[0], relaytest.ID(1)) {
-		t.Errorf("saved %q and, for a replay, %q; want 3 and only the 503", all, failed)
+	if len(all) != 3 || len(failed) != 2 || !strings.Contains(failed[0], relaytest.ID(1)) || !strings.Contains(failed[1], relaytest.ID(2)) {
+		t.Errorf("saved %q and, for a replay, %q; want 3, and the 503 and the 422", all, failed)
 	}
 }
 

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +37,7 @@ type tracer struct {
 
 	failed      []string // capture files of deliveries the target did not take
 	failedCount int
+	failedWhy   map[string]int // why each was kept: a status, "no answer", "bad signature"
 	// forward is set by forward, whose deliveries exist nowhere else: a
 	// delivery neither forwarded nor saved is shown as lost. (replay's are
 	// still in their capture files.)
@@ -125,6 +129,17 @@ func (t *tracer) result(r proxy.Result) {
 		if len(t.failed) < maxListedFailed {
 			t.failed = append(t.failed, r.FailedFile)
 		}
+		why := "bad signature"
+		if tr := r.Target; r.Verification != proxy.VerificationFailed && tr != nil {
+			why = strconv.Itoa(tr.Status)
+			if tr.Err != nil {
+				why = "no answer"
+			}
+		}
+		if t.failedWhy == nil {
+			t.failedWhy = map[string]int{}
+		}
+		t.failedWhy[why]++
 	}
 	if t.json {
 		t.writeJSON(r)
@@ -448,7 +463,14 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 		if in.failedAuto {
 			where += " (hookline's default failed folder; choose one with --failed-dir)"
 		}
-		fmt.Fprintf(t.info, "%s %s:\n", t.yellow.Sprintf("%d not taken by the target, saved for a replay in", t.failedCount), where)
+		var why []string
+		for _, w := range slices.Sorted(maps.Keys(t.failedWhy)) {
+			if n := t.failedWhy[w]; n > 1 {
+				w += fmt.Sprintf(" ×%d", n)
+			}
+			why = append(why, w)
+		}
+		fmt.Fprintf(t.info, "%s %s:\n", t.yellow.Sprintf("%d not delivered (%s), kept for a replay in", t.failedCount, strings.Join(why, ", ")), where)
 		for _, p := range t.failed {
 			fmt.Fprintf(t.info, "  %s\n", p)
 		}

@@ -85,9 +85,12 @@ func traceResults() []proxy.Result {
 			Action: "created", Filtered: true,
 		},
 		{
+			// A 4xx is kept for a replay too (a wrong path, fixed by
+			// replaying to the right URL).
 			Delivery: d("a3bb189e", "release", `{"action":"published"}`), Received: at.Add(5 * time.Second),
 			Action: "published", Verification: proxy.VerificationPassed,
-			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 404, Duration: 2 * time.Millisecond},
+			Target:     &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 404, Duration: 2 * time.Millisecond},
+			FailedFile: "failed/20261122T100005.000Z-release-a3bb189e.json",
 		},
 		{
 			Delivery: d("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues", `{"action":"opened","issue":{"number":1}}`), Received: at.Add(6 * time.Second),
