@@ -260,6 +260,8 @@ type TargetResult struct {
 	// Interrupted: the client stopped (Stop, or the end of the drain)
 	// while the delivery was in flight; Err says so.
 	Interrupted bool
+	// Attempts is how many requests were made, retries included.
+	Attempts int
 }
 
 // Summary says in a few words how the target answered: "404 Not Found",

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookline/hookline/internal/redact"
@@ -180,6 +182,12 @@ func (f *forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 		return res
 	}
 	res.URL = redact.URL(req.URL.String())
+	// Every attempt the client's retries make asks for a connection.
+	var attempts atomic.Int32
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GetConn: func(string) { attempts.Add(1) },
+	}))
+	defer func() { res.Attempts = int(attempts.Load()) }()
 	start := time.Now()
 	resp, err := client.MakeRequest(req)
 	if err != nil {

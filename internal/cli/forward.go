@@ -300,6 +300,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		}
 	}
 	tr := newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose, nil)
+	tr.secrets = []string{o.secret, o.targetSecret}
 	tr.forward = true
 	dedupWindow := o.dedupWindow
 	if dedupWindow == 0 {

@@ -213,6 +213,7 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 	r.c = c
 	// In a dry run the request block below replaces the tracer's details.
 	r.tr = newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose && !r.dry, traceZone)
+	r.tr.secrets = []string{o.secret}
 	if len(ds) > progressMin && stderrIsTerminal(s) {
 		r.bar = &progressBar{w: s.err, total: len(ds), label: "replaying"}
 		r.bar.draw()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"strings"
 
@@ -111,6 +112,31 @@ func redactSecret(s, secret string) string {
 		return s
 	}
 	return strings.ReplaceAll(s, secret, "[secret]")
+}
+
+// redactEcho removes from text (a target's answer or an error, which may
+// echo the request) the secrets and the values of the sensitive headers in
+// header (Authorization, Cookie...), whole and as the credential after
+// their scheme ("Bearer <token>").
+func redactEcho(text string, secrets []string, header http.Header) string {
+	for _, s := range secrets {
+		text = redactSecret(text, s)
+	}
+	for name, vs := range header {
+		if !sensitiveHeaders[http.CanonicalHeaderKey(name)] {
+			continue
+		}
+		for _, v := range vs {
+			if v = strings.TrimSpace(v); v == "" {
+				continue
+			}
+			text = strings.ReplaceAll(text, v, "[redacted]")
+			if _, cred, ok := strings.Cut(v, " "); ok && len(strings.TrimSpace(cred)) >= 4 {
+				text = strings.ReplaceAll(text, strings.TrimSpace(cred), "[redacted]")
+			}
+		}
+	}
+	return text
 }
 
 // errRedacted returns err with every occurrence of secret in its message

@@ -80,7 +80,7 @@ so the delivery travels the way GitHub's do (relay → forward → server).
 			&ucli.BoolFlag{Name: "form", Usage: "send application/x-www-form-urlencoded (payload=<JSON>), GitHub's other content type"},
 			&ucli.StringFlag{Name: "delivery-id", Usage: "use this delivery `ID` instead of a random UUID (to test duplicate handling)"},
 			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request"},
-			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After"},
+			&ucli.IntFlag{Name: "retries", Value: 0, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After; none by default, as GitHub sends once"},
 			insecureFlag(),
 		),
 		Action: func(c *ucli.Context) error {
@@ -329,18 +329,11 @@ func printSent(s *streams, o sendOptions, d *proxy.Delivery, action string, res 
 // credentials given with --header Authorization (or Proxy-Authorization,
 // Cookie): a server that echoes its request must not make send print them.
 func (o sendOptions) redact(text string) string {
-	text = redactSecret(text, o.secret)
-	for _, h := range o.headers {
-		if !sensitiveHeaders[h.name] || h.value == "" {
-			continue
-		}
-		text = strings.ReplaceAll(text, h.value, "[redacted]")
-		// The credential alone, after its scheme ("Bearer <token>").
-		if _, cred, ok := strings.Cut(h.value, " "); ok && len(strings.TrimSpace(cred)) >= 4 {
-			text = strings.ReplaceAll(text, strings.TrimSpace(cred), "[redacted]")
-		}
+	h := http.Header{}
+	for _, hf := range o.headers {
+		h.Add(hf.name, hf.value)
 	}
-	return text
+	return redactEcho(text, []string{o.secret}, h)
 }
 
 // wrapList joins names with commas into lines of at most width bytes.

@@ -303,9 +303,19 @@ func TestSendRetriesHonourRetryAfter(t *testing.T) {
 		}
 		return http.StatusOK
 	})
+	// By default send sends once, as GitHub does.
+	if code, _, _ := run(t, "send", "--event", "push", "--target", target.URL); code != ExitFailure || len(target.requests()) != 1 {
+		t.Fatalf("default: exit %d after %d requests, want 1 after one (no retries)", code, len(target.requests()))
+	}
+	target = newRecordingTarget(t, func(n int, _ recordedRequest) int {
+		if n == 0 {
+			return http.StatusServiceUnavailable
+		}
+		return http.StatusOK
+	})
 	// The first answer has no Retry-After; rest's backoff (at most 250 ms
 	// for the first retry) applies.
-	code, out, errOut := run(t, "send", "--event", "push", "--target", target.URL)
+	code, out, errOut := run(t, "send", "--event", "push", "--retries", "3", "--target", target.URL)
 	if code != ExitOK {
 		t.Fatalf("exit code = %d, want 0 after a retry; stdout %q stderr %q", code, out, errOut)
 	}

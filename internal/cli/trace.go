@@ -36,6 +36,7 @@ type tracer struct {
 	families                      map[string]*color.Color
 
 	failed      []string // capture files of deliveries the target did not take
+	secrets     []string // never printed, even when a target echoes them
 	failedCount int
 	failedWhy   map[string]int // why each was kept: a status, "no answer", "bad signature"
 	// forward is set by forward, whose deliveries exist nowhere else: a
@@ -204,6 +205,9 @@ func (t *tracer) result(r proxy.Result) {
 			b.WriteString(t.yellow.Sprintf("%d", tr.Status))
 		}
 		b.WriteString(" " + formatDuration(tr.Duration))
+		if tr.Attempts > 1 {
+			fmt.Fprintf(&b, " after %d attempts", tr.Attempts)
+		}
 	}
 	if r.Redelivery {
 		b.WriteString(" " + t.dim.Sprint("(redelivery)"))
@@ -219,6 +223,15 @@ func (t *tracer) result(r proxy.Result) {
 		for _, line := range strings.Split(r.HandlerErr.Error(), "\n") {
 			fmt.Fprintf(&b, "    %s\n", t.red.Sprint(termSafe(line)))
 		}
+	}
+	if tr := r.Target; tr != nil && tr.Err == nil && !tr.OK() && len(tr.Body) > 0 {
+		// A target may echo the request: no secret, no credential.
+		body := []byte(redactEcho(string(tr.Body), t.secrets, r.Delivery.Headers))
+		said := termSafe(firstLine(body, 120)) // -v: the whole (first 4 KiB)
+		if t.verbose {
+			said = strings.ReplaceAll(termSafeLines(strings.TrimSpace(string(body))), "\n", "\n    ")
+		}
+		fmt.Fprintf(&b, "    %s %s\n", t.dim.Sprint("the target said:"), said)
 	}
 	if tr := r.Target; tr != nil && tr.Err != nil {
 		fmt.Fprintf(&b, "    %s\n", t.red.Sprint(termSafe(tr.Err.Error())))
@@ -268,6 +281,15 @@ func (t *tracer) writeDetails(b *strings.Builder, r proxy.Result) {
 	if r.Saved != "" {
 		fmt.Fprintf(b, "    %s %s\n", t.dim.Sprint("saved:"), termSafe(r.Saved))
 	}
+}
+
+// firstLine returns the first non-empty line of b, cut to n bytes.
+func firstLine(b []byte, n int) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i]
+	}
+	return excerpt([]byte(s), n)
 }
 
 func excerpt(b []byte, n int) string {
