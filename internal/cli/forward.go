@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,6 +92,8 @@ Windows).`,
 			&ucli.StringFlag{Name: "server", Value: "https://smee.io", Usage: "relay `URL` for --new"},
 			&ucli.StringFlag{Name: "format", Usage: "relay format: smee, gosmee or hookline (default: detect)"},
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "replay each delivery to this `URL`", EnvVars: []string{"HOOKLINE_TARGET"}},
+			&ucli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "smee-client's shortcut: the target is http://127.0.0.1:`PORT` (with --path)"},
+			&ucli.StringFlag{Name: "path", Aliases: []string{"P"}, Usage: "smee-client's shortcut: the target's `PATH` on --port (default /)"},
 			&ucli.StringFlag{Name: "target-secret", Usage: "re-sign deliveries with this `SECRET` for the target (implies --resign)", EnvVars: []string{"HOOKLINE_TARGET_SECRET"}},
 			&ucli.BoolFlag{Name: "resign", Usage: "re-sign deliveries for the target with --target-secret, or --secret"},
 			&ucli.BoolFlag{Name: "no-query", Usage: "do not forward the delivery's query string"},
@@ -151,6 +154,17 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	}
 	if c.NArg() > 0 {
 		return o, usageErrorf("forward takes no arguments (got %q); did you mean --url %s?", c.Args().First(), c.Args().First())
+	}
+	if c.IsSet("port") || c.IsSet("path") {
+		// smee-client's -p/-P, so its users' scripts work unchanged.
+		if o.target != "" {
+			return o, usageErrorf("--target and --port/--path cannot be used together: --port %d --path P is --target http://127.0.0.1:%d/P", c.Int("port"), c.Int("port"))
+		}
+		port := c.Int("port")
+		if port < 1 || port > 65535 {
+			return o, usageErrorf("--port %d: want a port number from 1 to 65535 (--path needs --port)", port)
+		}
+		o.target = "http://127.0.0.1:" + strconv.Itoa(port) + "/" + strings.TrimPrefix(c.String("path"), "/")
 	}
 	if o.url != "" && o.newChannel {
 		return o, usageErrorf("--url and --new cannot be used together: --new creates a channel, --url uses an existing one")
@@ -335,6 +349,9 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		fmt.Fprintf(s.err, " → %s", redact.URL(o.target))
 	}
 	fmt.Fprintln(s.err)
+	if o.target == "" && handlers == nil {
+		fmt.Fprintln(s.err, "no --target and no plugins: deliveries are only shown here (and saved with --save), not sent anywhere")
+	}
 	if o.stateFile != "" {
 		if id := client.Checkpoint(); id != "" && o.lastEventID == "" {
 			fmt.Fprintf(s.err, "resuming after event %s (state file %s)\n", id, o.stateFile)

@@ -10,14 +10,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/relay"
 )
 
 // syncBuffer is a bytes.Buffer safe for a command writing while the test
@@ -193,6 +199,8 @@ func TestForwardUsageErrors(t *testing.T) {
 		{"unknown format", []string{"--url", "http://127.0.0.1:1/c", "--format", "ngrok"}, `--format "ngrok": want smee, gosmee or hookline`},
 		{"relay url without scheme", []string{"--url", "smee.io/abc"}, "--url:"},
 		{"stray argument", []string{"https://smee.io/abc"}, `forward takes no arguments (got "https://smee.io/abc"); did you mean --url https://smee.io/abc?`},
+		{"port and target", []string{"--url", "http://127.0.0.1:1/c", "--target", "http://x", "--port", "3000"}, "--target and --port/--path cannot be used together"},
+		{"path without port", []string{"--url", "http://127.0.0.1:1/c", "--path", "/hook"}, "--port 0: want a port number from 1 to 65535 (--path needs --port)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,5 +359,33 @@ func TestForwardSaysItKeepsRetryingAnUnreachableRelay(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "connection refused") || strings.Count(stderr.String(), "retrying in") < 2 {
 		t.Errorf("stderr does not show repeated retries of a refused connection:\n%s", stderr.String())
+	}
+}
+
+// smee-client's -p/-P: --port N --path P forwards to http://127.0.0.1:N/P,
+// so smee-client users switch without rewriting their scripts. Without a
+// target or plugins, forward says once that nothing is sent anywhere.
+func TestForwardPortAndPath(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{})
+	var path atomic.Value
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { path.Store(r.URL.Path) }))
+	t.Cleanup(target.Close)
+	port := target.Listener.Addr().(*net.TCPAddr).Port
+	f := startForward(t, "--url", rl.Channel, "-p", strconv.Itoa(port), "-P", "hook")
+	f.waitErr(t, "connected to")
+	if want := fmt.Sprintf(" → http://127.0.0.1:%d/hook\n", port); !strings.Contains(f.err.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, f.err.String())
+	}
+	rl.Publish(t, nil, 1, relaytest.Body(1, 0))
+	f.waitOutLines(t, 1)
+	if got, _ := path.Load().(string); got != "/hook" {
+		t.Errorf("the target got %q, want /hook", got)
+	}
+	f.stop(t)
+
+	g := startForward(t, "--url", rl.Channel)
+	g.waitErr(t, "connected to")
+	if n := strings.Count(g.err.String(), "not sent anywhere"); n != 1 {
+		t.Errorf("without a target the notice appears %d times, want once:\n%s", n, g.err.String())
 	}
 }
