@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/fatih/color"
@@ -124,7 +126,15 @@ func newApp(s *streams) *ucli.App {
 		},
 		Action: func(c *ucli.Context) error {
 			if c.NArg() > 0 {
-				return usageErrorf("unknown command %q; run 'hookline --help' for the list of commands", c.Args().First())
+				var names []string
+				for _, cmd := range c.App.Commands {
+					names = append(names, cmd.Names()...)
+				}
+				hint := ""
+				if best := closest(c.Args().First(), names); best != "" {
+					hint = " (did you mean " + best + "?)"
+				}
+				return usageErrorf("unknown command %q%s; run 'hookline --help' for the list of commands", c.Args().First(), hint)
 			}
 			return ucli.ShowAppHelp(c)
 		},
@@ -140,6 +150,10 @@ func newApp(s *streams) *ucli.App {
 	for _, cmd := range app.Commands {
 		cmd.Flags = append(cmd.Flags, &ucli.BoolFlag{Name: "no-color", Usage: "never colour output"})
 		cmd.HideHelpCommand = true // no "help" subcommand: commands are leaves (and completion works)
+		// A usage error is one line on stderr and exit 2, never the help.
+		cmd.OnUsageError = func(c *ucli.Context, err error, _ bool) error {
+			return commandUsageError(c.Command, err)
+		}
 		cmd.Before = func(c *ucli.Context) error {
 			s.decideColor(noColorSet(c))
 			return nil
@@ -157,4 +171,74 @@ func noColorSet(c *ucli.Context) bool {
 		}
 	}
 	return false
+}
+
+// closest returns the name in names closest to typed when it is close
+// enough to be a typo (at most two edits), "" otherwise.
+func closest(typed string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(typed, n); d < bestD && len(n) > 1 {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// invalidValue matches the flag package's error for a value that does not
+// parse.
+var invalidValue = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -+([^:]+): (.*)$`)
+
+// commandUsageError turns what the flag parser said about cmd's arguments
+// into one line naming the flag as a user types it, with a suggestion.
+func commandUsageError(cmd *ucli.Command, err error) error {
+	dashes := func(name string) string {
+		if len(name) == 1 {
+			return "-" + name
+		}
+		return "--" + name
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+		name = strings.TrimLeft(name, "-")
+		var names []string
+		for _, f := range cmd.Flags {
+			names = append(names, f.Names()...)
+		}
+		hint := ""
+		if best := closest(name, names); best != "" {
+			hint = " (did you mean " + dashes(best) + "?)"
+		}
+		return usageErrorf("%s: unknown flag %s%s", cmd.Name, dashes(name), hint)
+	}
+	if m := invalidValue.FindStringSubmatch(err.Error()); m != nil {
+		what := m[3]
+		for _, f := range cmd.Flags {
+			if _, ok := f.(*ucli.DurationFlag); ok && slices.Contains(f.Names(), m[2]) {
+				what = "want a duration such as 5s, 30s or 2m"
+			}
+		}
+		return usageErrorf("%s: %s %s: %s", cmd.Name, dashes(m[2]), m[1], what)
+	}
+	return usageErrorf("%s: %v; run 'hookline %s --help' for its flags", cmd.Name, err, cmd.Name)
 }

@@ -93,12 +93,18 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"unknown command", []string{"frobnicate"}, `hookline: unknown command "frobnicate"; run 'hookline --help' for the list of commands` + "\n"},
 		{"unknown flag", []string{"--frobnicate"}, "hookline: flag provided but not defined: -frobnicate; run 'hookline --help' for usage\n"},
+		// Every command: one line on stderr, nothing on stdout, exit 2.
+		{"command typo", []string{"forwrd"}, `hookline: unknown command "forwrd" (did you mean forward?); run 'hookline --help' for the list of commands` + "\n"},
+		{"forward flag typo", []string{"forward", "--taget", "x"}, "hookline: forward: unknown flag --taget (did you mean --target?)\n"},
+		{"verify flag typo", []string{"verify", "--signture", "x"}, "hookline: verify: unknown flag --signture (did you mean --signature?)\n"},
+		{"send short flag", []string{"send", "-v"}, "hookline: send: unknown flag -v\n"},
+		{"duration without unit", []string{"forward", "--timeout", "5"}, `hookline: forward: --timeout "5": want a duration such as 5s, 30s or 2m` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, errOut := run(t, tt.args...)
-			if code != ExitUsage {
-				t.Errorf("exit code = %d, want %d", code, ExitUsage)
+			code, out, errOut := run(t, tt.args...)
+			if code != ExitUsage || out != "" {
+				t.Errorf("exit code = %d, stdout %q; want %d and nothing (no help)", code, out, ExitUsage)
 			}
 			if errOut != tt.wantErr {
 				t.Errorf("stderr = %q, want %q", errOut, tt.wantErr)

@@ -190,7 +190,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{"public URL other scheme", []string{"--public-url", "ftp://x"}, `--public-url "ftp://x" must be an http or https URL`},
 		{"public URL with query", []string{"--public-url", "https://x/?a=1"}, `--public-url "https://x/?a=1" must not have a user, query or fragment`},
 		{"ping interval zero", []string{"--ping-interval", "0s"}, `--ping-interval 0s must be positive, such as 30s`},
-		{"ping interval bogus", []string{"--ping-interval", "soon"}, `invalid value "soon" for flag -ping-interval`},
+		{"ping interval bogus", []string{"--ping-interval", "soon"}, `serve: --ping-interval "soon": want a duration such as 5s, 30s or 2m`},
 		{"history zero", []string{"--history", "0"}, `--history 0 must be at least 1`},
 		{"history bytes unit", []string{"--history-bytes", "10XB"}, `--history-bytes: "10XB" has an unknown unit; use B, KiB, MiB, GiB (or KB, MB, GB)`},
 		{"total history bytes", []string{"--total-history-bytes", "lots"}, `--total-history-bytes: "lots" is not a size; write it like 50MiB or 1048576`},
