@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -19,6 +20,9 @@ func verifyDelivery(d *Delivery, secret string, additionalSecrets ...string) (Ve
 		return VerificationSkipped, ""
 	}
 	if d.Signature == "" {
+		if d.Headers.Get("User-Agent") == wire.SendUserAgent {
+			return VerificationFailed, "no X-Hub-Signature-256 header: hookline send sent it without a secret (give send the same --secret or --secret-file)"
+		}
 		return VerificationFailed, "no X-Hub-Signature-256 header: the delivery was not signed (set the secret on the GitHub webhook)"
 	}
 	ok := false

@@ -32,6 +32,7 @@ type forwardOptions struct {
 	format       proxy.Format
 	target       string
 	secret       string
+	sendHint     [2]string // how a suggested `hookline send` passes the secret (sendSecretHint)
 	targetSecret string
 	resign       bool
 	noQuery      bool
@@ -152,6 +153,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	if o.secret, err = readSecret(c); err != nil {
 		return o, err
 	}
+	o.sendHint[0], o.sendHint[1] = sendSecretHint(c)
 	if c.NArg() > 0 {
 		return o, usageErrorf("forward takes no arguments (got %q); did you mean --url %s?", c.Args().First(), c.Args().First())
 	}
@@ -293,7 +295,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	}
 	o.defaultPaths(channel, s)
 	if channel == "" {
-		u, stop, err := startEmbeddedRelay(ctx, o.listen, s)
+		u, stop, err := startEmbeddedRelay(ctx, o.listen, o.sendHint, s)
 		if err != nil {
 			return err
 		}
@@ -389,7 +391,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 // startEmbeddedRelay serves a hookline relay on addr (or, when that port is
 // taken, on a free loopback port) and returns a new channel's URL and a
 // function that shuts the relay down.
-func startEmbeddedRelay(ctx context.Context, addr string, s *streams) (string, func(), error) {
+func startEmbeddedRelay(ctx context.Context, addr string, sendHint [2]string, s *streams) (string, func(), error) {
 	srv, err := relay.New(relay.Options{})
 	if err != nil {
 		return "", nil, fmt.Errorf("starting the embedded relay: %w", err)
@@ -411,7 +413,7 @@ func startEmbeddedRelay(ctx context.Context, addr string, s *streams) (string, f
 		srv.Serve(relayCtx, ln)
 	}()
 	channel := relay.ListenURL(ln.Addr()) + "/" + srv.NewChannel()
-	fmt.Fprintf(s.err, "embedded relay: POST deliveries to %s\n  try: hookline send --event ping --url %s\n", channel, channel)
+	fmt.Fprintf(s.err, "embedded relay: POST deliveries to %s\n  try: %shookline send --event ping%s --url %s\n", channel, sendHint[0], sendHint[1], channel)
 	return channel, func() { cancel(); <-done }, nil
 }
 

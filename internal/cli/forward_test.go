@@ -389,3 +389,53 @@ func TestForwardPortAndPath(t *testing.T) {
 		t.Errorf("without a target the notice appears %d times, want once:\n%s", n, g.err.String())
 	}
 }
+
+// forward's own hint works: it passes the secret the way the user gave it
+// (never its text), and running it verifies. Before, the hint had no
+// secret and its delivery failed with a message blaming GitHub.
+func TestForwardSendHintCarriesTheSecret(t *testing.T) {
+	const secret = "hint-secret-42"
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, env string
+		args      []string
+		want      string // the hint, without the channel URL
+	}{
+		{"file", "", []string{"--secret-file", secretFile}, "try: hookline send --event ping --secret-file " + secretFile + " --url "},
+		{"environment", secret, nil, "try: HOOKLINE_SECRET=… hookline send --event ping --url "},
+		{"flag", "", []string{"--secret", secret}, "try: hookline send --event ping --secret <the same secret> --url "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(secretEnv, tt.env)
+			f := startForward(t, append([]string{"--listen", "127.0.0.1:0"}, tt.args...)...)
+			f.waitErr(t, "connected to")
+			stderr := f.err.String()
+			_, rest, ok := strings.Cut(stderr, tt.want)
+			if !ok || strings.Contains(stderr, secret) {
+				t.Fatalf("stderr lacks %q or shows the secret:\n%s", tt.want, stderr)
+			}
+			channel, _, _ := strings.Cut(rest, "\n")
+			if tt.name != "file" {
+				return
+			}
+			// Run the hint as printed.
+			if code, out, errOut := run(t, "send", "--event", "ping", "--secret-file", secretFile, "--url", channel); code != ExitOK {
+				t.Fatalf("the hint's send: exit %d\n%s%s", code, out, errOut)
+			}
+			f.waitOutLines(t, 1)
+			if !strings.Contains(f.out.String(), "✓ verified") {
+				t.Errorf("the hinted delivery: %q, want verified", f.out.String())
+			}
+			// And without the secret, the note names hookline send.
+			run(t, "send", "--event", "ping", "--url", channel)
+			f.waitOutLines(t, 3)
+			if !strings.Contains(f.out.String(), "hookline send sent it without a secret") {
+				t.Errorf("unsigned send: %q, want the note naming hookline send", f.out.String())
+			}
+		})
+	}
+}

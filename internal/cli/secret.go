@@ -66,6 +66,23 @@ func readSecret(c *ucli.Context) (string, error) {
 	return os.Getenv(secretEnv), nil
 }
 
+// sendSecretHint returns how a `hookline send` suggested to the user passes
+// the secret this command got, the way the user gave it: "--secret-file F"
+// for a file, "HOOKLINE_SECRET=… " (a prefix) for the environment, and for
+// --secret a placeholder, as hookline never prints a secret. The first
+// result goes before the command, the second among its flags.
+func sendSecretHint(c *ucli.Context) (prefix, flag string) {
+	switch {
+	case c.IsSet("secret"):
+		return "", " --secret <the same secret>"
+	case c.IsSet("secret-file"):
+		return "", " --secret-file " + c.String("secret-file")
+	case os.Getenv(secretEnv) != "":
+		return secretEnv + "=… ", ""
+	}
+	return "", ""
+}
+
 // readSecretFile reads a secret from path, trimming trailing newlines.
 func readSecretFile(path string) (string, error) {
 	if path == "" {

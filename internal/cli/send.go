@@ -17,13 +17,10 @@ import (
 
 	"github.com/hookline/hookline/internal/examples"
 	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/webhooks"
 )
-
-// sendUserAgent is the User-Agent of deliveries made by `hookline send`,
-// shaped like GitHub's "GitHub-Hookshot/<build>".
-const sendUserAgent = "GitHub-Hookshot/hookline"
 
 // maxPayloadWarn is GitHub's cap on webhook payloads: send warns above it
 // (and sends anyway, to test how a target handles it).
@@ -222,7 +219,7 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	}
 	h := http.Header{}
 	h.Set("Accept", "*/*")
-	h.Set("User-Agent", sendUserAgent)
+	h.Set("User-Agent", wire.SendUserAgent)
 	h.Set("Content-Type", contentType)
 	h.Set("X-GitHub-Event", o.event)
 	h.Set("X-GitHub-Delivery", id)

@@ -392,6 +392,11 @@ func jsonKey(raw []byte) string {
 	return s
 }
 
+// SendUserAgent is the User-Agent of deliveries made by `hookline send`
+// (GitHub's own is GitHub-Hookshot/<id>): the client names the command
+// when such a delivery is not signed.
+const SendUserAgent = "GitHub-Hookshot/hookline"
+
 // MaxHeaderBytes bounds a delivery's header block: the sum over every
 // field of name, value and 4 bytes (": " and CRLF). It is Node's default
 // limit, which smee.io and most webhook targets run with: the relay refuses
