@@ -83,10 +83,11 @@ resumes after it from the relay's history. A delivery id seen again within
 --dedup-window is skipped as a duplicate (a redelivery, which a relay with
 durable ids such as hookline serve sends as a new event, is forwarded).
 
-hookline's state directory is $XDG_STATE_HOME/hookline, else hookline in
-the user configuration directory (~/.config/hookline on Linux,
-~/Library/Application Support/hookline on macOS, %AppData%\hookline on
-Windows).`,
+hookline's state directory is $XDG_STATE_HOME/hookline, else
+~/.local/state/hookline (on macOS ~/Library/Application Support/hookline,
+on Windows %AppData%\hookline). Deliveries the target did not take go to
+its failed/<start time> folder, one per run, unless --save or --failed-dir
+says otherwise.`,
 		Flags: append(append(secretFlags("webhook secret: verify every delivery (failed ones are never passed on)"), pluginFlags()...),
 			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "relay channel `URL` to subscribe to", EnvVars: []string{"HOOKLINE_URL"}},
 			&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it"},
@@ -255,7 +256,10 @@ func (o *forwardOptions) defaultPaths(channel string, s *streams) {
 		return
 	}
 	if needFailed {
-		o.failedDir, o.failedAuto = filepath.Join(dir, "failed"), true
+		// One subfolder per run, so that the replay the summary suggests
+		// sends this run's failures only, not earlier runs' to other
+		// targets.
+		o.failedDir, o.failedAuto = filepath.Join(dir, "failed", time.Now().UTC().Format("20060102T150405Z")), true
 	}
 	if needState {
 		if stream, err := proxy.StreamURL(channel, o.format); err == nil {

@@ -73,21 +73,34 @@ func TestForwardFailedFolderThenReplay(t *testing.T) {
 	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 3, true, relaytest.Body0)
 }
 
-// With neither --save nor --failed-dir, undelivered deliveries go to the
-// failed folder in hookline's state directory, and the summary says so.
+// With neither --save nor --failed-dir, undelivered deliveries go to a
+// folder of this run in the state directory's failed folder, and the
+// summary's replay command names that folder only (before, the whole
+// shared folder, earlier runs included).
 func TestForwardDefaultFailedFolder(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state)
+	earlier := filepath.Join(state, "hookline", "failed", "20260101T000000Z")
+	if err := os.MkdirAll(earlier, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	rl := relaytest.Start(t, relay.Options{})
 	f := startForward(t, "--url", rl.Channel, "--target", closedPort(t), "--retries", "0")
 	f.waitErr(t, "connected to")
 	rl.Publish(t, nil, 1, relaytest.Body(1, 0))
 	f.waitOutLines(t, 3)
 	f.stop(t)
-	want := filepath.Join(state, "hookline", "failed")
+	runs, _ := filepath.Glob(filepath.Join(state, "hookline", "failed", "2*"))
+	if len(runs) != 2 || runs[0] != earlier {
+		t.Fatalf("failed folders %q, want the earlier run's and this run's", runs)
+	}
+	want := runs[1]
 	files, _ := filepath.Glob(filepath.Join(want, "*.json"))
 	if len(files) != 1 {
 		t.Fatalf("%d files in %s, want 1; stderr:\n%s", len(files), want, f.err.String())
+	}
+	if s := f.err.String(); !strings.Contains(s, "send them again with: hookline replay --target ") || !strings.Contains(s, " "+want+"\n") || strings.Contains(s, earlier) {
+		t.Errorf("the replay command does not name this run's folder %s (and only it):\n%s", want, s)
 	}
 	if s := f.err.String(); !strings.Contains(s, want+" (hookline's default failed folder; choose one with --failed-dir)") {
 		t.Errorf("the summary does not name the default folder:\n%s", s)

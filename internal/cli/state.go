@@ -6,14 +6,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // stateDir returns the directory where hookline keeps what must outlive one
-// run (state files, deliveries the target did not take):
-// $XDG_STATE_HOME/hookline when XDG_STATE_HOME is set, else
-// os.UserConfigDir()/hookline (~/.config/hookline on Linux,
-// ~/Library/Application Support/hookline on macOS, %AppData%\hookline on
-// Windows). It is not created here.
+// run (state files, deliveries the target did not take, the embedded
+// relay's channel), as the XDG base directories say: $XDG_STATE_HOME/hookline
+// when XDG_STATE_HOME is set, else ~/.local/state/hookline; on macOS and
+// Windows, which have no such convention, os.UserConfigDir()/hookline
+// (~/Library/Application Support/hookline, %AppData%\hookline). It is not
+// created here.
 func stateDir() (string, error) {
 	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
 		if !filepath.IsAbs(d) {
@@ -21,11 +23,18 @@ func stateDir() (string, error) {
 		}
 		return filepath.Join(d, "hookline"), nil
 	}
-	d, err := os.UserConfigDir()
+	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
+		d, err := os.UserConfigDir()
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(d, "hookline"), nil
+	}
+	home, err := os.UserHomeDir()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(d, "hookline"), nil
+	return filepath.Join(home, ".local", "state", "hookline"), nil
 }
 
 // stateFileName returns the name of the default state file for a channel
