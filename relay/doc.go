@@ -23,7 +23,7 @@
 // Routes:
 //
 //	GET|HEAD /new                       307, Location: a new channel URL
-//	POST     /<channel>                 any body and content type: 200 {"id":N} once stored
+//	POST     /<channel>                 any body and content type: 200 {"id":N,"subscribers":K} once stored
 //	GET      /<channel>                 Accept: text/event-stream: the stream
 //	GET|HEAD /<channel>                 otherwise: the channel's page
 //	POST     /<channel>/redeliver/<id>  publish delivery <id> again

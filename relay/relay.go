@@ -459,6 +459,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// ValidChannelName reports why name cannot be a channel name, or nil: 1 to
+// MaxChannelNameLength characters of A-Z a-z 0-9 - _.
+func ValidChannelName(name string) error { return validChannel(name) }
+
 // validChannel checks a channel name (still escaped, so %2F and dots are
 // rejected with everything else outside the alphabet).
 func validChannel(name string) error {
@@ -697,7 +701,13 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	}
 	s.log.Info("delivery", "channel", name, "id", p.id, "bytes", len(body), "subscribers", p.queued, "event", headerValue(d.header, "x-github-event"))
-	writeJSON(w, http.StatusOK, map[string]int64{"id": p.id})
+	answer := map[string]int64{"id": p.id}
+	if s.shared == nil {
+		// How many streams got it: 0 tells a sender nobody is listening
+		// (replicas sharing Redis cannot know the others' streams).
+		answer["subscribers"] = int64(p.queued)
+	}
+	writeJSON(w, http.StatusOK, answer)
 }
 
 // storeFailed answers a request the history store could not serve: 503,

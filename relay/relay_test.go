@@ -127,8 +127,8 @@ func TestSmeeMessageShape(t *testing.T) {
 		"Content-Length: "+strconv.Itoa(len(body))+"\r\n"+
 		"Connection: close\r\n\r\n"+body)
 	after := time.Now().UnixMilli()
-	if resp.StatusCode != http.StatusOK || answer != "{\"id\":1}\n" {
-		t.Fatalf("POST = %d %q, want 200 {\"id\":1}", resp.StatusCode, answer)
+	if resp.StatusCode != http.StatusOK || answer != "{\"id\":1,\"subscribers\":1}\n" {
+		t.Fatalf("POST = %d %q, want 200 {\"id\":1,\"subscribers\":1}", resp.StatusCode, answer)
 	}
 	ev := sub.next()
 	want := `{"content-length":"40","content-type":"application/json","host":"relay.test",` +

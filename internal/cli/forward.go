@@ -53,6 +53,7 @@ type forwardOptions struct {
 	verbose      bool
 	lastEventID  string
 	listen       string
+	channelName  string // --channel
 }
 
 func forwardCommand(s *streams) *ucli.Command {
@@ -111,6 +112,7 @@ says otherwise.`,
 			insecureFlag(),
 			&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},
 			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "address of the embedded relay started when neither --url nor --new is given (`ADDR`; a busy port falls back to a free one)"},
+			&ucli.StringFlag{Name: "channel", Usage: "the embedded relay's channel `NAME` (default: the previous run's, kept in the state directory, so a sender's URL stays valid across restarts)"},
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers and the payload"},
 		),
@@ -147,7 +149,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		events:  splitNames(c.StringSlice("events")), ignore: splitNames(c.StringSlice("ignore")),
 		concurrency: c.Int("concurrency"), timeout: c.Duration("timeout"), retries: c.Int("retries"), saveDir: c.String("save"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), lastEventID: c.String("last-event-id"),
-		listen: c.String("listen"), stateFile: c.String("state-file"), failedDir: c.String("failed-dir"),
+		listen: c.String("listen"), channelName: c.String("channel"), stateFile: c.String("state-file"), failedDir: c.String("failed-dir"),
 		dedupWindow: c.Duration("dedup-window"), insecure: c.Bool("insecure"),
 	}
 	var err error
@@ -155,6 +157,14 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		return o, err
 	}
 	o.sendHint[0], o.sendHint[1] = sendSecretHint(c)
+	if c.IsSet("channel") {
+		if o.url != "" || o.newChannel {
+			return o, usageErrorf("--channel names the embedded relay's channel; with --url or --new there is none")
+		}
+		if err := relay.ValidChannelName(o.channelName); err != nil {
+			return o, usageErrorf("--channel %q: %v", o.channelName, strings.TrimPrefix(err.Error(), "relay: "))
+		}
+	}
 	if c.NArg() > 0 {
 		return o, usageErrorf("forward takes no arguments (got %q); did you mean --url %s?", c.Args().First(), c.Args().First())
 	}
@@ -299,12 +309,14 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	}
 	o.defaultPaths(channel, s)
 	if channel == "" {
-		u, stop, err := startEmbeddedRelay(ctx, o.listen, o.sendHint, s)
+		name, keep := o.embeddedChannel()
+		u, stop, err := startEmbeddedRelay(ctx, o.listen, name, o.sendHint, s)
 		if err != nil {
 			return err
 		}
 		defer stop()
 		channel = u
+		keep(u[strings.LastIndexByte(u, '/')+1:])
 	}
 
 	handlers, err := pluginHandlers(o.plugins, logger, s)
@@ -392,10 +404,35 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	return err
 }
 
+// embeddedChannel returns the embedded relay's channel name: --channel, else
+// the one an earlier run stored in the state directory, else "" (the relay
+// picks one); and keep, which stores the name used for the next run.
+func (o forwardOptions) embeddedChannel() (name string, keep func(string)) {
+	keep = func(string) {}
+	if o.channelName != "" {
+		return o.channelName, keep
+	}
+	dir, err := stateDir()
+	if err != nil {
+		return "", keep
+	}
+	path := filepath.Join(dir, "embedded-channel")
+	if b, err := os.ReadFile(path); err == nil {
+		if name := strings.TrimSpace(string(b)); relay.ValidChannelName(name) == nil {
+			return name, keep
+		}
+	}
+	return "", func(name string) {
+		if os.MkdirAll(dir, 0o700) == nil {
+			os.WriteFile(path, []byte(name+"\n"), 0o600)
+		}
+	}
+}
+
 // startEmbeddedRelay serves a hookline relay on addr (or, when that port is
-// taken, on a free loopback port) and returns a new channel's URL and a
-// function that shuts the relay down.
-func startEmbeddedRelay(ctx context.Context, addr string, sendHint [2]string, s *streams) (string, func(), error) {
+// taken, on a free loopback port) and returns the URL of channel name (a
+// new one if empty) and a function that shuts the relay down.
+func startEmbeddedRelay(ctx context.Context, addr, name string, sendHint [2]string, s *streams) (string, func(), error) {
 	srv, err := relay.New(relay.Options{})
 	if err != nil {
 		return "", nil, fmt.Errorf("starting the embedded relay: %w", err)
@@ -416,7 +453,10 @@ func startEmbeddedRelay(ctx context.Context, addr string, sendHint [2]string, s 
 		defer close(done)
 		srv.Serve(relayCtx, ln)
 	}()
-	channel := relay.ListenURL(ln.Addr()) + "/" + srv.NewChannel()
+	if name == "" {
+		name = srv.NewChannel()
+	}
+	channel := relay.ListenURL(ln.Addr()) + "/" + name
 	fmt.Fprintf(s.err, "embedded relay: POST deliveries to %s\n  try: %shookline send --event ping%s --url %s\n", channel, sendHint[0], sendHint[1], channel)
 	return channel, func() { cancel(); <-done }, nil
 }

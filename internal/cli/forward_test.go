@@ -439,3 +439,38 @@ func TestForwardSendHintCarriesTheSecret(t *testing.T) {
 		})
 	}
 }
+
+// The embedded relay keeps its channel across restarts (stored in the
+// state directory, or --channel), so a sender's URL stays valid; and send
+// warns when the relay says nobody is subscribed. Before, every restart
+// made a new channel and the old URL answered 200 into the void.
+func TestForwardEmbeddedChannelIsStable(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	channelOf := func(args ...string) string {
+		f := startForward(t, append([]string{"--listen", "127.0.0.1:0"}, args...)...)
+		f.waitErr(t, "connected to")
+		_, rest, _ := strings.Cut(f.err.String(), "POST deliveries to ")
+		url, _, _ := strings.Cut(rest, "\n")
+		f.stop(t)
+		return url[strings.LastIndexByte(url, '/')+1:]
+	}
+	first := channelOf()
+	if second := channelOf(); second != first || first == "" {
+		t.Errorf("channels %q then %q, want the same across restarts", first, second)
+	}
+	if named := channelOf("--channel", "my-app-hooks"); named != "my-app-hooks" {
+		t.Errorf("--channel my-app-hooks gave %q", named)
+	}
+	for _, args := range [][]string{{"--channel", "bad/name"}, {"--channel", "x", "--url", "http://127.0.0.1:1/c"}} {
+		if code, _, _ := run(t, append([]string{"forward"}, args...)...); code != ExitUsage {
+			t.Errorf("forward %q: exit %d, want %d", args, code, ExitUsage)
+		}
+	}
+
+	// Nobody subscribed: send says so (the delivery is kept by the relay).
+	rl := relaytest.Start(t, relay.Options{})
+	code, _, errOut := run(t, "send", "--event", "ping", "--url", rl.Channel)
+	if code != ExitOK || !strings.Contains(errOut, "nobody is subscribed to this channel") {
+		t.Errorf("send to an empty channel: exit %d, stderr %q; want 0 and the warning", code, errOut)
+	}
+}

@@ -313,6 +313,8 @@ func printSent(s *streams, o sendOptions, d *proxy.Delivery, action string, res 
 			return fmt.Errorf("could not reach %s: %s", res.URL, hint)
 		}
 		return fmt.Errorf("could not reach %s", res.URL)
+	case o.viaRelay && nobodySubscribed(res.Body):
+		fmt.Fprintf(s.err, "%s nobody is subscribed to this channel: the relay keeps the delivery, but a forward started later does not get it (is forward running on this channel? a restarted forward may use another one)\n", yellow.Sprint("warning:"))
 	case !res.OK():
 		if b := strings.TrimSpace(excerpt(res.Body, 300)); b != "" {
 			fmt.Fprintf(s.out, "    %s\n", yellow.Sprint(o.redact(strings.ReplaceAll(b, "\n", " "))))
@@ -320,6 +322,16 @@ func printSent(s *streams, o sendOptions, d *proxy.Delivery, action string, res 
 		return fmt.Errorf("%s answered %d %s", res.URL, res.Status, http.StatusText(res.Status))
 	}
 	return nil
+}
+
+// nobodySubscribed reports whether a relay's answer to a POST says no
+// stream got the delivery ({"id":N,"subscribers":0}, as hookline serve
+// answers; other relays say nothing about it).
+func nobodySubscribed(answer []byte) bool {
+	var v struct {
+		Subscribers *int `json:"subscribers"`
+	}
+	return json.Unmarshal(answer, &v) == nil && v.Subscribers != nil && *v.Subscribers == 0
 }
 
 // redact removes from text (a target's answer, an error) the secret and the

@@ -286,7 +286,7 @@ func TestServeDataDirKeepsHistory(t *testing.T) {
 	}
 	answer, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if string(answer) != "{\"id\":3}\n" {
+	if string(answer) != "{\"id\":3,\"subscribers\":1}\n" {
 		t.Errorf("POST after the restart = %q, want id 3", answer)
 	}
 	code, out, errOut := stop()
