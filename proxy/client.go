@@ -413,20 +413,38 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// parseTarget checks a target URL: absolute http or https with a host. The
-// error for a URL without a scheme suggests the likely fix.
+// parseTarget checks a target URL (see parseHTTPURL).
 func parseTarget(s string) (*url.URL, error) {
+	u, err := parseHTTPURL(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidTarget, err)
+	}
+	return u, nil
+}
+
+// parseHTTPURL checks an absolute http or https URL with a host, for a
+// target or a channel. Its errors quote what was typed (credentials
+// hidden) and, for a URL without a scheme, suggest http://.
+func parseHTTPURL(s string) (*url.URL, error) {
+	shown := redact.URL(s)
+	if _, err := url.Parse(s); err != nil && !strings.Contains(s, "@") {
+		shown = s // unparsable, and no credentials to hide: as typed
+	}
 	if !strings.Contains(s, "://") {
-		return nil, fmt.Errorf("%w: %q has no scheme; did you mean http://%s?", ErrInvalidTarget, s, strings.TrimPrefix(s, "//"))
+		return nil, fmt.Errorf("%q has no scheme; did you mean http://%s?", shown, strings.TrimPrefix(shown, "//"))
 	}
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: %v", ErrInvalidTarget, err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%q: %v", shown, err)
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%w: %q: the scheme must be http or https", ErrInvalidTarget, redact.URL(s))
+		return nil, fmt.Errorf("%q must start with http:// or https://", shown)
 	case u.Host == "":
-		return nil, fmt.Errorf("%w: %q has no host", ErrInvalidTarget, redact.URL(s))
+		return nil, fmt.Errorf("%q has no host", shown)
 	}
 	return u, nil
 }

@@ -640,7 +640,7 @@ func TestNewTarget(t *testing.T) {
 		{"http://127.0.0.1:3000/hook", ""},
 		{"localhost:3000/hook", `"localhost:3000/hook" has no scheme; did you mean http://localhost:3000/hook?`},
 		{"127.0.0.1:3000", `"127.0.0.1:3000" has no scheme; did you mean http://127.0.0.1:3000?`},
-		{"ftp://x/y", "the scheme must be http or https"},
+		{"ftp://x/y", "must start with http:// or https://"},
 		{"http:///path", "has no host"},
 	}
 	for _, tt := range tests {

@@ -167,15 +167,9 @@ func StreamURL(channelURL string, f Format) (string, error) {
 
 // parseChannelURL validates a channel URL and trims a trailing slash.
 func parseChannelURL(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
+	u, err := parseHTTPURL(s)
 	if err != nil {
-		return nil, fmt.Errorf("channel URL %q: %w", redact.URL(s), errors.Unwrap(err))
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("channel URL %q must start with http:// or https://", redact.URL(s))
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("channel URL %q has no host", redact.URL(s))
+		return nil, fmt.Errorf("channel URL %v", err)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""

@@ -194,6 +194,9 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	}
 	if o.url != "" {
 		if _, err := proxy.StreamURL(o.url, o.format); err != nil {
+			if strings.HasSuffix(err.Error(), "?") { // it suggests the fix
+				return o, usageErrorf("--url: %v", err)
+			}
 			return o, usageErrorf("--url: %v; or create one with --new", err)
 		}
 	}
