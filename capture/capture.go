@@ -71,6 +71,9 @@ var (
 	ErrVersion = errors.New("unsupported capture file version")
 	// ErrMalformed means the file is not a valid capture document.
 	ErrMalformed = errors.New("malformed capture file")
+	// ErrNotCapture, with ErrMalformed, means a JSON object without a
+	// "version": some other document, such as a webhook payload.
+	ErrNotCapture = errors.New("not a capture file")
 )
 
 // Delivery is one captured webhook delivery.
@@ -151,7 +154,7 @@ func Unmarshal(data []byte) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if probe.Version == nil {
-		return Delivery{}, fmt.Errorf("%w: no \"version\" field", ErrMalformed)
+		return Delivery{}, fmt.Errorf("%w: no \"version\" field (%w)", ErrMalformed, ErrNotCapture)
 	}
 	if *probe.Version != Version {
 		return Delivery{}, fmt.Errorf("%w %d (this hookline reads version %d; upgrade hookline)", ErrVersion, *probe.Version, Version)

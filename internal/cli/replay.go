@@ -165,6 +165,11 @@ type replayer struct {
 
 func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 	ds, loadErrs := capture.LoadAll(o.paths...)
+	for i, err := range loadErrs {
+		if errors.Is(err, capture.ErrNotCapture) {
+			loadErrs[i] = fmt.Errorf("%w; a webhook payload? send it with: hookline send --event EVENT --payload FILE", err)
+		}
+	}
 	if len(ds) == 0 && len(loadErrs) > 0 {
 		if len(loadErrs) == 1 {
 			return loadErrs[0]

@@ -396,3 +396,17 @@ func TestReplayPipeline(t *testing.T) {
 		t.Errorf("--failed-dir holds %d deliveries (%v), want b.json alone", len(saved), err)
 	}
 }
+
+// A webhook payload given to replay (not a capture file) gets the command
+// that sends it.
+func TestReplayPayloadIsNotACapture(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "payload.json")
+	if err := os.WriteFile(path, []byte(`{"action":"opened"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "replay", path)
+	want := `malformed capture file: no "version" field (not a capture file); a webhook payload? send it with: hookline send --event EVENT --payload FILE`
+	if code != ExitFailure || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
+}

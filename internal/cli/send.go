@@ -171,17 +171,27 @@ func parseSend(c *ucli.Context) (sendOptions, error) {
 // named so, or the only example of an event given without an action.
 func pickExample(event, action string, hasAction bool) (string, error) {
 	all := strings.Join(examples.Names(), ", ")
+	// noExample explains a name without an example: a typo of a GitHub
+	// name, or a real event hookline has no sample of.
+	noExample := func(name string) error {
+		if webhooks.ValidateEventName(name, webhooks.ValidateOptions{}) != nil {
+			if best := closest(name, webhooks.EmitterEventNames()); best != "" {
+				return usageErrorf("--event %s is not a GitHub event (did you mean %s?)", name, best)
+			}
+		}
+		return usageErrorf("no built-in example for %s; --payload FILE sends any event with its payload, or pick an example: %s", name, all)
+	}
 	if hasAction {
 		name := event + "." + action
 		if _, ok := examples.Payload(name); ok {
 			return name, nil
 		}
-		return "", usageErrorf("no built-in example for %s; give --payload FILE, or pick an example: %s", name, all)
+		return "", noExample(name)
 	}
 	names := examples.ForEvent(event)
 	switch len(names) {
 	case 0:
-		return "", usageErrorf("no built-in example for %s; give --payload FILE, or pick an example: %s", event, all)
+		return "", noExample(event)
 	case 1:
 		return names[0], nil
 	}
