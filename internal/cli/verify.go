@@ -80,11 +80,15 @@ func runVerify(_ context.Context, o verifyOptions, s *streams) error {
 		_, err := fmt.Fprintln(s.out, "valid: the signature matches")
 		return err
 	}
+	warn := paint(s.errColor, color.FgYellow).Sprint("warning:")
 	if trimmed, had := trimNewline(payload); had {
 		if ok, _ := webhooks.Verify(o.secret, trimmed, o.signature); ok {
 			fmt.Fprintf(s.err, "%s %s ends with a newline that was not signed: the signature matches without it. An editor or echo probably added it; GitHub signs the body exactly as sent (use printf '%%s', or save the body without a final newline)\n",
-				paint(s.errColor, color.FgYellow).Sprint("warning:"), inputName(o.input))
+				warn, inputName(o.input))
 		}
+	} else if ok, _ := webhooks.Verify(o.secret, append(payload[:len(payload):len(payload)], '\n'), o.signature); ok {
+		fmt.Fprintf(s.err, "%s the signature was made over %s plus a final newline: whoever signed it added one (echo does; printf '%%s' does not). GitHub signs the body exactly as sent\n",
+			warn, inputName(o.input))
 	}
 	return &codeError{code: ExitFailure, err: mismatchError(o.signature)}
 }

@@ -69,9 +69,17 @@ func TestVerifyWarnsAboutATrailingNewline(t *testing.T) {
 			t.Errorf("%q: stderr = %q, want it to contain %q", input, errOut, want)
 		}
 	}
+	// The other way round: the signature covers the payload plus a newline
+	// (from `printf 'Hello, World!\n' | openssl dgst -sha256 -hmac …`).
+	signedWithNewline := writeFile(t, "payload", []byte("Hello, World!"))
+	code, _, errOut := run(t, "verify", "--secret", "It's a Secret to Everybody", "--signature",
+		"sha256=8fde2e970f9163923fb1cb61bb945626ff2b4091d87e622ee3ad600160592325", signedWithNewline)
+	if want := "warning: the signature was made over " + signedWithNewline + " plus a final newline"; code != ExitFailure || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
+	}
 	// No warning when the newline is not the reason.
 	file := writeFile(t, "payload", []byte("Hello, World\n"))
-	_, _, errOut := run(t, "verify", "--secret", "It's a Secret to Everybody", "--signature", sig, file)
+	_, _, errOut = run(t, "verify", "--secret", "It's a Secret to Everybody", "--signature", sig, file)
 	if strings.Contains(errOut, "warning") {
 		t.Errorf("stderr = %q, want no newline warning", errOut)
 	}
