@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -185,9 +186,25 @@ func checkResponse(resp *http.Response, shown string) error {
 	e := &StatusError{StatusCode: resp.StatusCode, URL: shown}
 	e.RetryAfter, _ = header.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if b, _ := io.ReadAll(io.LimitReader(resp.Body, 512)); len(b) > 0 {
-		e.Message = excerpt(b, 120)
+		e.Message = excerpt(relayMessage(b), 120)
 	}
 	return e
+}
+
+// relayMessage returns the message of a relay's JSON error body
+// ({"error": "..."} as hookline serve and most relays send, or
+// {"message": "..."}), or b itself when it is not one.
+func relayMessage(b []byte) []byte {
+	var v struct{ Error, Message string }
+	if json.Unmarshal(b, &v) == nil {
+		if v.Error != "" {
+			return []byte(v.Error)
+		}
+		if v.Message != "" {
+			return []byte(v.Message)
+		}
+	}
+	return b
 }
 
 // excerpt returns the start of b as one line of printable text, or "" when

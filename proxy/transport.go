@@ -104,7 +104,7 @@ func (e *StatusError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "relay answered %d %s for %s", e.StatusCode, http.StatusText(e.StatusCode), e.URL)
 	if e.Message != "" {
-		fmt.Fprintf(&b, ": %q", e.Message)
+		fmt.Fprintf(&b, ": %s", e.Message)
 	}
 	switch {
 	case e.StatusCode == http.StatusNotFound || e.StatusCode == http.StatusGone:

@@ -217,14 +217,22 @@ func TestForwardUsageErrors(t *testing.T) {
 }
 
 func TestForwardMissingChannelIsAClearError(t *testing.T) {
-	relay := httptest.NewServer(http.NotFoundHandler())
-	t.Cleanup(relay.Close)
-	code, _, errOut := run(t, "forward", "--url", relay.URL+"/missing")
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notFound.Close)
+	code, _, errOut := run(t, "forward", "--url", notFound.URL+"/missing")
 	if code != ExitFailure {
 		t.Errorf("exit code = %d, want %d", code, ExitFailure)
 	}
 	if !strings.Contains(errOut, "404") || !strings.Contains(errOut, "check --url") {
 		t.Errorf("stderr = %q, want the 404 and a hint to check --url", errOut)
+	}
+	// hookline serve's JSON error, said once, decoded (before: twice, with
+	// its quotes escaped twice over).
+	rl := relaytest.Start(t, relay.Options{})
+	_, _, errOut = run(t, "forward", "--url", rl.Base+"/bad.name")
+	msg := `no channel "bad.name": channel names are 1 to 128 characters`
+	if strings.Count(errOut, msg) != 1 || strings.Contains(errOut, `\"`) || strings.Count(errOut, "404 Not Found") != 1 {
+		t.Errorf("stderr = %q, want %q once, unescaped", errOut, msg)
 	}
 }
 

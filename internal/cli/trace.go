@@ -2,9 +2,7 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -430,9 +428,7 @@ func (t *tracer) state(s proxy.StateChange) {
 	case proxy.StateDisconnected:
 		fmt.Fprintf(t.info, "%s %v; retrying in %s (attempt %d)\n", t.yellow.Sprint("disconnected:"), s.Err, s.RetryIn.Round(time.Millisecond), s.Attempt)
 	case proxy.StateStopped:
-		if s.Err != nil && !errors.Is(s.Err, context.Canceled) { // Ctrl-C is no news
-			fmt.Fprintf(t.info, "%s %v\n", t.red.Sprint("stopped:"), s.Err)
-		}
+		// Nothing: the command prints why it stopped, once, as its error.
 	}
 }
 
