@@ -148,7 +148,7 @@ func (t *tracer) result(r proxy.Result) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %-8s %s", t.dim.Sprint(r.Received.In(t.loc).Format("15:04:05")), termSafe(shortID(r)),
+	fmt.Fprintf(&b, "%s %-8s %s", t.dim.Sprint(t.clock(r.Received)), termSafe(shortID(r)),
 		t.families[family(r.Delivery.Event)].Sprintf("%-28s", termSafe(eventName(r))))
 	if r.Duplicate {
 		fmt.Fprintf(&b, " %s\n", t.yellow.Sprint("duplicate, skipped"))
@@ -408,6 +408,16 @@ func (t *tracer) writeJSON(r proxy.Result) {
 }
 
 // state prints a connection state change.
+// clock formats when a delivery was received: the time of day, with the
+// date in front when it is not today (replayed captures).
+func (t *tracer) clock(at time.Time) string {
+	at = at.In(t.loc)
+	if y, m, d := at.Date(); time.Now().In(t.loc).Format("2006-01-02") != fmt.Sprintf("%04d-%02d-%02d", y, m, d) {
+		return at.Format("2006-01-02 15:04:05")
+	}
+	return at.Format("15:04:05")
+}
+
 // note prints a line of hookline's own on the info stream.
 func (t *tracer) note(msg string) {
 	t.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hookline/hookline/proxy"
@@ -39,7 +40,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 // traceResults are deliveries covering every part of a trace line.
 func traceResults() []proxy.Result {
-	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	at := time.Now().UTC().Truncate(24 * time.Hour).Add(10 * time.Hour) // today 10:00 (synctest: 2000-01-01)
 	d := func(id, event string, body string) *proxy.Delivery {
 		return &proxy.Delivery{
 			ID: id, Event: event, EventID: "7", BodySource: proxy.BodyBase64, Body: []byte(body),
@@ -138,24 +139,28 @@ func TestTraceGolden(t *testing.T) {
 		{"trace.jsonl", false, true, false},
 	}
 	for _, tt := range tests {
+		// In a synctest bubble, so that "today" (for the date column) is
+		// the bubble's fixed day, the day of traceResults.
 		t.Run(tt.file, func(t *testing.T) {
-			var out, info bytes.Buffer
-			tr := newTracer(&out, &info, tt.color, tt.jsonOut, tt.verbose, time.UTC)
-			tr.forward = true
-			tr.state(proxy.StateChange{State: proxy.StateConnecting, URL: "http://127.0.0.1:3333/abc", Attempt: 1})
-			tr.state(proxy.StateChange{State: proxy.StateConnected, URL: "http://127.0.0.1:3333/abc"})
-			for _, r := range traceResults() {
-				tr.result(r)
-			}
-			tr.state(proxy.StateChange{State: proxy.StateDisconnected, URL: "http://127.0.0.1:3333/abc", Attempt: 1, Err: errors.New("EOF"), RetryIn: 250 * time.Millisecond})
-			tr.summary(stats, summaryInfo{saveDir: "captures", failedDir: "captures/failed", target: "http://127.0.0.1:3000/hook?token=abc",
-				stateFile: "state/4f1c2d3e4a5b6c7d.json", checkpoint: "8"})
-			got := append(out.Bytes(), []byte("--- stderr ---\n")...)
-			got = append(got, info.Bytes()...)
-			golden(t, tt.file, got)
-			if strings.Contains(string(got), "ghp_secret_token") {
-				t.Error("the trace printed an Authorization value")
-			}
+			synctest.Test(t, func(t *testing.T) {
+				var out, info bytes.Buffer
+				tr := newTracer(&out, &info, tt.color, tt.jsonOut, tt.verbose, time.UTC)
+				tr.forward = true
+				tr.state(proxy.StateChange{State: proxy.StateConnecting, URL: "http://127.0.0.1:3333/abc", Attempt: 1})
+				tr.state(proxy.StateChange{State: proxy.StateConnected, URL: "http://127.0.0.1:3333/abc"})
+				for _, r := range traceResults() {
+					tr.result(r)
+				}
+				tr.state(proxy.StateChange{State: proxy.StateDisconnected, URL: "http://127.0.0.1:3333/abc", Attempt: 1, Err: errors.New("EOF"), RetryIn: 250 * time.Millisecond})
+				tr.summary(stats, summaryInfo{saveDir: "captures", failedDir: "captures/failed", target: "http://127.0.0.1:3000/hook?token=abc",
+					stateFile: "state/4f1c2d3e4a5b6c7d.json", checkpoint: "8"})
+				got := append(out.Bytes(), []byte("--- stderr ---\n")...)
+				got = append(got, info.Bytes()...)
+				golden(t, tt.file, got)
+				if strings.Contains(string(got), "ghp_secret_token") {
+					t.Error("the trace printed an Authorization value")
+				}
+			})
 		})
 	}
 }
