@@ -103,17 +103,21 @@ func newApp(s *streams) *ucli.App {
 				EnvVars: []string{"HOOKLINE_NO_COLOR"},
 			},
 		},
+		// In the order a user needs them.
 		Commands: []*ucli.Command{
-			versionCommand(s),
-			serveCommand(s),
 			forwardCommand(s),
-			replayCommand(s),
 			sendCommand(s),
+			replayCommand(s),
+			serveCommand(s),
 			signCommand(s),
 			verifyCommand(s),
 			eventsCommand(s),
 			completionCommand(s),
+			versionCommand(s),
 		},
+		Description: `Examples:
+   hookline forward --target http://127.0.0.1:3000/api/github/webhooks --secret-file .secret
+   hookline send --event issues.opened --secret-file .secret --url http://127.0.0.1:3333/CHANNEL`,
 		Reader:    s.in,
 		Writer:    s.out,
 		ErrWriter: s.err,

@@ -173,3 +173,23 @@ func TestNoColorFlagBeforeOrAfterTheCommand(t *testing.T) {
 		t.Errorf("without the flag: noColor = %v, err = %v; want false, nil", s.noColor, err)
 	}
 }
+
+// The help a user reads first: commands in the order they need them, with
+// examples; forward's flags grouped by concern, with placeholders.
+func TestHelpGolden(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		args []string
+	}{
+		{"help.txt", []string{"--help"}},
+		{"help-forward.txt", []string{"forward", "--help"}},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			code, out, errOut := run(t, tt.args...)
+			if code != ExitOK || errOut != "" {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			golden(t, tt.file, []byte(out))
+		})
+	}
+}

@@ -79,7 +79,7 @@ func TestCompletionBash(t *testing.T) {
 		words []string // the command line; the last word is being completed
 		want  string   // COMPREPLY, space-separated
 	}{
-		{"commands", []string{"hookline", "s"}, "serve send sign"},
+		{"commands", []string{"hookline", "s"}, "send serve sign"},
 		{"alias", []string{"hookline", "cl"}, "client"},
 		{"global flags", []string{"hookline", "--no"}, "--no-color"},
 		{"command flags", []string{"hookline", "forward", "--ta"}, "--target --target-secret"},

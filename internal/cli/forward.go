@@ -62,60 +62,14 @@ func forwardCommand(s *streams) *ucli.Command {
 		Aliases: []string{"client"},
 		Usage:   "receive deliveries from a relay channel, verify them, run plugins and replay them to a local server",
 		Description: `Subscribes to a relay channel (smee.io, a gosmee server or hookline serve),
-verifies each delivery's signature with --secret, runs local plugins and
-replays it byte-exact to --target, printing one trace line per delivery.
+verifies each delivery with --secret, runs plugins and replays it byte-exact
+to --target, one trace line per delivery. Without --url or --new it starts a
+relay on this machine and prints its channel URL. The README explains the
+rest: failed folder, state file, plugins, reconnection.
 
-   hookline forward --url https://smee.io/abc --target http://127.0.0.1:3000/api/github/webhooks --secret "$WEBHOOK_SECRET"
-
-With --new it creates a channel on --server first. With neither --url nor
---new it starts a relay on this machine (--listen) and prints its channel
-URL: POST deliveries there (hookline send, curl), no internet needed.
-
-Stop it with Ctrl-C: it finishes the deliveries it has and prints a summary.
-
-Nothing is lost quietly. A delivery the target does not take (no answer, or
-408, 425, 429, 5xx after the retries) is saved as a capture file in
---failed-dir (default: DIR/failed with --save, else the failed folder in
-hookline's state directory) and listed in the summary; send it later with
-hookline replay --target URL FOLDER. With --state-file (default with --save
-and --url: one file per channel in hookline's state directory) the position
-in the channel is stored after every delivery, and a restarted forward
-resumes after it from the relay's history. A delivery id seen again within
---dedup-window is skipped as a duplicate (a redelivery, which a relay with
-durable ids such as hookline serve sends as a new event, is forwarded).
-
-hookline's state directory is $XDG_STATE_HOME/hookline, else
-~/.local/state/hookline (on macOS ~/Library/Application Support/hookline,
-on Windows %AppData%\hookline). Deliveries the target did not take go to
-its failed/<start time> folder, one per run, unless --save or --failed-dir
-says otherwise.`,
-		Flags: append(append(secretFlags("webhook secret: verify every delivery (failed ones are never passed on)"), pluginFlags()...),
-			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "relay channel `URL` to subscribe to", EnvVars: []string{"HOOKLINE_URL"}},
-			&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it"},
-			&ucli.StringFlag{Name: "server", Value: "https://smee.io", Usage: "relay `URL` for --new"},
-			&ucli.StringFlag{Name: "format", Usage: "relay format: smee, gosmee or hookline (default: detect)"},
-			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "replay each delivery to this `URL`", EnvVars: []string{"HOOKLINE_TARGET"}},
-			&ucli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "smee-client's shortcut: the target is http://127.0.0.1:`PORT` (with --path)"},
-			&ucli.StringFlag{Name: "path", Aliases: []string{"P"}, Usage: "smee-client's shortcut: the target's `PATH` on --port (default /)"},
-			&ucli.StringFlag{Name: "target-secret", Usage: "re-sign deliveries with this `SECRET` for the target (implies --resign)", EnvVars: []string{"HOOKLINE_TARGET_SECRET"}},
-			&ucli.BoolFlag{Name: "resign", Usage: "re-sign deliveries for the target with --target-secret, or --secret"},
-			&ucli.BoolFlag{Name: "no-query", Usage: "do not forward the delivery's query string"},
-			&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)"},
-			&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)"},
-			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries handled at once; above 1 the order is not kept"},
-			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
-			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient target failure (network error, 408, 425, 429, 5xx), honouring Retry-After; then the delivery is saved for a replay"},
-			&ucli.StringFlag{Name: "save", Usage: "save every delivery as a capture file in `DIR`"},
-			&ucli.StringFlag{Name: "failed-dir", Usage: "save deliveries the target did not take in `DIR`, for hookline replay (default: DIR/failed with --save, else in hookline's state directory)"},
-			&ucli.StringFlag{Name: "state-file", Usage: "store the position in the channel in `FILE` after every delivery, and resume from it (default with --save and --url: one file per channel in hookline's state directory)"},
-			&ucli.DurationFlag{Name: "dedup-window", Value: proxy.DefaultDedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through"},
-			insecureFlag(),
-			&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},
-			&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "address of the embedded relay started when neither --url nor --new is given (`ADDR`; a busy port falls back to a free one)"},
-			&ucli.StringFlag{Name: "channel", Usage: "the embedded relay's channel `NAME` (default: the previous run's, kept in the state directory, so a sender's URL stays valid across restarts)"},
-			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
-			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers and the payload"},
-		),
+   hookline forward --url https://smee.io/abc --target http://127.0.0.1:3000/api/github/webhooks --secret-file .secret
+   hookline forward --target http://127.0.0.1:3000/hook    # a local relay, no internet`,
+		Flags: forwardFlags(),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseForward(c)
 			if err != nil {
@@ -525,6 +479,74 @@ type pluginOptions struct {
 	dir  string
 	exec []string
 	env  []string
+}
+
+// forwardFlags are forward's flags, grouped in its help by concern.
+func forwardFlags() []ucli.Flag {
+	relayFlags := []ucli.Flag{
+		&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "relay channel `URL` to subscribe to", EnvVars: []string{"HOOKLINE_URL"}},
+		&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it"},
+		&ucli.StringFlag{Name: "server", Value: "https://smee.io", Usage: "relay `URL` for --new"},
+		&ucli.StringFlag{Name: "format", Usage: "relay `FORMAT`: smee, gosmee or hookline (default: detect)"},
+		&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "`ADDR` of the embedded relay started without --url or --new (a busy port falls back to a free one)"},
+		&ucli.StringFlag{Name: "channel", Usage: "the embedded relay's channel `NAME` (default: the previous run's, so a sender's URL stays valid)"},
+		insecureFlag(),
+	}
+	verifyFlags := secretFlags("webhook `SECRET`: verify every delivery (failed ones are never passed on)")
+	forwardingFlags := []ucli.Flag{
+		&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "replay each delivery to this `URL`", EnvVars: []string{"HOOKLINE_TARGET"}},
+		&ucli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "smee-client's shortcut: the target is http://127.0.0.1:`PORT` (with --path)"},
+		&ucli.StringFlag{Name: "path", Aliases: []string{"P"}, Usage: "smee-client's shortcut: the target's `PATH` on --port (default /)"},
+		&ucli.StringFlag{Name: "target-secret", Usage: "re-sign deliveries with this `SECRET` for the target (implies --resign)", EnvVars: []string{"HOOKLINE_TARGET_SECRET"}},
+		&ucli.BoolFlag{Name: "resign", Usage: "re-sign deliveries for the target with --target-secret, or --secret"},
+		&ucli.BoolFlag{Name: "no-query", Usage: "do not forward the delivery's query string"},
+		&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)"},
+		&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)"},
+		&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "`N` deliveries handled at once; above 1 the order is not kept"},
+		&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit (`DURATION`) of one request to the target"},
+		&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "`N` retries of a transient target failure, honouring Retry-After; then the delivery is kept for a replay"},
+	}
+	stateFlags := []ucli.Flag{
+		&ucli.StringFlag{Name: "save", Usage: "save every delivery as a capture file in `DIR`"},
+		&ucli.StringFlag{Name: "failed-dir", Usage: "keep deliveries the target did not take in `DIR`, for hookline replay (default: DIR/failed with --save, else a folder per run in hookline's state directory)"},
+		&ucli.StringFlag{Name: "state-file", Usage: "store the position in the channel in `FILE` after every delivery, and resume from it (default with --save and --url: one per channel in the state directory)"},
+		&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},
+		&ucli.DurationFlag{Name: "dedup-window", Value: proxy.DefaultDedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through"},
+	}
+	outputFlags := []ucli.Flag{
+		&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
+		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers, the payload and the target's whole answer"},
+	}
+	var all []ucli.Flag
+	for _, g := range []struct {
+		name  string
+		flags []ucli.Flag
+	}{
+		{"relay", relayFlags}, {"verification", verifyFlags}, {"forwarding", forwardingFlags},
+		{"plugins", pluginFlags()}, {"state and files", stateFlags}, {"output", outputFlags},
+	} {
+		for _, f := range g.flags {
+			setCategory(f, g.name)
+		}
+		all = append(all, g.flags...)
+	}
+	return all
+}
+
+// setCategory puts f under a heading of its command's help.
+func setCategory(f ucli.Flag, category string) {
+	switch f := f.(type) {
+	case *ucli.StringFlag:
+		f.Category = category
+	case *ucli.BoolFlag:
+		f.Category = category
+	case *ucli.IntFlag:
+		f.Category = category
+	case *ucli.DurationFlag:
+		f.Category = category
+	case *ucli.StringSliceFlag:
+		f.Category = category
+	}
 }
 
 func pluginFlags() []ucli.Flag {
