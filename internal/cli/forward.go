@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -235,22 +236,50 @@ func (o *forwardOptions) defaultPaths(channel string, s *streams) {
 	}
 }
 
-// newLogger returns the logger for warnings on stderr.
-func newLogger(w io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
-		Level: level,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		},
-	}))
+// newLogger returns the logger for warnings on stderr, written as lines of
+// the trace ("warning: <message> (key=value, ...)"), never as raw slog
+// records. Debug records (relay control events and the like) are not
+// shown, -v or not: -v adds headers, payloads and answers to the trace.
+func newLogger(w io.Writer, _ bool) *slog.Logger {
+	return slog.New(&traceHandler{w: w, level: slog.LevelWarn})
 }
+
+// traceHandler writes slog records as one readable line each.
+type traceHandler struct {
+	w     io.Writer
+	level slog.Level
+	attrs []slog.Attr
+}
+
+func (h *traceHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+
+func (h *traceHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(r.Level.String()) + ": " + termSafe(r.Message))
+	var kv []string
+	add := func(a slog.Attr) bool {
+		kv = append(kv, a.Key+"="+termSafe(a.Value.String()))
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	if len(kv) > 0 {
+		b.WriteString(" (" + strings.Join(kv, ", ") + ")")
+	}
+	b.WriteString("\n")
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h *traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(slices.Clip(h.attrs), as...)
+	return &c
+}
+
+func (h *traceHandler) WithGroup(string) slog.Handler { return h }
 
 func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	logger := newLogger(s.err, o.verbose)

@@ -483,3 +483,21 @@ func TestForwardEmbeddedChannelIsStable(t *testing.T) {
 		t.Errorf("send to an empty channel: exit %d, stderr %q; want 0 and the warning", code, errOut)
 	}
 }
+
+// Warnings are trace lines, not raw slog records, and -v shows no debug
+// records (before: level=DEBUG msg="relay control event" in the trace).
+func TestForwardWarningsAreTraceLines(t *testing.T) {
+	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: ready\ndata: {}\n\nevent: ping\ndata: {}\n\nid: 1\ndata: not json\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(relay.Close)
+	f := startForward(t, "-v", "--url", relay.URL+"/chan")
+	f.waitErr(t, "warn: skipping a relay message that is not a delivery (err=")
+	f.stop(t)
+	if s := f.err.String(); strings.Contains(s, "level=") || strings.Contains(s, "msg=") || strings.Contains(s, "relay control event") {
+		t.Errorf("stderr has raw slog records:\n%s", s)
+	}
+}
