@@ -286,6 +286,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	transport := httpTransport(o.insecure, s)
 	channel := o.url
 	if o.newChannel {
+		fmt.Fprintf(s.err, "creating a channel on %s (up to %s)\n", redact.URL(o.server), newChannelTimeout)
 		u, err := createChannel(ctx, o.server, transport)
 		if err != nil {
 			return err
@@ -447,6 +448,9 @@ func startEmbeddedRelay(ctx context.Context, addr, name string, sendHint [2]stri
 	return channel, func() { cancel(); <-done }, nil
 }
 
+// newChannelTimeout bounds forward --new's request for a channel.
+const newChannelTimeout = 10 * time.Second
+
 // createChannel asks a relay for a new channel the way smee-client does:
 // HEAD <server>/new answers with a redirect whose Location is the channel.
 // A gosmee server answers GET /new with the URL as plain text instead.
@@ -456,9 +460,12 @@ func createChannel(ctx context.Context, server string, transport http.RoundTripp
 		return "", usageErrorf("--server %q: want an http(s) URL such as https://smee.io", server)
 	}
 	newURL := base.JoinPath("new")
+	// One budget for both tries: a server that does not answer costs
+	// newChannelTimeout, not a silent half-minute.
+	ctx, cancel := context.WithTimeout(ctx, newChannelTimeout)
+	defer cancel()
 	client := &http.Client{
 		Transport:     transport,
-		Timeout:       15 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	try := func(method string) (string, int, error) {
@@ -487,16 +494,16 @@ func createChannel(ctx context.Context, server string, transport http.RoundTripp
 		}
 		return "", resp.StatusCode, nil
 	}
-	if u, _, err := try(http.MethodHead); err == nil && u != "" {
-		return u, nil
+	u, status, err := try(http.MethodHead)
+	if err == nil && u == "" {
+		u, status, err = try(http.MethodGet)
 	}
-	u, status, err := try(http.MethodGet)
 	switch {
 	case err != nil:
 		if hint := certHint(err, "relay"); hint != "" {
 			return "", fmt.Errorf("creating a channel on %s: %w\n%s", redact.URL(server), err, hint)
 		}
-		return "", fmt.Errorf("creating a channel on %s: %w", redact.URL(server), err)
+		return "", fmt.Errorf("creating a channel on %s: %w\nleave out --new (and --url) to use a relay on this machine instead, no internet needed", redact.URL(server), err)
 	case u == "":
 		return "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", redact.URL(server), redact.URL(server), status)
 	}

@@ -501,3 +501,21 @@ func TestForwardWarningsAreTraceLines(t *testing.T) {
 		t.Errorf("stderr has raw slog records:\n%s", s)
 	}
 }
+
+// --new says what it does before it waits, and when the server does not
+// answer it points at the local relay (before: up to 30 s of silence).
+func TestForwardNewSaysWhatItDoes(t *testing.T) {
+	down := closedPort(t)
+	code, _, errOut := run(t, "forward", "--new", "--server", down)
+	if code != ExitFailure {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"creating a channel on " + down + " (up to 10s)\n", "leave out --new (and --url) to use a relay on this machine instead"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Index(errOut, "creating a channel on") > strings.Index(errOut, "hookline:") {
+		t.Errorf("the announcement must come before the error:\n%s", errOut)
+	}
+}
