@@ -33,8 +33,11 @@ type tracer struct {
 	green, yellow, red, dim, bold *color.Color
 	families                      map[string]*color.Color
 
-	failed      []string // capture files of deliveries the target did not take
-	secrets     []string // never printed, even when a target echoes them
+	failed      []string  // capture files of deliveries the target did not take
+	secrets     []string  // never printed, even when a target echoes them
+	connected   bool      // a connection succeeded during this run
+	hinted      bool      // the unreachable-relay hint was printed
+	lastFailure time.Time // when the last connection failure was printed
 	failedCount int
 	failedWhy   map[string]int // why each was kept: a status, "no answer", "bad signature"
 	// forward is set by forward, whose deliveries exist nowhere else: a
@@ -418,6 +421,9 @@ func (t *tracer) clock(at time.Time) string {
 	return at.Format("15:04:05")
 }
 
+// quietAfter is how many connection failures in a row each get a line.
+const quietAfter = 3
+
 // note prints a line of hookline's own on the info stream.
 func (t *tracer) note(msg string) {
 	t.mu.Lock()
@@ -434,8 +440,25 @@ func (t *tracer) state(s proxy.StateChange) {
 			fmt.Fprintf(t.info, "%s %s\n", t.dim.Sprint("connecting to"), s.URL)
 		}
 	case proxy.StateConnected:
+		t.connected = true
 		fmt.Fprintf(t.info, "%s %s\n", t.green.Sprint("connected to"), s.URL)
 	case proxy.StateDisconnected:
+		// The first few failures in a row each get a line; after that, a
+		// relay that stays away gets one a minute, not one per attempt.
+		now := time.Now()
+		if s.Attempt > quietAfter && now.Sub(t.lastFailure) < time.Minute {
+			return
+		}
+		t.lastFailure = now
+		if !t.connected {
+			// It never connected: "disconnected" would be wrong.
+			fmt.Fprintf(t.info, "%s %s: %v; retrying in %s (attempt %d)\n", t.yellow.Sprint("cannot reach"), s.URL, s.Err, s.RetryIn.Round(time.Millisecond), s.Attempt)
+			if !t.hinted {
+				t.hinted = true
+				fmt.Fprintf(t.info, "  %s\n", t.dim.Sprint("is the relay running? is the URL right? (forward keeps trying; Ctrl-C stops it)"))
+			}
+			return
+		}
 		fmt.Fprintf(t.info, "%s %v; retrying in %s (attempt %d)\n", t.yellow.Sprint("disconnected:"), s.Err, s.RetryIn.Round(time.Millisecond), s.Attempt)
 	case proxy.StateStopped:
 		// Nothing: the command prints why it stopped, once, as its error.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -195,4 +196,34 @@ func TestFormatDuration(t *testing.T) {
 			t.Errorf("formatDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
+}
+
+// A relay that was never reached is "cannot reach", with one hint; a run of
+// failures gets a line for each of the first few, then one a minute; after
+// a connection, a drop is "disconnected".
+func TestTraceConnectionFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var info bytes.Buffer
+		tr := newTracer(io.Discard, &info, false, false, false, time.UTC)
+		fail := func(n int) {
+			tr.state(proxy.StateChange{State: proxy.StateDisconnected, URL: "http://relay.test/c", Attempt: n, Err: errors.New("connection refused"), RetryIn: 30 * time.Second})
+		}
+		for n := 1; n <= 10; n++ {
+			fail(n)
+		}
+		time.Sleep(time.Minute)
+		fail(11)
+		tr.state(proxy.StateChange{State: proxy.StateConnected, URL: "http://relay.test/c"})
+		fail(1)
+		want := "cannot reach http://relay.test/c: connection refused; retrying in 30s (attempt 1)\n" +
+			"  is the relay running? is the URL right? (forward keeps trying; Ctrl-C stops it)\n" +
+			"cannot reach http://relay.test/c: connection refused; retrying in 30s (attempt 2)\n" +
+			"cannot reach http://relay.test/c: connection refused; retrying in 30s (attempt 3)\n" +
+			"cannot reach http://relay.test/c: connection refused; retrying in 30s (attempt 11)\n" +
+			"connected to http://relay.test/c\n" +
+			"disconnected: connection refused; retrying in 30s (attempt 1)\n"
+		if info.String() != want {
+			t.Errorf("got:\n%s\nwant:\n%s", info.String(), want)
+		}
+	})
 }
