@@ -7,12 +7,14 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fatih/color"
 
@@ -152,17 +154,11 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-8s %s", t.dim.Sprint(t.clock(r.Received)), termSafe(shortID(r)),
-		t.families[family(r.Delivery.Event)].Sprintf("%-28s", termSafe(eventName(r))))
+		t.families[family(r.Delivery.Event)].Sprintf("%-22s", termSafe(eventName(r))))
 	if r.Duplicate {
 		fmt.Fprintf(&b, " %s\n", t.yellow.Sprint("duplicate, skipped"))
 		io.WriteString(t.out, b.String())
 		return
-	}
-	if r.Repository != "" {
-		b.WriteString(" " + termSafe(r.Repository))
-	}
-	if r.Sender != "" {
-		b.WriteString(" @" + termSafe(r.Sender))
 	}
 	switch r.Verification {
 	case proxy.VerificationPassed:
@@ -212,6 +208,18 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	if r.Redelivery {
 		b.WriteString(" " + t.dim.Sprint("(redelivery)"))
+	}
+	// Who and where last, shortened to what is left of 80 columns: the
+	// outcome never scrolls off or wraps.
+	var who []string
+	if r.Repository != "" {
+		who = append(who, termSafe(r.Repository))
+	}
+	if r.Sender != "" {
+		who = append(who, "@"+termSafe(r.Sender))
+	}
+	if len(who) > 0 {
+		b.WriteString(" " + t.dim.Sprint(shorten(strings.Join(who, " "), max(traceWidth-visibleWidth(b.String())-1, minWho))))
 	}
 	b.WriteString("\n")
 	// Details on the lines below, indented: why something failed.
@@ -579,3 +587,27 @@ func termSafeLines(s string) string {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) }
+
+// traceWidth is the terminal width a trace line is made to fit; minWho is
+// the least room the repository and sender keep on a long line.
+const (
+	traceWidth = 80
+	minWho     = 12
+)
+
+var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// visibleWidth is the number of columns s takes on a terminal: its runes,
+// colour escapes left out.
+func visibleWidth(s string) int {
+	return utf8.RuneCountInString(ansiEscape.ReplaceAllString(s, ""))
+}
+
+// shorten cuts s to at most n runes, ending with "…" when it was cut.
+func shorten(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
