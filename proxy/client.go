@@ -257,6 +257,7 @@ type TargetResult struct {
 	Duration time.Duration // from the first attempt to the final answer
 	Err      error         // transport failure (after retries), if any
 	Body     []byte        // the first bytes of the response body (up to 4 KiB)
+	Header   http.Header   // the response headers
 	// Interrupted: the client stopped (Stop, or the end of the drain)
 	// while the delivery was in flight; Err says so.
 	Interrupted bool

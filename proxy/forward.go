@@ -196,7 +196,7 @@ func (f *forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 		return res
 	}
 	defer resp.Body.Close()
-	res.Status = resp.StatusCode
+	res.Status, res.Header = resp.StatusCode, resp.Header
 	res.Body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	// Drain a little more so the connection can be reused.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))

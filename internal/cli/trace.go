@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -262,25 +261,18 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	if t.verbose {
 		t.writeDetails(&b, r)
+		if tr := r.Target; tr != nil && tr.Err == nil {
+			// The target's answer: status and headers (its body is above).
+			fmt.Fprintf(&b, "    %s %d %s\n", t.dim.Sprint("the target answered"), tr.Status, http.StatusText(tr.Status))
+			writeHeaders(&b, t.dim, tr.Header, "      ")
+		}
 	}
 	io.WriteString(t.out, b.String())
 }
 
 func (t *tracer) writeDetails(b *strings.Builder, r proxy.Result) {
 	d := r.Delivery
-	names := make([]string, 0, len(d.Headers))
-	for k := range d.Headers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		for _, v := range d.Headers[k] {
-			if sensitiveHeaders[http.CanonicalHeaderKey(k)] {
-				v = "[redacted]"
-			}
-			fmt.Fprintf(b, "    %s %s\n", t.dim.Sprint(termSafe(k)+":"), termSafe(v))
-		}
-	}
+	writeHeaders(b, t.dim, d.Headers, "    ")
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, d.Body, "    ", "  ") == nil {
 		fmt.Fprintf(b, "    %s\n", termSafeLines(pretty.String()))
@@ -289,6 +281,19 @@ func (t *tracer) writeDetails(b *strings.Builder, r proxy.Result) {
 	}
 	if r.Saved != "" {
 		fmt.Fprintf(b, "    %s %s\n", t.dim.Sprint("saved:"), termSafe(r.Saved))
+	}
+}
+
+// writeHeaders writes h sorted, one per line after indent, with the values
+// of credentials redacted and control characters escaped.
+func writeHeaders(b *strings.Builder, dim *color.Color, h http.Header, indent string) {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		for _, v := range h[k] {
+			if sensitiveHeaders[http.CanonicalHeaderKey(k)] {
+				v = "[redacted]"
+			}
+			fmt.Fprintf(b, "%s%s %s\n", indent, dim.Sprint(termSafe(k)+":"), termSafe(v))
+		}
 	}
 }
 
