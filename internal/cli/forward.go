@@ -237,10 +237,10 @@ func (o *forwardOptions) defaultPaths(channel string, s *streams) {
 }
 
 // newLogger returns the logger for warnings on stderr, written as lines of
-// the trace ("warning: <message> (key=value, ...)"), never as raw slog
+// the trace ("warn: <message> (key=value, ...)"), never as raw slog
 // records. Debug records (relay control events and the like) are not
 // shown, -v or not: -v adds headers, payloads and answers to the trace.
-func newLogger(w io.Writer, _ bool) *slog.Logger {
+func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(&traceHandler{w: w, level: slog.LevelWarn})
 }
 
@@ -282,7 +282,7 @@ func (h *traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h *traceHandler) WithGroup(string) slog.Handler { return h }
 
 func runForward(ctx context.Context, o forwardOptions, s *streams) error {
-	logger := newLogger(s.err, o.verbose)
+	logger := newLogger(s.err)
 	transport := httpTransport(o.insecure, s)
 	channel := o.url
 	if o.newChannel {

@@ -199,7 +199,7 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 	}
 	r.dry = o.target == ""
 	if !r.dry {
-		handlers, err := pluginHandlers(o.plugins, newLogger(s.err, o.verbose), s)
+		handlers, err := pluginHandlers(o.plugins, newLogger(s.err), s)
 		if err != nil {
 			return err
 		}
