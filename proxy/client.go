@@ -486,7 +486,7 @@ func (c *Client) Checkpoint() string { return c.state.Mark() }
 
 // Run subscribes and handles deliveries until ctx is done, then stops
 // reading, lets deliveries already received finish (for up to
-// DrainTimeout) and returns nil. It returns early with an error wrapping
+// DrainTimeout, or until Stop) and returns nil. It returns early with an error wrapping
 // ErrPermanent when the relay refuses the channel for good (a 404, say).
 func (c *Client) Run(ctx context.Context) error {
 	if c.streamURL == "" {
