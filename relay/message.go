@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"bytes"
+	"encoding/json"
 	"mime"
 	"net/http"
 	"net/url"
@@ -142,9 +144,12 @@ func unsafeForSmee(h wire.Header) bool {
 
 // bodyValue returns the JSON for a message's "body" key, as smee.io's
 // Express body parsers produce it: a JSON body (application/json or any
-// +json type) exactly as sent, a form body as url.ParseQuery reads it
-// (wire.AppendQuery; smee.io nests qs-style keys, see docs/RELAY.md),
-// anything else (and JSON that does not parse) an empty object.
+// +json type) as sent, compacted when it has line breaks (smee.io writes
+// it with JSON.stringify, compact too; every line break would otherwise
+// become a new "data:" line, a pretty-printed 20 MiB body a 60 MiB event),
+// a form body as url.ParseQuery reads it (wire.AppendQuery; smee.io nests
+// qs-style keys, see docs/RELAY.md), anything else (and JSON that does not
+// parse) an empty object. bodyB keeps the exact bytes.
 func bodyValue(contentType string, body []byte) []byte {
 	mt, _, err := mime.ParseMediaType(contentType)
 	if err != nil {
@@ -152,8 +157,16 @@ func bodyValue(contentType string, body []byte) []byte {
 	}
 	switch {
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-		if jsonscan.Valid(body) { // encoding/json's verdict, several times faster
-			return body
+		if !jsonscan.Valid(body) { // encoding/json's verdict, several times faster
+			break
+		}
+		if wire.IndexLineBreak(body) < 0 {
+			return body // GitHub's bodies are compact: no copy
+		}
+		var compact bytes.Buffer
+		compact.Grow(len(body))
+		if json.Compact(&compact, body) == nil {
+			return compact.Bytes()
 		}
 	case mt == "application/x-www-form-urlencoded":
 		form, _ := url.ParseQuery(string(body)) // keeps the pairs that parse
