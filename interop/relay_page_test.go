@@ -37,6 +37,9 @@ func TestRelayPageInChromium(t *testing.T) {
 	if got := p.text(`document.getElementById("channel-url").value`); got != channel {
 		t.Errorf("channel URL field = %q, want %q", got, channel)
 	}
+	if p.text(`String(document.getElementById("guessable").hidden)`) != "true" {
+		t.Error("a 22-character channel is warned about as guessable")
+	}
 	p.waitFor("the form delivery from the history", `document.querySelectorAll("#deliveries li.delivery").length === 1`)
 
 	// A subscriber of our own, to see the redelivery arrive.
@@ -95,6 +98,11 @@ func TestRelayPageInChromium(t *testing.T) {
 	// Show the form delivery too, for the screenshot.
 	p.must("Runtime.evaluate", map[string]any{"expression": `document.querySelector("#deliveries li.delivery:last-child summary").click()`}, nil)
 	p.waitFor("the form payload", `document.querySelector("#deliveries li.delivery:last-child pre.payload")?.textContent.includes("payload = {")`)
+
+	// A short name: the page warns that it can be guessed.
+	short := b.newPage(800, 600)
+	short.must("Page.navigate", map[string]any{"url": base + "/test"}, nil)
+	short.waitFor("the guessable-name warning", `document.getElementById("guessable")?.hidden === false`)
 
 	if problems := b.problems(); len(problems) > 0 {
 		t.Errorf("the page reported problems:\n%s", strings.Join(problems, "\n"))

@@ -41,6 +41,12 @@ const (
 // smee.io: 1 to 128 characters of A-Z a-z 0-9 - _).
 const MaxChannelNameLength = 128
 
+// GuessableNameLength: a channel name shorter than this ("test", "dev") is
+// accepted, but the relay's log and the channel's page warn that it can be
+// guessed (the name is the only key). NewChannel's names have 22
+// characters (128 random bits).
+const GuessableNameLength = 16
+
 // Options configure a Server. The zero value is ready to use: every zero
 // (or negative) field takes its Default.
 type Options struct {

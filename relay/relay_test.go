@@ -8,12 +8,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -572,6 +574,28 @@ func TestReadyNamesTheLastID(t *testing.T) {
 		t.Errorf("ready of a resuming stream says last %d, want 3", last)
 	}
 }
+
+// A short channel name is accepted, and the log warns that it can be
+// guessed; a name from /new is not warned about.
+func TestShortChannelNameIsAWarning(t *testing.T) {
+	var logs syncBuf
+	_, ts := newRelay(t, relay.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	subscribe(t, ts.URL+"/test").ready()
+	long := "AbCdEfGhIjKlMnOpQrStUv"
+	subscribe(t, ts.URL+"/"+long).ready()
+	if n := strings.Count(logs.String(), "short channel name"); n != 1 || !strings.Contains(logs.String(), "channel=test") {
+		t.Errorf("%d warnings, want 1 for channel test; logs:\n%s", n, logs.String())
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for the relay's goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestPing(t *testing.T) {
 	_, ts := newRelay(t, relay.Options{PingInterval: 10 * time.Millisecond})

@@ -72,6 +72,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		return
 	}
 	s.log.Info("subscriber connected", "channel", name, "extended", sub.ext, "lastEventId", last, "replayTo", rp.end)
+	if len(name) < GuessableNameLength {
+		s.log.Warn("short channel name: anyone who guesses it reads its deliveries and posts to it; GET /new makes a 22-character one", "channel", name)
+	}
 
 	defer func() {
 		s.leave(c, sub)

@@ -14,8 +14,10 @@
   const shown = new Set();
   let lastId = 0;
 
-  // The channel URL, its copy button and the commands that use it.
+  // The channel URL, its copy button and the commands that use it; a short
+  // name (relay.GuessableNameLength) is a warning: it is the only key.
   $('channel-url').value = channelURL;
+  $('guessable').hidden = path.slice(path.lastIndexOf('/') + 1).length >= 16;
   $('commands').textContent =
     `hookline forward --url ${channelURL} --target http://127.0.0.1:3000/api/github/webhooks\n` +
     `smee --url ${channelURL} --target http://127.0.0.1:3000/api/github/webhooks`;
