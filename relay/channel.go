@@ -152,8 +152,13 @@ func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey
 		}
 	}
 	if err := s.store.append(ctx, name, d, c.lastID); err != nil {
+		if !errors.Is(err, errStoreClosed) && !errors.Is(err, ErrRedisUnavailable) && ctx.Err() == nil {
+			// /healthz says so (Redis being away, its ping says).
+			s.writeErr.Store(&writeFailure{err: err, at: time.Now()})
+		}
 		return published{}, err
 	}
+	s.writeErr.Store(nil)
 	s.deliveries.Add(1)
 	p := published{id: d.id}
 	if d.id > c.lastID+1 && len(c.subs) > 0 {

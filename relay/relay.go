@@ -168,7 +168,18 @@ type Server struct {
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
 	cutOff      atomic.Int64
+	writeErr    atomic.Pointer[writeFailure] // the last append's failure; nil after a success
 }
+
+// writeFailure is an append that failed, for /healthz: it reports it for
+// writeFailureTTL, or until an append succeeds. It expires so that a relay
+// taken out of a load balancer for it gets traffic (and the check) again.
+type writeFailure struct {
+	err error
+	at  time.Time
+}
+
+const writeFailureTTL = time.Minute
 
 // New returns a Server with opts (see Options for the defaults). With
 // opts.DataDir it opens the history file there: its deliveries are loaded
@@ -629,10 +640,18 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 		h.Status = "redis unreachable"
 		h.Error = strings.TrimPrefix(storeErr.Error(), "relay: ")
 		code = http.StatusServiceUnavailable
+	case writeFailed(s.writeErr.Load()):
+		// Every POST gets 503 while the history cannot be written (a full
+		// disk, a read-only file system): the relay is not healthy.
+		h.Status = "history cannot be written"
+		h.Error = strings.TrimPrefix(s.writeErr.Load().err.Error(), "relay: ")
+		code = http.StatusServiceUnavailable
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, code, h)
 }
+
+func writeFailed(f *writeFailure) bool { return f != nil && time.Since(f.at) < writeFailureTTL }
 
 // serveChannel serves GET|HEAD (stream or page), POST (ingest) and OPTIONS
 // on /<name>.
