@@ -32,12 +32,14 @@ type channel struct {
 	lastID int64                    // the newest id seen; kept while subscribers are (guarded by mu)
 	subs   map[*subscriber]struct{} // made by the first join
 	nsubs  atomic.Int32             // len(subs), for Stats without mu
+	joins  int64                    // subscribers that joined so far (guarded by mu)
 }
 
 // subscriber is one open stream. Its queue is a slice that grows only while
 // deliveries wait, so that an idle subscriber costs little.
 type subscriber struct {
 	ext    bool
+	joined int64         // the order it joined its channel in (channel.joins)
 	notify chan struct{} // capacity 1: pending has deliveries
 	kicked chan struct{} // closed when the subscriber is cut off
 
@@ -294,9 +296,6 @@ func (s *Server) retryFeed(name string, err error) {
 	time.AfterFunc(feedRetry, func() { s.fromFeed(name, nil) })
 }
 
-// errTooManySubscribers refuses a stream over Options.MaxSubscribers.
-var errTooManySubscribers = errors.New("relay: too many subscribers")
-
 // replayPageBytes bounds the deliveries a stream reads from the store at
 // once while it replays.
 const replayPageBytes = 4 << 20
@@ -319,9 +318,22 @@ func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEve
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.subs) >= s.opts.MaxSubscribers {
-		s.release(c)
-		return nil, nil, errTooManySubscribers
+		// Full: the oldest stream makes room (its client resumes with
+		// Last-Event-ID), so that strangers who hold the channel's streams
+		// cannot lock its owner out.
+		var oldest *subscriber
+		for o := range c.subs {
+			if oldest == nil || o.joined < oldest.joined {
+				oldest = o
+			}
+		}
+		s.removeSub(c, oldest)
+		s.cutOff.Add(1)
+		oldest.cut()
+		s.log.Warn("channel full: its oldest subscriber was cut off to make room; it can resume with Last-Event-ID", "channel", name, "maxSubscribers", s.opts.MaxSubscribers)
 	}
+	c.joins++
+	sub.joined = c.joins
 	rp := &replay{s: s, name: name}
 	after, perr := strconv.ParseInt(strings.TrimSpace(lastEventID), 10, 64)
 	unknown := perr != nil || after < 0

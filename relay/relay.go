@@ -89,8 +89,10 @@ type Options struct {
 	// keeps what it has, within the other limits). If zero, no age limit.
 	HistoryAge time.Duration
 
-	// MaxSubscribers is the number of streams one channel accepts at once;
-	// one more gets 429. If zero, DefaultMaxSubscribers.
+	// MaxSubscribers is the number of streams one channel holds at once;
+	// one more cuts off the oldest (which resumes with Last-Event-ID), so
+	// that strangers holding a channel's streams cannot lock its owner
+	// out. If zero, DefaultMaxSubscribers.
 	MaxSubscribers int
 
 	// MaxBodyBytes is the largest body a POST may carry; a larger one gets

@@ -63,10 +63,6 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, "the relay is shutting down; reconnect in a moment")
 		return
-	case errors.Is(err, errTooManySubscribers):
-		w.Header().Set("Retry-After", "30")
-		writeError(w, http.StatusTooManyRequests, "this channel already has "+strconv.Itoa(s.opts.MaxSubscribers)+" subscribers, the relay's limit; close one or raise the limit")
-		return
 	case err != nil:
 		s.storeFailed(w, "stream's replay", name, err)
 		return

@@ -95,7 +95,7 @@ func serveCommand(s *streams) *ucli.Command {
 			&ucli.IntFlag{
 				Name:    "max-subscribers",
 				Value:   relay.DefaultMaxSubscribers,
-				Usage:   "number (`n`) of streams one channel accepts at once",
+				Usage:   "number (`n`) of streams one channel holds at once; one more cuts off the oldest, which resumes with Last-Event-ID",
 				EnvVars: []string{"HOOKLINE_MAX_SUBSCRIBERS"},
 			},
 		},
