@@ -427,14 +427,14 @@ func parseTarget(s string) (*url.URL, error) {
 // target or a channel. Its errors quote what was typed (credentials
 // hidden) and, for a URL without a scheme, suggest http://.
 func parseHTTPURL(s string) (*url.URL, error) {
-	shown := redact.URL(s)
-	if _, err := url.Parse(s); err != nil && !strings.Contains(s, "@") {
-		shown = s // unparsable, and no credentials to hide: as typed
+	u, err := url.Parse(s)
+	shown := redact.URL(s) // "<invalid URL>" when it does not parse
+	if err != nil && !strings.Contains(s, "@") {
+		shown = s // no credentials to hide: as typed
 	}
 	if !strings.Contains(s, "://") {
 		return nil, fmt.Errorf("%q has no scheme; did you mean http://%s?", shown, strings.TrimPrefix(shown, "//"))
 	}
-	u, err := url.Parse(s)
 	switch {
 	case err != nil:
 		var ue *url.Error

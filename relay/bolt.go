@@ -138,7 +138,7 @@ func (s *boltStore) load(tx *bolt.Tx) error {
 	err = root.ForEachBucket(func(name []byte) error {
 		b := root.Bucket(name)
 		c := &ledgerChan{name: string(name)}
-		if validChannel(c.name) != nil {
+		if ValidChannelName(c.name) != nil {
 			s.log.Warn("dropping a channel with an invalid name from the history file", "channel", truncate(c.name, 64))
 			empty = append(empty, slices.Clone(name))
 			return nil

@@ -460,7 +460,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if err := validChannel(segs[0]); err != nil {
+	if err := ValidChannelName(segs[0]); err != nil {
 		writeError(w, http.StatusNotFound, err.Error())
 		return
 	}
@@ -479,12 +479,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // ValidChannelName reports why name cannot be a channel name, or nil: 1 to
-// MaxChannelNameLength characters of A-Z a-z 0-9 - _.
-func ValidChannelName(name string) error { return validChannel(name) }
-
-// validChannel checks a channel name (still escaped, so %2F and dots are
-// rejected with everything else outside the alphabet).
-func validChannel(name string) error {
+// MaxChannelNameLength characters of A-Z a-z 0-9 - _. The relay checks the
+// name still escaped, so %2F and dots are rejected with the rest.
+func ValidChannelName(name string) error {
 	const rule = "channel names are 1 to 128 characters of A-Z a-z 0-9 - _"
 	if name == "" {
 		return errors.New("no channel in the path; " + rule + " (GET /new makes one)")

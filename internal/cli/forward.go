@@ -117,7 +117,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 			return o, usageErrorf("--channel names the embedded relay's channel; with --url or --new there is none")
 		}
 		if err := relay.ValidChannelName(o.channelName); err != nil {
-			return o, usageErrorf("--channel %q: %v", o.channelName, strings.TrimPrefix(err.Error(), "relay: "))
+			return o, usageErrorf("--channel: %v", err)
 		}
 	}
 	if c.NArg() > 0 {
@@ -149,10 +149,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	}
 	if o.url != "" {
 		if _, err := proxy.StreamURL(o.url, o.format); err != nil {
-			if strings.HasSuffix(err.Error(), "?") { // it suggests the fix
-				return o, usageErrorf("--url: %v", err)
-			}
-			return o, usageErrorf("--url: %v; or create one with --new", err)
+			return o, usageErrorf("--url: %v", err)
 		}
 	}
 	if o.resign && o.secret == "" && o.targetSecret == "" {

@@ -329,7 +329,7 @@ func (r *replayer) writeDryRun(d *proxy.Delivery, fopts proxy.ForwardOptions) {
 		if utf8.Valid(d.Body) && json.Indent(&pretty, d.Body, "    ", "  ") == nil {
 			fmt.Fprintf(&b, "    %s\n", pretty.String())
 		} else if len(d.Body) > 0 {
-			fmt.Fprintf(&b, "    %q\n", excerpt(d.Body, 2048))
+			fmt.Fprintf(&b, "    %q\n", shorten(string(d.Body), 2048))
 		}
 	}
 	io.WriteString(r.s.out, b.String())

@@ -326,7 +326,7 @@ func printSent(s *streams, o sendOptions, d *proxy.Delivery, action string, res 
 	case o.viaRelay && nobodySubscribed(res.Body):
 		fmt.Fprintf(s.err, "%s nobody is subscribed to this channel: the relay keeps the delivery, but a forward started later does not get it (is forward running on this channel? a restarted forward may use another one)\n", yellow.Sprint("warning:"))
 	case !res.OK():
-		if b := strings.TrimSpace(excerpt(res.Body, 300)); b != "" {
+		if b := strings.TrimSpace(shorten(string(res.Body), 300)); b != "" {
 			fmt.Fprintf(s.out, "    %s\n", yellow.Sprint(o.redact(strings.ReplaceAll(b, "\n", " "))))
 		}
 		return fmt.Errorf("%s answered %d %s", res.URL, res.Status, http.StatusText(res.Status))

@@ -277,7 +277,7 @@ func (t *tracer) writeDetails(b *strings.Builder, r proxy.Result) {
 	if json.Indent(&pretty, d.Body, "    ", "  ") == nil {
 		fmt.Fprintf(b, "    %s\n", termSafeLines(pretty.String()))
 	} else if len(d.Body) > 0 {
-		fmt.Fprintf(b, "    %q\n", excerpt(d.Body, 2048))
+		fmt.Fprintf(b, "    %q\n", shorten(string(d.Body), 2048))
 	}
 	if r.Saved != "" {
 		fmt.Fprintf(b, "    %s %s\n", t.dim.Sprint("saved:"), termSafe(r.Saved))
@@ -297,20 +297,13 @@ func writeHeaders(b *strings.Builder, dim *color.Color, h http.Header, indent st
 	}
 }
 
-// firstLine returns the first non-empty line of b, cut to n bytes.
+// firstLine returns the first non-empty line of b, shortened to n runes.
 func firstLine(b []byte, n int) string {
 	s := strings.TrimSpace(string(b))
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i]
 	}
-	return excerpt([]byte(s), n)
-}
-
-func excerpt(b []byte, n int) string {
-	if len(b) <= n {
-		return string(b)
-	}
-	return string(b[:n]) + "…"
+	return shorten(s, n)
 }
 
 func formatDuration(d time.Duration) string {
@@ -428,7 +421,8 @@ func (t *tracer) writeJSON(r proxy.Result) {
 // date in front when it is not today (replayed captures).
 func (t *tracer) clock(at time.Time) string {
 	at = at.In(t.loc)
-	if y, m, d := at.Date(); time.Now().In(t.loc).Format("2006-01-02") != fmt.Sprintf("%04d-%02d-%02d", y, m, d) {
+	y, m, d := at.Date()
+	if ty, tm, td := time.Now().In(t.loc).Date(); y != ty || m != tm || d != td {
 		return at.Format("2006-01-02 15:04:05")
 	}
 	return at.Format("15:04:05")
