@@ -15,10 +15,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -587,7 +587,7 @@ func TestReadyNamesTheLastID(t *testing.T) {
 // A short channel name is accepted, and the log warns that it can be
 // guessed; a name from /new is not warned about.
 func TestShortChannelNameIsAWarning(t *testing.T) {
-	var logs syncBuf
+	var logs relaytest.Buffer
 	_, ts := newRelay(t, relay.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	subscribe(t, ts.URL+"/test").ready()
 	long := "AbCdEfGhIjKlMnOpQrStUv"
@@ -596,15 +596,6 @@ func TestShortChannelNameIsAWarning(t *testing.T) {
 		t.Errorf("%d warnings, want 1 for channel test; logs:\n%s", n, logs.String())
 	}
 }
-
-// syncBuf is a bytes.Buffer safe for the relay's goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func TestPing(t *testing.T) {
 	_, ts := newRelay(t, relay.Options{PingInterval: 10 * time.Millisecond})

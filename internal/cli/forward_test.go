@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,25 +24,6 @@ import (
 	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
 )
-
-// syncBuffer is a bytes.Buffer safe for a command writing while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // testRelay serves one channel in hookline's SSE format; send pushes a
 // signed delivery to the subscriber.
@@ -106,7 +86,7 @@ func TestForwardEndToEnd(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr relaytest.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- Run(ctx, []string{"hookline", "forward", "--url", relay.URL + "/chan", "--target", target.URL + "/hook",
@@ -295,7 +275,7 @@ func TestForwardEmbeddedRelay(t *testing.T) {
 	t.Cleanup(target.Close)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr relaytest.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- Run(ctx, []string{"hookline", "forward", "--listen", "127.0.0.1:0", "--target", target.URL, "--json"},
@@ -353,7 +333,7 @@ func TestForwardSaysItKeepsRetryingAnUnreachableRelay(t *testing.T) {
 	closed.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr relaytest.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- Run(ctx, []string{"hookline", "forward", "--url", url + "/chan"}, strings.NewReader(""), &stdout, &stderr)

@@ -13,7 +13,7 @@ const hangGuard = relaytest.HangGuard
 
 // forwardRun is `hookline forward` running in this process.
 type forwardRun struct {
-	out, err syncBuffer
+	out, err relaytest.Buffer
 	cancel   context.CancelFunc
 	done     chan struct{}
 	code     int

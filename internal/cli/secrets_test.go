@@ -196,7 +196,7 @@ func hmacHex(secret string, body []byte) string {
 func runServeOnce(t *testing.T, use func(base string)) (string, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	var out, errOut relaytest.Buffer
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -137,7 +138,7 @@ func soak(t *testing.T, total int, withState bool) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state.json")
 	var trace lineCounter
-	var stderr syncBuffer
+	var stderr relaytest.Buffer
 	ctx, stop := context.WithCancel(context.Background())
 	code := make(chan int, 1)
 	go func() {

@@ -204,3 +204,22 @@ func CheckExactlyOnce(t testing.TB, got []Arrival, from, to int, ordered bool, b
 		}
 	}
 }
+
+// Buffer is a bytes.Buffer safe for concurrent use: the output of a command
+// or a relay written from several goroutines while a test reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
