@@ -25,9 +25,12 @@
 // filter by "event" or "event.action"; with a Secret the signature is
 // checked over the exact body, and a delivery that fails is never
 // dispatched nor forwarded ([Result].VerifyNote says why); Handlers get the
-// payload while the delivery is replayed to Target byte for byte
-// ([ForwardRequest]); with SaveDir it is written as a capture file, and a
-// delivery the target did not take goes to FailedDir for a replay; with
+// payload of verified deliveries (a [*webhooks.Webhooks] checks with its own
+// secrets when Options has none; unverified ones reach Handlers only with
+// Options.AllowUnverified) while the delivery is replayed to Target byte
+// for byte ([ForwardRequest]); with SaveDir it is written as a capture file,
+// and a delivery the target did not take (any non-2xx) or whose signature
+// failed goes to FailedDir for a replay; with
 // StateFile the position in the channel is stored, so a restart resumes
 // where it stopped. [Client.Handle] and [Client.Replay] feed the same
 // pipeline from elsewhere, such as capture files.
