@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,10 +12,10 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -390,24 +389,6 @@ func TestReadmeGoExamplesCompile(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a child process and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // cleanEnv is the environment without HOOKLINE_* variables, so a
 // developer's settings cannot change what the README's commands do.
 func cleanEnv() []string {
@@ -491,7 +472,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	args := append(substitute(forward.words, ""), "--listen", "127.0.0.1:0")
 	cmd := exec.Command(bin, args...)
 	cmd.Env = cleanEnv()
-	var stdout syncBuffer
+	var stdout relaytest.Buffer
 	cmd.Stdout = &stdout
 	fw := startForward(t, cmd, 60*time.Second)
 	channel := fw.channel

@@ -11,31 +11,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/proxy"
 )
-
-// logBuffer collects a client's log output.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // message builds a relay message's data from fields (headers as lowercase
 // keys, relay fields as they are), with the body in bodyB.
@@ -235,7 +216,7 @@ func TestClientHostileInput(t *testing.T) {
 			stream := good(1) + tt.frame + good(3)
 			srv := streamOnce(t, stream)
 			target := &relaytest.Sink{}
-			var logs logBuffer
+			var logs relaytest.Buffer
 			res := newResults()
 			saveDir := filepath.Join(t.TempDir(), "save")
 			if err := os.Mkdir(saveDir, 0o755); err != nil {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,26 +15,9 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
 )
-
-// lockedBuffer is a bytes.Buffer safe to read while a command writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 var (
 	listeningRE = regexp.MustCompile(`hookline relay listening on (http://127\.0\.0\.1:\d+)\n`)
@@ -48,7 +30,7 @@ var (
 func startServe(t *testing.T, args ...string) (base, channel string, stop func() (int, string, string)) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	var out, errOut lockedBuffer
+	var out, errOut relaytest.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, append([]string{"hookline", "serve"}, args...), strings.NewReader(""), &out, &errOut)
