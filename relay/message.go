@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hookline/hookline/internal/header"
@@ -51,11 +50,7 @@ type delivery struct {
 	body     []byte
 	size     int64 // what it counts against the history limits
 
-	bodyJSON  []byte // the value of the "body" key
-	queryJSON []byte // the value of the "query" key
-
-	plainOnce, extOnce sync.Once
-	plain, ext         []byte // SSE "data:" lines and the closing blank line
+	plain, ext *wire.Frame // its message for plain (smee.io shape) and extended (plus bodyB) subscribers
 }
 
 // newDelivery builds the delivery for a request whose body has been read.
@@ -65,7 +60,6 @@ func newDelivery(r *http.Request, body []byte, now time.Time) *delivery {
 
 func makeDelivery(header []wire.Header, query string, body []byte, now time.Time) *delivery {
 	d := &delivery{received: now, header: header, query: query, body: body}
-	d.size = int64(len(body)+len(query)) + entryOverhead
 	contentType := ""
 	for _, h := range header {
 		d.size += int64(len(h.Name) + len(h.Value))
@@ -73,10 +67,28 @@ func makeDelivery(header []wire.Header, query string, body []byte, now time.Time
 			contentType = h.Value
 		}
 	}
-	d.bodyJSON = bodyValue(contentType, body)
 	q, _ := url.ParseQuery(query) // keeps the pairs that parse
-	d.queryJSON = wire.AppendQuery(nil, q)
+	m := wire.Message{Header: header, Body: bodyValue(contentType, body), Query: wire.AppendQuery(nil, q), Timestamp: now, BodyB: body}
+	d.ext = wire.NewFrame(m)
+	d.plain = d.ext.WithoutBodyB()
+	if slices.ContainsFunc(header, unsafeForSmee) {
+		m.Header = slices.DeleteFunc(slices.Clone(header), unsafeForSmee)
+		d.plain = wire.NewFrame(m).WithoutBodyB()
+		d.size += int64(d.plain.Overhead())
+	}
+	// The size counts everything the delivery holds: its fields, its
+	// frames (the body is written from d.body, bodyB encoded as it is
+	// written), and the "body" JSON when it is not d.body itself.
+	d.size += int64(len(body)+len(query)+d.ext.Overhead()) + entryOverhead
+	if !sameBytes(m.Body, body) {
+		d.size += int64(cap(m.Body))
+	}
 	return d
+}
+
+// sameBytes reports whether a and b are the same memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // redelivery returns a new delivery with d's headers, query and body.
@@ -175,26 +187,11 @@ func bodyValue(contentType string, body []byte) []byte {
 	return []byte("{}")
 }
 
-// frame returns the SSE data lines of d's message for a plain (smee.io
-// shape) or an extended (plus bodyB) subscriber. Frames are built once, on
-// first use, and shared.
-func (d *delivery) frame(ext bool) []byte {
+// frame returns d's message for a plain (smee.io shape) or an extended
+// (plus bodyB) subscriber.
+func (d *delivery) frame(ext bool) *wire.Frame {
 	if ext {
-		d.extOnce.Do(func() { d.ext = d.encode(true) })
 		return d.ext
 	}
-	d.plainOnce.Do(func() { d.plain = d.encode(false) })
 	return d.plain
-}
-
-// encode returns the message's SSE data lines: every header, then body,
-// query, timestamp (smee.io's order) and, for ext, bodyB.
-func (d *delivery) encode(ext bool) []byte {
-	m := wire.Message{Header: d.header, Body: d.bodyJSON, Query: d.queryJSON, Timestamp: d.received}
-	if ext {
-		m.BodyB = d.body
-	} else if slices.ContainsFunc(d.header, unsafeForSmee) {
-		m.Header = slices.DeleteFunc(slices.Clone(d.header), unsafeForSmee)
-	}
-	return wire.EncodeMessage(m)
 }

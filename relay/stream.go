@@ -201,7 +201,7 @@ func (sw *streamWriter) write(b []byte) error {
 
 func (sw *streamWriter) delivery(d *delivery) error {
 	frame := d.frame(sw.sub.ext)
-	if err := sw.arm(len(frame)); err != nil {
+	if err := sw.arm(frame.Len()); err != nil {
 		return err
 	}
 	b := make([]byte, 0, 32)
@@ -211,7 +211,7 @@ func (sw *streamWriter) delivery(d *delivery) error {
 	if _, err := sw.w.Write(b); err != nil {
 		return err
 	}
-	_, err := sw.w.Write(frame)
+	_, err := frame.WriteTo(sw.w)
 	return err
 }
 

@@ -1,7 +1,7 @@
 // Package wire is hookline's relay wire format, in one place: the names
 // (stream header, query parameters, message keys, control events), the gap
 // event's schema, and the encoding and decoding of a relay message. The
-// relay writes it ([EncodeMessage], [Gap.Frame]); the relay client reads it
+// relay writes it ([NewFrame], [Gap.Frame]); the relay client reads it
 // ([Decode], [DecodeGap]). The format itself is described in
 // docs/ARCHITECTURE.md, "The wire format".
 //
@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"mime"
 	"net/http"
@@ -131,7 +132,7 @@ func DecodeGap(data []byte) (g Gap, ok bool) {
 // values joined the way Node joins them in req.headers.
 type Header struct{ Name, Value string }
 
-// Message is what [EncodeMessage] encodes.
+// Message is what [NewFrame] encodes.
 type Message struct {
 	Header    []Header // written in this order
 	Body      []byte   // the JSON text of "body"; its line breaks start new data lines
@@ -141,36 +142,130 @@ type Message struct {
 	BodyB []byte
 }
 
-// EncodeMessage returns m's SSE data lines and the blank line that ends
-// the event (no "id:" line: the caller writes it before).
-func EncodeMessage(m Message) []byte {
-	n := len(m.Body) + len(m.Query) + 256
+// Frame is a message encoded as SSE data lines, ready to be written to any
+// number of streams. Only the parts around the body are encoded: Body is
+// written from the Message's own bytes (copied only when it has line
+// breaks) and BodyB is base64-encoded as it is written, so that a frame
+// holds little memory beyond the delivery it encodes, however large.
+type Frame struct {
+	head  []byte // data: {headers,"body":
+	body  []byte // Body, continuation lines inserted
+	tail  []byte // ,"query":...,"timestamp":N
+	bodyB []byte
+	// copied: body is a copy of Message.Body
+	copied bool
+}
+
+// NewFrame encodes m: every header, then body, query, timestamp (smee.io's
+// order) and bodyB.
+func NewFrame(m Message) *Frame {
+	n := 64
 	for _, h := range m.Header {
 		n += len(h.Name) + len(h.Value) + 8
 	}
-	if m.BodyB != nil {
-		n += base64.StdEncoding.EncodedLen(len(m.BodyB)) + 16
-	}
-	b := make([]byte, 0, n)
-	b = append(b, "data: {"...)
+	head := make([]byte, 0, n)
+	head = append(head, "data: {"...)
 	for _, h := range m.Header {
-		b = AppendJSONString(b, h.Name)
-		b = append(b, ':')
-		b = AppendJSONString(b, h.Value)
-		b = append(b, ',')
+		head = AppendJSONString(head, h.Name)
+		head = append(head, ':')
+		head = AppendJSONString(head, h.Value)
+		head = append(head, ',')
 	}
-	b = append(b, `"`+KeyBody+`":`...)
-	b = appendDataLines(b, m.Body)
-	b = append(b, `,"`+KeyQuery+`":`...)
-	b = append(b, m.Query...)
-	b = append(b, `,"`+KeyTimestamp+`":`...)
-	b = strconv.AppendInt(b, m.Timestamp.UnixMilli(), 10)
-	if m.BodyB != nil {
-		b = append(b, `,"`+KeyBodyB+`":"`...)
-		b = base64.StdEncoding.AppendEncode(b, m.BodyB)
-		b = append(b, '"')
+	head = append(head, `"`+KeyBody+`":`...)
+	body, copied := m.Body, false
+	if IndexLineBreak(body) >= 0 {
+		body, copied = appendDataLines(nil, body), true
 	}
-	return append(b, "}\n\n"...)
+	tail := make([]byte, 0, len(m.Query)+48)
+	tail = append(tail, `,"`+KeyQuery+`":`...)
+	tail = appendDataLines(tail, m.Query)
+	tail = append(tail, `,"`+KeyTimestamp+`":`...)
+	tail = strconv.AppendInt(tail, m.Timestamp.UnixMilli(), 10)
+	return &Frame{head: head, body: body, tail: tail, bodyB: m.BodyB, copied: copied}
+}
+
+const bodyBKey = `,"` + KeyBodyB + `":"`
+
+// Len returns the number of bytes WriteTo writes.
+func (f *Frame) Len() int {
+	n := len(f.head) + len(f.body) + len(f.tail) + len("}\n\n")
+	if f.bodyB != nil {
+		n += len(bodyBKey) + base64.StdEncoding.EncodedLen(len(f.bodyB)) + 1
+	}
+	return n
+}
+
+// Overhead returns the memory f holds of its own: the encoded parts around
+// the body, and the body when it had to be copied. Message.Body and
+// Message.BodyB are not counted: they are the caller's.
+func (f *Frame) Overhead() int {
+	n := cap(f.head) + cap(f.tail)
+	if f.copied {
+		n += cap(f.body)
+	}
+	return n
+}
+
+// WithoutBodyB returns f without "bodyB", sharing its parts.
+func (f *Frame) WithoutBodyB() *Frame {
+	g := *f
+	g.bodyB = nil
+	return &g
+}
+
+// WriteTo writes the frame to w.
+func (f *Frame) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for _, part := range [...][]byte{f.head, f.body, f.tail} {
+		k, err := w.Write(part)
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+	}
+	if f.bodyB != nil {
+		k, err := io.WriteString(w, bodyBKey)
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+		cw := &countWriter{w: w}
+		enc := base64.NewEncoder(base64.StdEncoding, cw)
+		_, err = enc.Write(f.bodyB)
+		if err == nil {
+			err = enc.Close()
+		}
+		n += cw.n
+		if err != nil {
+			return n, err
+		}
+		k, err = io.WriteString(w, `"`)
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+	}
+	k, err := io.WriteString(w, "}\n\n")
+	return n + int64(k), err
+}
+
+// Bytes returns the frame as WriteTo writes it.
+func (f *Frame) Bytes() []byte {
+	var b bytes.Buffer
+	b.Grow(f.Len())
+	f.WriteTo(&b)
+	return b.Bytes()
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // AppendQuery appends q as the JSON object of "query": a key's one value as

@@ -2,6 +2,8 @@ package wire
 
 import (
 	"bytes"
+	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -42,13 +44,13 @@ func TestEncodeDecode(t *testing.T) {
 		Timestamp: time.UnixMilli(1700000000123),
 		BodyB:     body,
 	}
-	frame := EncodeMessage(m)
+	frame := NewFrame(m).Bytes()
 	if got, want := string(m.Query), `{"a":["1","2"],"b":"x"}`; got != want {
 		t.Errorf("AppendQuery = %s, want %s", got, want)
 	}
 	d, name, err := Decode(data(t, frame))
 	if err != nil || d == nil {
-		t.Fatalf("Decode(EncodeMessage) = %v, %q, %v", d, name, err)
+		t.Fatalf("Decode(NewFrame) = %v, %q, %v", d, name, err)
 	}
 	wantHeader := http.Header{"Content-Type": {"application/json"}, "X-Github-Event": {"push"}}
 	if !reflect.DeepEqual(d.Header, wantHeader) { // x-quote has a control character: left out
@@ -66,7 +68,7 @@ func TestEncodeDecode(t *testing.T) {
 
 	// Without bodyB the body is the JSON text, line breaks as "\n".
 	m.BodyB = nil
-	d, _, err = Decode(data(t, EncodeMessage(m)))
+	d, _, err = Decode(data(t, NewFrame(m).Bytes()))
 	if err != nil || string(d.Body) != "{\"a\":\n 1,\n\"b\":\"\\u00e9\"}" || d.BodySource != SourceBody || d.Format != FormatSmee {
 		t.Errorf("without bodyB: %q from %q (%s), %v", d.Body, d.BodySource, d.Format, err)
 	}
@@ -76,7 +78,7 @@ func TestEncodeDecode(t *testing.T) {
 // the message around it does not count against the limit.
 func TestDecodeDeepBody(t *testing.T) {
 	body := []byte(strings.Repeat("[", 10000) + "1" + strings.Repeat("]", 10000))
-	frame := EncodeMessage(Message{Header: []Header{{Name: "x-github-event", Value: "push"}}, Body: body, Query: []byte("{}"), BodyB: body})
+	frame := NewFrame(Message{Header: []Header{{Name: "x-github-event", Value: "push"}}, Body: body, Query: []byte("{}"), BodyB: body}).Bytes()
 	d, _, err := Decode(data(t, frame))
 	if err != nil || !bytes.Equal(d.Body, body) {
 		t.Fatalf("Decode of a 10,000-deep body: %v", err)
@@ -126,4 +128,48 @@ func TestIndexLineBreak(t *testing.T) {
 			t.Errorf("IndexLineBreak(%q) = %d, want %d", in, got, want)
 		}
 	}
+}
+
+// A frame writes what Bytes returns, Len bytes of it, in the order the
+// message keys are documented in; a failing writer stops it with the error.
+func TestFrameWriteTo(t *testing.T) {
+	body := bytes.Repeat([]byte("héllo\x00"), 5000) // base64 streamed in several chunks
+	for _, bodyB := range [][]byte{nil, {}, body} {
+		f := NewFrame(Message{Header: []Header{{Name: "x-a", Value: "1"}}, Body: []byte("{\"a\":\n1}"), Query: []byte("{}"), Timestamp: time.UnixMilli(5), BodyB: bodyB})
+		var buf bytes.Buffer
+		n, err := f.WriteTo(&buf)
+		if err != nil || n != int64(buf.Len()) || buf.Len() != f.Len() || !bytes.Equal(buf.Bytes(), f.Bytes()) {
+			t.Fatalf("WriteTo = %d, %v; wrote %d, Len %d", n, err, buf.Len(), f.Len())
+		}
+		want := "data: {\"x-a\":\"1\",\"body\":{\"a\":\ndata: 1},\"query\":{},\"timestamp\":5"
+		if bodyB != nil {
+			want += `,"bodyB":"` + base64.StdEncoding.EncodeToString(bodyB) + `"`
+		}
+		if got := buf.String(); got != want+"}\n\n" {
+			t.Errorf("frame = %.200q..., want %.200q...", got, want)
+		}
+		if g := f.WithoutBodyB().Bytes(); bytes.Contains(g, []byte("bodyB")) {
+			t.Errorf("WithoutBodyB still writes bodyB")
+		}
+		for limit := 0; limit < f.Len(); limit += 997 {
+			lw := &limitWriter{left: limit}
+			if n, err := f.WriteTo(lw); err != errFull || n != int64(limit) {
+				t.Fatalf("WriteTo a writer full after %d bytes = %d, %v; want %d, errFull", limit, n, err, limit)
+			}
+		}
+	}
+}
+
+var errFull = errors.New("full")
+
+type limitWriter struct{ left int }
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	if len(p) > w.left {
+		n := w.left
+		w.left = 0
+		return n, errFull
+	}
+	w.left -= len(p)
+	return len(p), nil
 }
