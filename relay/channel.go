@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,13 +40,16 @@ type channel struct {
 // deliveries wait, so that an idle subscriber costs little.
 type subscriber struct {
 	ext    bool
+	ip     string        // the client's address (clientIP)
 	joined int64         // the order it joined its channel in (channel.joins)
 	notify chan struct{} // capacity 1: pending has deliveries
 	kicked chan struct{} // closed when the subscriber is cut off
+	pins   *atomic.Int64 // Server.pinned
 
 	mu           sync.Mutex
 	pending      []*delivery
-	pendingBytes int64
+	pendingBytes int64                    // of pending, for the queue's limit
+	held         int64                    // of the deliveries it holds: pending, and those being written
 	rc           *http.ResponseController // not to be used once done
 	done         bool
 }
@@ -61,6 +65,7 @@ func (sub *subscriber) offer(d *delivery, maxCount int, maxBytes int64) bool {
 	sub.pending = append(sub.pending, d)
 	sub.pendingBytes += d.size
 	sub.mu.Unlock()
+	sub.hold(d)
 	select {
 	case sub.notify <- struct{}{}:
 	default:
@@ -68,8 +73,29 @@ func (sub *subscriber) offer(d *delivery, maxCount int, maxBytes int64) bool {
 	return true
 }
 
+// hold and release count a delivery the subscriber holds (queued, being
+// written, or in its replay) in its held bytes and in Server.pinned (see
+// delivery.refs).
+func (sub *subscriber) hold(d *delivery) {
+	sub.mu.Lock()
+	sub.held += d.size
+	sub.mu.Unlock()
+	if d.refs.Add(1) == 1 {
+		sub.pins.Add(d.size)
+	}
+}
+
+func (sub *subscriber) release(d *delivery) {
+	sub.mu.Lock()
+	sub.held -= d.size
+	sub.mu.Unlock()
+	if d.refs.Add(-1) == 0 {
+		sub.pins.Add(-d.size)
+	}
+}
+
 // take returns the waiting deliveries, giving the subscriber buf (emptied)
-// as its next queue.
+// as its next queue. The caller releases each once written.
 func (sub *subscriber) take(buf []*delivery) []*delivery {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
@@ -80,15 +106,19 @@ func (sub *subscriber) take(buf []*delivery) []*delivery {
 }
 
 // cut ends a slow subscriber's stream: the handler sees kicked before its
-// next write, and a write already blocked fails at once.
+// next write, and a write already blocked fails at once. What waited in its
+// queue is let go.
 func (sub *subscriber) cut() {
 	close(sub.kicked)
 	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	clear(sub.pending)
+	pending := sub.pending
 	sub.pending = nil
 	if !sub.done {
 		sub.rc.SetWriteDeadline(time.Now()) // ErrNotSupported: the handler still sees kicked
+	}
+	sub.mu.Unlock()
+	for _, d := range pending {
+		sub.release(d)
 	}
 }
 
@@ -137,6 +167,7 @@ type published struct {
 // wraps errKeyReused when its body differs. A store error means d was not
 // stored nor sent to anyone.
 func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey bool) (published, error) {
+	defer s.shed() // once c.mu is unlocked
 	c, _ := s.acquire(name, false)
 	defer s.release(c)
 	c.mu.Lock()
@@ -193,6 +224,65 @@ func (s *Server) fanOut(c *channel, d *delivery) int {
 		s.log.Warn("slow subscriber cut off; it can resume with Last-Event-ID", "channel", c.name)
 	}
 	return queued
+}
+
+// shed cuts off the subscribers that hold the most while the deliveries
+// only subscribers hold (Server.pinned: queued, or being written, but no
+// longer in a history in memory) take more than Options.TotalHistoryBytes.
+// They resume with Last-Event-ID. Without it, streams that do not read
+// would keep evicted deliveries alive beyond every limit.
+func (s *Server) shed() {
+	excess := s.pinned.Load() - s.opts.TotalHistoryBytes
+	if excess <= 0 || !s.shedding.TryLock() {
+		return
+	}
+	defer s.shedding.Unlock()
+	type holder struct {
+		c    *channel
+		sub  *subscriber
+		held int64
+	}
+	s.mu.Lock()
+	chans := make([]*channel, 0, len(s.channels))
+	for _, c := range s.channels {
+		c.refs++
+		chans = append(chans, c)
+	}
+	s.mu.Unlock()
+	var holders []holder
+	for _, c := range chans {
+		c.mu.Lock()
+		for sub := range c.subs {
+			sub.mu.Lock()
+			if sub.held > 0 {
+				holders = append(holders, holder{c, sub, sub.held})
+			}
+			sub.mu.Unlock()
+		}
+		c.mu.Unlock()
+	}
+	slices.SortFunc(holders, func(a, b holder) int { return cmpInt(b.held, a.held) })
+	cut := 0
+	for _, h := range holders {
+		if excess <= 0 {
+			break
+		}
+		h.c.mu.Lock()
+		if _, ok := h.c.subs[h.sub]; ok {
+			s.removeSub(h.c, h.sub)
+			s.cutOff.Add(1)
+			h.sub.cut()
+			excess -= h.held
+			cut++
+		}
+		h.c.mu.Unlock()
+	}
+	for _, c := range chans {
+		s.release(c)
+	}
+	if cut > 0 {
+		s.log.Warn("streams that fall behind hold more than the total history limit; those holding the most were cut off, to resume with Last-Event-ID", "cutOff", cut, "limit", s.opts.TotalHistoryBytes)
+	}
 }
 
 // removeSub unregisters sub from c, and stops watching c in a shared store

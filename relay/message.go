@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookline/hookline/internal/header"
@@ -51,6 +52,12 @@ type delivery struct {
 	size     int64 // what it counts against the history limits
 
 	plain, ext *wire.Frame // its message for plain (smee.io shape) and extended (plus bodyB) subscribers
+
+	// refs counts who holds the delivery: its history in memory (one,
+	// taken by memStore) and subscribers (subscriber.hold). Once no
+	// history holds it, the delivery counts in Server.pinned while a
+	// subscriber does.
+	refs atomic.Int32
 }
 
 // newDelivery builds the delivery for a request whose body has been read.

@@ -75,12 +75,18 @@ type Options struct {
 	// it, the channels that received a delivery least recently lose their
 	// oldest deliveries first. If zero, DefaultTotalHistoryBytes.
 	//
-	// A delivery counts its body, query and headers plus a fixed overhead;
-	// the events encoded from it are cached beside it, so resident memory
-	// can reach about three times the counted bytes. With DataDir the
-	// limits bound the file instead (plus bbolt's page overhead), and the
-	// history takes no memory beyond a few dozen bytes per delivery; with
-	// RedisURL they bound the history in Redis, and the relay keeps none.
+	// A delivery counts all the memory it holds: its body, query and
+	// headers, the parts of its events around the body, and a fixed
+	// overhead. Deliveries that streams still hold once the history has
+	// dropped them (queued for a stream that reads slowly, or being
+	// written) count too, separately (Stats.PinnedBytes): beyond
+	// TotalHistoryBytes of them, the streams holding the most are cut off
+	// (they resume with Last-Event-ID). So the relay's live memory stays
+	// within twice TotalHistoryBytes plus the uploads in flight (see
+	// docs/DEPLOY.md for the measured figures). With DataDir the limits
+	// bound the file instead (plus bbolt's page overhead), and the history
+	// takes no memory beyond a few dozen bytes per delivery; with RedisURL
+	// they bound the history in Redis, and the relay keeps none.
 	TotalHistoryBytes int64
 
 	// HistoryAge, if positive, bounds the age of each channel's history:
@@ -170,7 +176,11 @@ type Server struct {
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
 	cutOff      atomic.Int64
-	writeErr    atomic.Pointer[writeFailure] // the last append's failure; nil after a success
+	// pinned is the size of the deliveries that subscribers hold (queued,
+	// being written, replayed) and no history in memory does: see shed.
+	pinned   *atomic.Int64
+	shedding sync.Mutex                   // one shed at a time
+	writeErr atomic.Pointer[writeFailure] // the last append's failure; nil after a success
 }
 
 // writeFailure is an append that failed, for /healthz: it reports it for
@@ -235,7 +245,8 @@ func New(opts Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	lim := limits{chanCount: opts.HistoryCount, chanBytes: opts.HistoryBytes, totalBytes: opts.TotalHistoryBytes, age: max(opts.HistoryAge, 0)}
-	var st store = newMemStore(lim)
+	pinned := new(atomic.Int64)
+	var st store = newMemStore(lim, pinned)
 	var shared sharedStore
 	switch {
 	case opts.DataDir != "":
@@ -259,6 +270,7 @@ func New(opts Options) (*Server, error) {
 		shared:   shared,
 		channels: map[string]*channel{},
 		closing:  make(chan struct{}),
+		pinned:   pinned,
 	}
 	if shared != nil {
 		shared.startFeed(s.fromFeed)
@@ -314,6 +326,7 @@ type Stats struct {
 	Retained     int   `json:"retained"`     // deliveries held in histories (restored ones, and other relays' in Redis, included)
 	HistoryBytes int64 `json:"historyBytes"` // their counted size
 	CutOff       int64 `json:"cutOff"`       // slow subscribers cut off since New
+	PinnedBytes  int64 `json:"pinnedBytes"`  // counted size of deliveries only streams hold (queued, being written), beyond the history
 }
 
 // Stats returns the current counters. With Options.RedisURL, the store's
@@ -351,6 +364,7 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		Retained:     st.retained,
 		HistoryBytes: st.bytes,
 		CutOff:       s.cutOff.Load(),
+		PinnedBytes:  s.pinned.Load(),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -415,9 +416,12 @@ type memStore struct {
 	mu     sync.Mutex
 	l      *ledger
 	closed bool
+	pinned *atomic.Int64 // Server.pinned: evicted deliveries subscribers hold count there
 }
 
-func newMemStore(l limits) *memStore { return &memStore{l: newLedger(l)} }
+func newMemStore(l limits, pinned *atomic.Int64) *memStore {
+	return &memStore{l: newLedger(l), pinned: pinned}
+}
 
 func (s *memStore) persistent() bool { return false }
 
@@ -432,6 +436,14 @@ func (m *memStore) append(ctx context.Context, channel string, d *delivery, afte
 	}
 	p := m.l.prepare(channel, newEntry(d, true), after)
 	d.id = p.id
+	for _, dr := range p.drops {
+		for _, e := range dr.c.entries[:dr.n] {
+			if e.d.refs.Add(-1) > 0 {
+				m.pinned.Add(e.d.size) // a subscriber still holds it
+			}
+		}
+	}
+	d.refs.Add(1) // before any subscriber: no change to pinned
 	m.l.commit(p)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ var storeKinds = []struct {
 	name string
 	open func(t *testing.T, l limits) store
 }{
-	{"memory", func(t *testing.T, l limits) store { return newMemStore(l) }},
+	{"memory", func(t *testing.T, l limits) store { return newMemStore(l, new(atomic.Int64)) }},
 	{"bolt", func(t *testing.T, l limits) store { return openTestBolt(t, t.TempDir(), l) }},
 	{"redis", func(t *testing.T, l limits) store { return openTestRedis(t, redistest.Start(t).URL(), l) }},
 }
@@ -480,7 +481,7 @@ func TestReplayAnnouncesEvictionsBetweenPages(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			sub := &subscriber{notify: make(chan struct{}, 1), kicked: make(chan struct{})}
+			sub := &subscriber{notify: make(chan struct{}, 1), kicked: make(chan struct{}), pins: s.pinned}
 			c, rp, err := s.join(t.Context(), "c", sub, "0", true)
 			if err != nil {
 				t.Fatal(err)

@@ -53,6 +53,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		ext:    wantsExtended(r),
 		notify: make(chan struct{}, 1),
 		kicked: make(chan struct{}),
+		pins:   s.pinned,
 		rc:     rc,
 	}
 	last, resume := lastEventID(r)
@@ -77,6 +78,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		sub.mu.Lock()
 		sub.done = true
 		sub.mu.Unlock()
+		for _, d := range sub.take(nil) {
+			sub.release(d)
+		}
 	}()
 
 	h := w.Header()
@@ -99,15 +103,13 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 			err = rerr // the client resumes from what it got
 			break
 		}
+		for _, d := range page {
+			sub.hold(d)
+		}
 		if gap != nil {
 			err = sw.write(gap.Frame())
 		}
-		for _, d := range page {
-			if err != nil {
-				break
-			}
-			err = sw.delivery(d)
-		}
+		err = sw.deliveries(page, err)
 	}
 	if err == nil {
 		err = sw.flush()
@@ -119,12 +121,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	// send writes the deliveries waiting for the subscriber.
 	send := func() error {
 		batch = sub.take(batch)
-		var err error
-		for _, d := range batch {
-			if err = sw.delivery(d); err != nil {
-				break
-			}
-		}
+		err := sw.deliveries(batch, nil)
 		clear(batch) // hold no delivery longer than needed
 		if err == nil {
 			err = sw.flush()
@@ -196,6 +193,20 @@ func (sw *streamWriter) write(b []byte) error {
 		return err
 	}
 	_, err := sw.w.Write(b)
+	return err
+}
+
+// deliveries writes page unless err is set (the stream has failed), and
+// returns the first error. The subscriber holds each delivery (see
+// subscriber.hold) until it is written: page is a queue taken from it, or
+// a replay page it holds meanwhile.
+func (sw *streamWriter) deliveries(page []*delivery, err error) error {
+	for _, d := range page {
+		if err == nil {
+			err = sw.delivery(d)
+		}
+		sw.sub.release(d)
+	}
 	return err
 }
 
