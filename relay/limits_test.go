@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
@@ -127,4 +129,49 @@ func TestAttackStreamsThatNeverRead(t *testing.T) {
 	if rl.Server.Stats().CutOff == 0 {
 		t.Errorf("no stream was cut off")
 	}
+}
+
+// Item: a budget for uploads in flight. Senders that announce large bodies
+// and trickle them hold the budget; beyond it, POSTs get 503 with
+// Retry-After before their bodies are read, while a small delivery (the
+// canary) still gets through at once.
+func TestAttackUploadFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a memory attack (a few seconds); run without -short")
+	}
+	const budget, size = 32 << 20, 8 << 20
+	rl := relaytest.Start(t, relay.Options{MaxUploadBytes: budget, MaxBodyBytes: size})
+	host := strings.TrimPrefix(rl.Base, "http://")
+	refused := 0
+	for i := range 20 {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "POST /%s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", rl.Server.NewChannel(), size)
+		if i < budget/size {
+			waitFor(t, "the upload to be counted", func() bool { return rl.Server.Stats().UploadBytes >= int64(i+1)*size })
+			continue
+		}
+		conn.SetReadDeadline(time.Now().Add(relaytest.HangGuard))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("upload %d: no answer while the budget is full: %v", i+1, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("upload %d beyond the budget: %s, Retry-After %q; want 503 with Retry-After", i+1, resp.Status, resp.Header.Get("Retry-After"))
+		}
+		refused++
+	}
+	for i := range 5 {
+		start := time.Now()
+		mustPost(t, rl.Channel, string(relaytest.Body(i, 4<<10)), "Content-Type", "application/json")
+		t.Logf("canary %d answered in %s while the budget is full", i+1, time.Since(start))
+	}
+	if got := rl.Server.Stats().UploadBytes; got != budget {
+		t.Errorf("uploads in flight count %d bytes, want the %d of the four announced", got, budget)
+	}
+	t.Logf("%d uploads refused beyond a budget of %d MiB", refused, budget>>20)
 }

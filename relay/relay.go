@@ -29,6 +29,7 @@ const (
 	DefaultTotalHistoryBytes = 256 << 20
 	DefaultMaxSubscribers    = 100
 	DefaultMaxBodyBytes      = 25 << 20
+	DefaultMaxUploadBytes    = 256 << 20
 	DefaultSubscriberQueue   = 1024
 	DefaultWriteTimeout      = 30 * time.Second
 	DefaultReadHeaderTimeout = 10 * time.Second
@@ -105,6 +106,16 @@ type Options struct {
 	// 413. If zero, DefaultMaxBodyBytes (25 MiB, GitHub's limit).
 	MaxBodyBytes int64
 
+	// MaxUploadBytes bounds the POST bodies being received at once, each
+	// counted at its Content-Length (or as it grows, without one): beyond
+	// it, a POST gets 503 with Retry-After before its body is read, so
+	// that a flood of large uploads cannot exhaust memory. Bodies of at
+	// most 1 MiB (nearly every webhook) may use an eighth more, so that
+	// they still get through while large uploads fill the budget. One
+	// upload is always admitted, whatever its size. If zero,
+	// DefaultMaxUploadBytes.
+	MaxUploadBytes int64
+
 	// SubscriberQueue is how many deliveries may wait for one subscriber;
 	// at most HistoryBytes of them may wait, too. A subscriber that falls
 	// further behind is cut off: its stream ends and it resumes from the
@@ -179,6 +190,7 @@ type Server struct {
 	// pinned is the size of the deliveries that subscribers hold (queued,
 	// being written, replayed) and no history in memory does: see shed.
 	pinned   *atomic.Int64
+	uploads  atomic.Int64                 // bytes reserved by the POST bodies being read (see readBody)
 	shedding sync.Mutex                   // one shed at a time
 	writeErr atomic.Pointer[writeFailure] // the last append's failure; nil after a success
 }
@@ -234,6 +246,7 @@ func New(opts Options) (*Server, error) {
 	def(&opts.TotalHistoryBytes, DefaultTotalHistoryBytes)
 	defInt(&opts.MaxSubscribers, DefaultMaxSubscribers)
 	def(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	def(&opts.MaxUploadBytes, DefaultMaxUploadBytes)
 	defInt(&opts.SubscriberQueue, DefaultSubscriberQueue)
 	defDur(&opts.WriteTimeout, DefaultWriteTimeout)
 	defDur(&opts.ReadHeaderTimeout, DefaultReadHeaderTimeout)
@@ -327,6 +340,7 @@ type Stats struct {
 	HistoryBytes int64 `json:"historyBytes"` // their counted size
 	CutOff       int64 `json:"cutOff"`       // slow subscribers cut off since New
 	PinnedBytes  int64 `json:"pinnedBytes"`  // counted size of deliveries only streams hold (queued, being written), beyond the history
+	UploadBytes  int64 `json:"uploadBytes"`  // bytes reserved by the POST bodies being received
 }
 
 // Stats returns the current counters. With Options.RedisURL, the store's
@@ -365,6 +379,7 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		HistoryBytes: st.bytes,
 		CutOff:       s.cutOff.Load(),
 		PinnedBytes:  s.pinned.Load(),
+		UploadBytes:  s.uploads.Load(),
 	}
 }
 
@@ -706,18 +721,18 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		writeError(w, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("the request headers take %d bytes; the relay accepts %d (clients such as smee-client would send them on to Node servers, which refuse more)", n, maxHeaderBytes))
 		return
 	}
-	limit := s.opts.MaxBodyBytes
-	if r.ContentLength > limit {
+	body, release, err := s.readBody(w, r)
+	defer release()
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, errBusy):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the relay is receiving %d bytes of uploads already, its limit; retry in a moment", s.opts.MaxUploadBytes))
+		return
+	case errors.As(err, &mbe):
 		s.tooLarge(w, r.ContentLength)
 		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			s.tooLarge(w, -1)
-			return
-		}
+	case err != nil:
 		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
 		return
 	}
@@ -769,6 +784,71 @@ func (s *Server) storeFailed(w http.ResponseWriter, what, name string, err error
 	}
 	w.Header().Set("Retry-After", retry)
 	writeError(w, http.StatusServiceUnavailable, msg)
+}
+
+// errBusy: the uploads in flight take Options.MaxUploadBytes.
+var errBusy = errors.New("relay: too many uploads in flight")
+
+// smallUpload is the largest body that may use the eighth of
+// Options.MaxUploadBytes kept for small deliveries.
+const smallUpload = 1 << 20
+
+// readBody reads r's body into a buffer sized from its Content-Length (or
+// grown in steps without one), within Options.MaxBodyBytes (a
+// *http.MaxBytesError beyond it) and Options.MaxUploadBytes (errBusy, before
+// reading, when the body does not fit). release gives back the budget the
+// body took; call it once the body is stored.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+	var reserved int64
+	release = func() { s.uploads.Add(-reserved) }
+	reserve := func(n int64) error {
+		limit := s.opts.MaxUploadBytes
+		if reserved+n <= smallUpload {
+			limit += limit / 8
+		}
+		if now := s.uploads.Add(n); now > limit && now != n {
+			s.uploads.Add(-n)
+			return errBusy
+		}
+		reserved += n
+		return nil
+	}
+	limit := s.opts.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, release, &http.MaxBytesError{Limit: limit}
+	}
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	if r.ContentLength >= 0 {
+		if err := reserve(r.ContentLength); err != nil {
+			return nil, release, err
+		}
+		body = make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(rd, body); err != nil {
+			return nil, release, err
+		}
+		return body, release, nil
+	}
+	// No Content-Length (chunked): grow by doubling from 64 KiB, each step
+	// reserved before it is allocated.
+	for {
+		if len(body) == cap(body) {
+			next := min(max(2*int64(cap(body)), 64<<10), limit+1)
+			if err := reserve(next - int64(cap(body))); err != nil {
+				return nil, release, err
+			}
+			grown := make([]byte, len(body), next)
+			copy(grown, body)
+			body = grown
+		}
+		n, err := rd.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if err == io.EOF {
+			return body, release, nil
+		}
+		if err != nil {
+			return nil, release, err
+		}
+	}
 }
 
 func (s *Server) tooLarge(w http.ResponseWriter, n int64) {

@@ -92,6 +92,12 @@ func serveCommand(s *streams) *ucli.Command {
 				Usage:   "`URL` of a Redis (7.0+) that keeps the history, shared by every relay using it: redis://[user:password@]host:port[/db], rediss:// for TLS (default: no Redis)",
 				EnvVars: []string{"HOOKLINE_REDIS_URL"},
 			},
+			&ucli.StringFlag{
+				Name:    "max-upload-bytes",
+				Value:   "256MiB",
+				Usage:   "`size` of the POST bodies received at once; beyond it, POSTs get 503 and Retry-After",
+				EnvVars: []string{"HOOKLINE_MAX_UPLOAD_BYTES"},
+			},
 			&ucli.IntFlag{
 				Name:    "max-subscribers",
 				Value:   relay.DefaultMaxSubscribers,
@@ -158,6 +164,7 @@ func parseServe(c *ucli.Context) (serveOptions, error) {
 	}{
 		{"history-bytes", &opts.relay.HistoryBytes},
 		{"total-history-bytes", &opts.relay.TotalHistoryBytes},
+		{"max-upload-bytes", &opts.relay.MaxUploadBytes},
 	} {
 		n, err := parseByteSize(c.String(f.name))
 		if err != nil {
