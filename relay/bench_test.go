@@ -170,7 +170,7 @@ func BenchmarkIngestToSubscriber(b *testing.B) {
 func BenchmarkIdleSubscriberMemory(b *testing.B) {
 	const n = 10000
 	for i := 0; i < b.N; i++ {
-		srv, ts := newRelay(b, relay.Options{MaxSubscribers: n})
+		srv, ts := newRelay(b, relay.Options{MaxSubscribers: n, MaxSubscribersPerIP: n, MaxStreams: n, MaxStreamsPerIP: n})
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -205,7 +205,7 @@ func BenchmarkIdleSubscriberMemory(b *testing.B) {
 // percentiles over all deliveries and subscribers.
 func BenchmarkFanOutLatency(b *testing.B) {
 	const n = 1000
-	_, ts := newRelay(b, relay.Options{MaxSubscribers: n})
+	_, ts := newRelay(b, relay.Options{MaxSubscribers: n, MaxSubscribersPerIP: n, MaxStreams: n, MaxStreamsPerIP: n})
 	fanOutLatency(b, []string{ts.URL}, n, 0)
 }
 

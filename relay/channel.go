@@ -407,20 +407,37 @@ func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEve
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.subs) >= s.opts.MaxSubscribers {
-		// Full: the oldest stream makes room (its client resumes with
-		// Last-Event-ID), so that strangers who hold the channel's streams
-		// cannot lock its owner out.
-		var oldest *subscriber
-		for o := range c.subs {
-			if oldest == nil || o.joined < oldest.joined {
-				oldest = o
+	// One client address holds at most MaxSubscribersPerIP of the channel's
+	// streams, and the channel MaxSubscribers: beyond either, the oldest
+	// stream (of that address) makes room. Its client resumes with
+	// Last-Event-ID; strangers who hold the channel's streams cannot lock
+	// its owner out.
+	var oldest, oldestOfIP *subscriber
+	ofIP := 0
+	for o := range c.subs {
+		if oldest == nil || o.joined < oldest.joined {
+			oldest = o
+		}
+		if o.ip == sub.ip {
+			ofIP++
+			if oldestOfIP == nil || o.joined < oldestOfIP.joined {
+				oldestOfIP = o
 			}
 		}
-		s.removeSub(c, oldest)
-		s.cutOff.Add(1)
-		oldest.cut()
+	}
+	var evict *subscriber
+	switch {
+	case ofIP >= s.opts.MaxSubscribersPerIP:
+		evict = oldestOfIP
+		s.log.Warn("client holds the most streams of a channel it may: its oldest was cut off to make room; it can resume with Last-Event-ID", "channel", name, "client", sub.ip, "maxSubscribersPerIP", s.opts.MaxSubscribersPerIP)
+	case len(c.subs) >= s.opts.MaxSubscribers:
+		evict = oldest
 		s.log.Warn("channel full: its oldest subscriber was cut off to make room; it can resume with Last-Event-ID", "channel", name, "maxSubscribers", s.opts.MaxSubscribers)
+	}
+	if evict != nil {
+		s.removeSub(c, evict)
+		s.cutOff.Add(1)
+		evict.cut()
 	}
 	c.joins++
 	sub.joined = c.joins

@@ -3,12 +3,17 @@ package relay_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"reflect"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,3 +180,152 @@ func TestAttackUploadFlood(t *testing.T) {
 	}
 	t.Logf("%d uploads refused beyond a budget of %d MiB", refused, budget>>20)
 }
+
+// subscribeFrom opens a stream on u as client ip, through a trusted proxy
+// on loopback (X-Forwarded-For), and returns the answer's status.
+func subscribeFrom(t *testing.T, u, ip string) (*http.Response, error) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("X-Forwarded-For", ip)
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		t.Cleanup(func() { resp.Body.Close() })
+	}
+	return resp, err
+}
+
+var loopbackProxy = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+
+// Item: a cap on streams. Beyond the relay's cap and one client's cap,
+// streams get 503 with Retry-After, while POSTs still get through (the
+// descriptors they need are not all taken by streams).
+func TestAttackStreamFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a stream flood (a few seconds); run without -short")
+	}
+	var log relaytest.Buffer
+	rl := relaytest.Start(t, relay.Options{MaxStreams: 40, MaxStreamsPerIP: 25, MaxSubscribersPerIP: 100, TrustedProxies: loopbackProxy,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	status := map[string]map[int]int{}
+	for _, ip := range []string{"203.0.113.1", "203.0.113.2"} {
+		status[ip] = map[int]int{}
+		for range 30 {
+			resp, err := subscribeFrom(t, rl.Base+"/"+rl.Server.NewChannel(), ip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			status[ip][resp.StatusCode]++
+			if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
+				t.Errorf("503 without Retry-After")
+			}
+		}
+	}
+	want := map[string]map[int]int{
+		"203.0.113.1": {200: 25, 503: 5},  // its own cap
+		"203.0.113.2": {200: 15, 503: 15}, // the relay's cap
+	}
+	if !reflect.DeepEqual(status, want) {
+		t.Errorf("answers by client = %v, want %v", status, want)
+	}
+	mustPost(t, rl.Channel, `{"canary":1}`, "Content-Type", "application/json")
+	if n := rl.Server.Stats().Subscribers; n != 40 {
+		t.Errorf("%d streams open, want the cap, 40", n)
+	}
+	if !strings.Contains(log.String(), "level=WARN msg=\"stream refused\"") {
+		t.Errorf("refused streams are not logged as warnings:\n%s", log.String())
+	}
+}
+
+// Item: a channel's owner cannot be locked out. A stranger who knows the
+// channel's name opens ten times the streams one address may hold on it,
+// before and after the owner joins: the owner is never cut off and gets
+// every delivery.
+func TestAttackChannelSquatter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a stream flood (a few seconds); run without -short")
+	}
+	rl := relaytest.Start(t, relay.Options{MaxSubscribers: 100, MaxSubscribersPerIP: 10, TrustedProxies: loopbackProxy})
+	squat := func() {
+		for range 100 {
+			if resp, err := subscribeFrom(t, rl.Channel, "203.0.113.66"); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("stranger's stream: %v %v", resp, err)
+			}
+		}
+	}
+	squat()
+	resp, err := subscribeFrom(t, rl.Channel, "198.51.100.1")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("owner's stream: %v %v", resp, err)
+	}
+	squat()
+	mustPost(t, rl.Channel, `{"n":1}`, "Content-Type", "application/json")
+	if n := rl.Server.Stats().Subscribers; n != 11 {
+		t.Errorf("%d streams on the channel, want 11 (ten of the stranger's, the owner's)", n)
+	}
+	br := bufio.NewReader(resp.Body)
+	done := make(chan string, 1)
+	go func() {
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil || strings.HasPrefix(line, "id: 1") {
+				done <- fmt.Sprint(line, err)
+				return
+			}
+		}
+	}()
+	select {
+	case got := <-done:
+		if !strings.HasPrefix(got, "id: 1") {
+			t.Errorf("the owner's stream ended before its delivery: %s", got)
+		}
+	case <-time.After(relaytest.HangGuard):
+		t.Fatal("the owner's stream got no delivery")
+	}
+}
+
+// Errors of the HTTP server itself (here: accepting a connection fails, as
+// when file descriptors run out) are logged as warnings, not hidden at
+// debug level.
+func TestServeLogsAcceptErrors(t *testing.T) {
+	var log relaytest.Buffer
+	srv := mustNew(t, relay.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	fl := &failingListener{Listener: ln}
+	fl.fails.Store(1)
+	go func() { done <- srv.Serve(ctx, fl) }()
+	waitFor(t, "the accept error to be logged", func() bool { return strings.Contains(log.String(), "Accept error") })
+	cancel()
+	<-done
+	if !strings.Contains(log.String(), "level=WARN") {
+		t.Errorf("the accept error is not a warning:\n%s", log.String())
+	}
+}
+
+// failingListener fails its first Accepts with a temporary error, as
+// accept(2) does with EMFILE.
+type failingListener struct {
+	net.Listener
+	fails atomic.Int32
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.fails.Add(-1) >= 0 {
+		return nil, emfile{}
+	}
+	return l.Listener.Accept()
+}
+
+type emfile struct{}
+
+func (emfile) Error() string   { return "accept: too many open files" }
+func (emfile) Timeout() bool   { return false }
+func (emfile) Temporary() bool { return true }

@@ -111,7 +111,7 @@ func BenchmarkReplicasFanOutLatency(b *testing.B) {
 	const n = 100
 	for _, setup := range replicaSetups {
 		b.Run(setup, func(b *testing.B) {
-			bases := relays(b, setup, relay.Options{MaxSubscribers: n})
+			bases := relays(b, setup, relay.Options{MaxSubscribers: n, MaxSubscribersPerIP: n, MaxStreams: n, MaxStreamsPerIP: n})
 			fanOutLatency(b, bases, n, 50*time.Millisecond) // the replicas' pub/sub subscriptions
 		})
 	}

@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +28,8 @@ const (
 	DefaultHistoryBytes      = 50 << 20
 	DefaultTotalHistoryBytes = 256 << 20
 	DefaultMaxSubscribers    = 100
+	DefaultMaxSubscribersIP  = 10
+	DefaultMaxStreamsPerIP   = 100
 	DefaultMaxBodyBytes      = 25 << 20
 	DefaultMaxUploadBytes    = 256 << 20
 	DefaultSubscriberQueue   = 1024
@@ -101,6 +103,29 @@ type Options struct {
 	// that strangers holding a channel's streams cannot lock its owner
 	// out. If zero, DefaultMaxSubscribers.
 	MaxSubscribers int
+
+	// MaxSubscribersPerIP is the number of streams one client address
+	// (see TrustedProxies) holds on one channel; one more cuts off its
+	// oldest there, which a client that reconnected after a network change
+	// no longer reads anyway. A stranger who knows a channel's name thus
+	// cannot fill it from one address. If zero, DefaultMaxSubscribersIP.
+	MaxSubscribersPerIP int
+
+	// MaxStreams bounds the streams of the whole relay, and MaxStreamsPerIP
+	// those of one client address: beyond them, a stream is refused with
+	// 503 and Retry-After. Each stream holds a file descriptor; the
+	// default MaxStreams is three quarters of the process's limit on open
+	// files (RLIMIT_NOFILE; 10,000 where there is none), so that POSTs
+	// always find one. If zero, that default and DefaultMaxStreamsPerIP.
+	MaxStreams      int
+	MaxStreamsPerIP int
+
+	// TrustedProxies are the addresses of reverse proxies in front of the
+	// relay: for a connection from one of them, the client address that
+	// per-client limits count is taken from X-Forwarded-For (the rightmost
+	// address that is not a trusted proxy). Without them, it is the
+	// connection's peer. An IPv6 client counts as its /64.
+	TrustedProxies []netip.Prefix
 
 	// MaxBodyBytes is the largest body a POST may carry; a larger one gets
 	// 413. If zero, DefaultMaxBodyBytes (25 MiB, GitHub's limit).
@@ -179,10 +204,12 @@ type Server struct {
 	store  store
 	shared sharedStore // store, when shared with other relays (RedisURL); else nil
 
-	mu       sync.Mutex
-	channels map[string]*channel // channels in use (see channel)
-	closed   bool
-	closing  chan struct{} // closed by Close
+	mu          sync.Mutex
+	channels    map[string]*channel // channels in use (see channel)
+	closed      bool
+	streams     int            // open streams (see admit)
+	streamsByIP map[string]int // of them, by client address
+	closing     chan struct{}  // closed by Close
 
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
@@ -245,6 +272,9 @@ func New(opts Options) (*Server, error) {
 	def(&opts.HistoryBytes, DefaultHistoryBytes)
 	def(&opts.TotalHistoryBytes, DefaultTotalHistoryBytes)
 	defInt(&opts.MaxSubscribers, DefaultMaxSubscribers)
+	defInt(&opts.MaxSubscribersPerIP, DefaultMaxSubscribersIP)
+	defInt(&opts.MaxStreams, defaultMaxStreams())
+	defInt(&opts.MaxStreamsPerIP, DefaultMaxStreamsPerIP)
 	def(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	def(&opts.MaxUploadBytes, DefaultMaxUploadBytes)
 	defInt(&opts.SubscriberQueue, DefaultSubscriberQueue)
@@ -276,14 +306,15 @@ func New(opts Options) (*Server, error) {
 		st, shared = rs, rs
 	}
 	s := &Server{
-		opts:     opts,
-		log:      log,
-		started:  time.Now(),
-		store:    st,
-		shared:   shared,
-		channels: map[string]*channel{},
-		closing:  make(chan struct{}),
-		pinned:   pinned,
+		opts:        opts,
+		log:         log,
+		started:     time.Now(),
+		store:       st,
+		shared:      shared,
+		channels:    map[string]*channel{},
+		streamsByIP: map[string]int{},
+		closing:     make(chan struct{}),
+		pinned:      pinned,
 	}
 	if shared != nil {
 		shared.startFeed(s.fromFeed)
@@ -413,7 +444,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// deadlines; a POST may take ReadTimeout to upload its body.
 		WriteTimeout:   s.opts.ReadTimeout + s.opts.WriteTimeout,
 		MaxHeaderBytes: 4 * maxHeaderBytes,
-		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		// Accept errors (out of file descriptors), panics: an operator
+		// must see them.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -784,71 +817,6 @@ func (s *Server) storeFailed(w http.ResponseWriter, what, name string, err error
 	}
 	w.Header().Set("Retry-After", retry)
 	writeError(w, http.StatusServiceUnavailable, msg)
-}
-
-// errBusy: the uploads in flight take Options.MaxUploadBytes.
-var errBusy = errors.New("relay: too many uploads in flight")
-
-// smallUpload is the largest body that may use the eighth of
-// Options.MaxUploadBytes kept for small deliveries.
-const smallUpload = 1 << 20
-
-// readBody reads r's body into a buffer sized from its Content-Length (or
-// grown in steps without one), within Options.MaxBodyBytes (a
-// *http.MaxBytesError beyond it) and Options.MaxUploadBytes (errBusy, before
-// reading, when the body does not fit). release gives back the budget the
-// body took; call it once the body is stored.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
-	var reserved int64
-	release = func() { s.uploads.Add(-reserved) }
-	reserve := func(n int64) error {
-		limit := s.opts.MaxUploadBytes
-		if reserved+n <= smallUpload {
-			limit += limit / 8
-		}
-		if now := s.uploads.Add(n); now > limit && now != n {
-			s.uploads.Add(-n)
-			return errBusy
-		}
-		reserved += n
-		return nil
-	}
-	limit := s.opts.MaxBodyBytes
-	if r.ContentLength > limit {
-		return nil, release, &http.MaxBytesError{Limit: limit}
-	}
-	rd := http.MaxBytesReader(w, r.Body, limit)
-	if r.ContentLength >= 0 {
-		if err := reserve(r.ContentLength); err != nil {
-			return nil, release, err
-		}
-		body = make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(rd, body); err != nil {
-			return nil, release, err
-		}
-		return body, release, nil
-	}
-	// No Content-Length (chunked): grow by doubling from 64 KiB, each step
-	// reserved before it is allocated.
-	for {
-		if len(body) == cap(body) {
-			next := min(max(2*int64(cap(body)), 64<<10), limit+1)
-			if err := reserve(next - int64(cap(body))); err != nil {
-				return nil, release, err
-			}
-			grown := make([]byte, len(body), next)
-			copy(grown, body)
-			body = grown
-		}
-		n, err := rd.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
-		if err == io.EOF {
-			return body, release, nil
-		}
-		if err != nil {
-			return nil, release, err
-		}
-	}
 }
 
 func (s *Server) tooLarge(w http.ResponseWriter, n int64) {

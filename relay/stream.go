@@ -48,8 +48,18 @@ var errCutOff = errors.New("relay: subscriber cut off")
 // replay after Last-Event-ID, then live deliveries and pings until the
 // client leaves, the subscriber is cut off, or the relay closes.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string) {
+	ip := s.clientIP(r)
+	leave, err := s.admit(ip)
+	if err != nil {
+		s.log.Warn("stream refused", "channel", name, "client", ip, "err", err)
+		w.Header().Set("Retry-After", "30")
+		writeError(w, http.StatusServiceUnavailable, strings.TrimPrefix(err.Error(), "relay: ")+"; retry later")
+		return
+	}
+	defer leave()
 	rc := http.NewResponseController(w)
 	sub := &subscriber{
+		ip:     ip,
 		ext:    wantsExtended(r),
 		notify: make(chan struct{}, 1),
 		kicked: make(chan struct{}),

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strconv"
@@ -104,6 +105,28 @@ func serveCommand(s *streams) *ucli.Command {
 				Usage:   "number (`n`) of streams one channel holds at once; one more cuts off the oldest, which resumes with Last-Event-ID",
 				EnvVars: []string{"HOOKLINE_MAX_SUBSCRIBERS"},
 			},
+			&ucli.IntFlag{
+				Name:    "max-subscribers-per-ip",
+				Value:   relay.DefaultMaxSubscribersIP,
+				Usage:   "number (`n`) of streams one client address holds on one channel; one more cuts off its oldest there",
+				EnvVars: []string{"HOOKLINE_MAX_SUBSCRIBERS_PER_IP"},
+			},
+			&ucli.IntFlag{
+				Name:    "max-streams",
+				Usage:   "number (`n`) of streams the relay holds; beyond it, streams get 503 (default: three quarters of the open-file limit)",
+				EnvVars: []string{"HOOKLINE_MAX_STREAMS"},
+			},
+			&ucli.IntFlag{
+				Name:    "max-streams-per-ip",
+				Value:   relay.DefaultMaxStreamsPerIP,
+				Usage:   "number (`n`) of streams one client address holds on all channels; beyond it, its streams get 503",
+				EnvVars: []string{"HOOKLINE_MAX_STREAMS_PER_IP"},
+			},
+			&ucli.StringSliceFlag{
+				Name:    "trusted-proxy",
+				Usage:   "`address` or CIDR of a reverse proxy in front of the relay, whose X-Forwarded-For names the client that per-client limits count (repeatable)",
+				EnvVars: []string{"HOOKLINE_TRUSTED_PROXY"},
+			},
 		},
 		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
 			return usageErrorf("%v; run 'hookline serve --help' for usage", err)
@@ -155,8 +178,26 @@ func parseServe(c *ucli.Context) (serveOptions, error) {
 	if opts.relay.HistoryCount = c.Int("history"); opts.relay.HistoryCount < 1 {
 		return serveOptions{}, usageErrorf("--history %d must be at least 1", opts.relay.HistoryCount)
 	}
-	if opts.relay.MaxSubscribers = c.Int("max-subscribers"); opts.relay.MaxSubscribers < 1 {
-		return serveOptions{}, usageErrorf("--max-subscribers %d must be at least 1", opts.relay.MaxSubscribers)
+	for _, f := range []struct {
+		name string
+		dst  *int
+		min  int
+	}{
+		{"max-subscribers", &opts.relay.MaxSubscribers, 1},
+		{"max-subscribers-per-ip", &opts.relay.MaxSubscribersPerIP, 1},
+		{"max-streams", &opts.relay.MaxStreams, 0},
+		{"max-streams-per-ip", &opts.relay.MaxStreamsPerIP, 1},
+	} {
+		if *f.dst = c.Int(f.name); *f.dst < f.min {
+			return serveOptions{}, usageErrorf("--%s %d must be at least %d", f.name, *f.dst, max(f.min, 1))
+		}
+	}
+	for _, v := range c.StringSlice("trusted-proxy") {
+		p, err := parsePrefix(v)
+		if err != nil {
+			return serveOptions{}, usageErrorf("--trusted-proxy %q is not an address or CIDR, such as 10.0.0.0/8 or 127.0.0.1", v)
+		}
+		opts.relay.TrustedProxies = append(opts.relay.TrustedProxies, p)
 	}
 	for _, f := range []struct {
 		name string
@@ -173,6 +214,17 @@ func parseServe(c *ucli.Context) (serveOptions, error) {
 		*f.dst = n
 	}
 	return opts, nil
+}
+
+// parsePrefix reads a CIDR, or an address as the prefix of that address
+// alone.
+func parsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	return p.Masked(), err
 }
 
 // checkListenAddr checks a --addr value, with a hint for the usual slips.

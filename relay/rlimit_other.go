@@ -1,0 +1,5 @@
+//go:build !unix
+
+package relay
+
+func defaultMaxStreams() int { return fallbackMaxStreams }
