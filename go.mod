@@ -1,6 +1,6 @@
 module github.com/hookline/hookline
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/fatih/color v1.19.0
@@ -9,6 +9,7 @@ require (
 	github.com/redis/go-redis/v9 v9.17.3
 	github.com/urfave/cli/v2 v2.27.7
 	go.etcd.io/bbolt v1.4.3
+	golang.org/x/time v0.16.0
 	gopkg.in/cenkalti/backoff.v1 v1.1.0
 )
 

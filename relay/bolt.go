@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,6 +43,7 @@ var (
 	metaBucket     = []byte("meta")
 	formatKey      = []byte("format")
 	channelsBucket = []byte("channels")
+	heldBucket     = []byte("held") // per channel: records redeliveries refer to that left the history
 	fileFormat     = []byte("hookline-relay-1")
 )
 
@@ -54,8 +56,9 @@ type boltStore struct {
 	db  *bolt.DB
 	log *slog.Logger
 
-	mu     sync.Mutex // guards l; held across each write transaction
+	mu     sync.Mutex // guards l and refs; held across each write transaction
 	l      *ledger
+	refs   map[string]map[int64]int // by channel: the ids redeliveries refer to (record.go), and how many do
 	closed bool
 }
 
@@ -88,7 +91,7 @@ func openBolt(dir string, l limits, log *slog.Logger) (*boltStore, error) {
 			return nil, fmt.Errorf("relay: cannot sync the data directory: %w", err)
 		}
 	}
-	s := &boltStore{db: db, log: log, l: newLedger(l)}
+	s := &boltStore{db: db, log: log, l: newLedger(l), refs: map[string]map[int64]int{}}
 	if err := db.Update(s.load); err != nil {
 		db.Close()
 		return nil, err
@@ -128,6 +131,9 @@ func (s *boltStore) load(tx *bolt.Tx) error {
 	if err != nil {
 		return fmt.Errorf("relay: initialising the history file: %w", err)
 	}
+	if _, err := tx.CreateBucketIfNotExists(heldBucket); err != nil {
+		return fmt.Errorf("relay: initialising the history file: %w", err)
+	}
 
 	type loaded struct {
 		c      *ledgerChan
@@ -151,16 +157,19 @@ func (s *boltStore) load(tx *bolt.Tx) error {
 				nested = append(nested, slices.Clone(k))
 				return nil
 			}
-			d, err := decodeRecord(v)
-			if err == nil && len(k) != 8 {
-				err = fmt.Errorf("%w: key of %d bytes", errBadRecord, len(k))
+			var d *delivery
+			err := fmt.Errorf("%w: key of %d bytes", errBadRecord, len(k))
+			if len(k) == 8 {
+				d, err = readDelivery(tx, name, k, v)
 			}
 			if err != nil {
 				s.log.Warn("dropping an unreadable delivery from the history file", "channel", c.name, "key", fmt.Sprintf("%x", k), "err", err)
 				bad = append(bad, slices.Clone(k))
 				return nil
 			}
-			d.id = int64(binary.BigEndian.Uint64(k))
+			if d.of != 0 {
+				s.ref(c.name, d.of, 1)
+			}
 			e := newEntry(d, false)
 			c.entries = append(c.entries, e)
 			c.bytes += e.size
@@ -203,29 +212,125 @@ func (s *boltStore) load(tx *bolt.Tx) error {
 		s.l.bytes += lc.c.bytes
 		s.l.retained += len(lc.c.entries)
 	}
-	if err := remove(root, s.l.trim()); err != nil {
+	// Held records no reference needs any more (a crash between two
+	// writes cannot leave any, but a file trimmed by hand can).
+	held := tx.Bucket(heldBucket)
+	var unheld [][2][]byte
+	err = held.ForEachBucket(func(name []byte) error {
+		return held.Bucket(name).ForEach(func(k, _ []byte) error {
+			if len(k) != 8 || s.refs[string(name)][int64(binary.BigEndian.Uint64(k))] == 0 {
+				unheld = append(unheld, [2][]byte{slices.Clone(name), slices.Clone(k)})
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("relay: reading the history file: %w", err)
+	}
+	for _, nk := range unheld {
+		if err := held.Bucket(nk[0]).Delete(nk[1]); err != nil {
+			return fmt.Errorf("relay: cleaning the history file: %w", err)
+		}
+	}
+	if err := s.remove(tx, s.l.trim()); err != nil {
 		return fmt.Errorf("relay: trimming the history file to the limits: %w", err)
 	}
 	return nil
 }
 
+// ref adds n to the references to record id of channel.
+func (s *boltStore) ref(channel string, id int64, n int) {
+	m := s.refs[channel]
+	if m == nil {
+		m = map[int64]int{}
+		s.refs[channel] = m
+	}
+	if m[id] += n; m[id] <= 0 {
+		delete(m, id)
+		if len(m) == 0 {
+			delete(s.refs, channel)
+		}
+	}
+}
+
+// readDelivery decodes the record v with key k of channel, resolving a
+// reference (record.go) to the record it repeats, in the channel or held.
+func readDelivery(tx *bolt.Tx, channel, k, v []byte) (*delivery, error) {
+	received, of, isRef, err := decodeRef(v)
+	if err != nil {
+		return nil, err
+	}
+	if isRef {
+		v = nil
+		if b := tx.Bucket(channelsBucket).Bucket(channel); b != nil {
+			v = b.Get(idKey(of))
+		}
+		if hb := tx.Bucket(heldBucket).Bucket(channel); v == nil && hb != nil {
+			v = hb.Get(idKey(of))
+		}
+		if v == nil || v[0] == refFormat {
+			return nil, fmt.Errorf("%w: the delivery %d it repeats is not stored", errBadRecord, of)
+		}
+	}
+	d, err := decodeRecord(v)
+	if err != nil {
+		return nil, err
+	}
+	if isRef {
+		d = makeDelivery(d.header, d.query, d.body, received)
+		d.of = of
+	}
+	d.id = int64(binary.BigEndian.Uint64(k))
+	return d, nil
+}
+
 // remove deletes what the limits evicted: records, and the buckets of
-// channels left empty.
-func remove(root *bolt.Bucket, rs []removal) error {
+// channels left empty. A record that redeliveries still refer to moves to
+// the held bucket; a held record no reference needs any more goes. It
+// updates s.refs, so the caller restores them if the transaction fails
+// (see append).
+func (s *boltStore) remove(tx *bolt.Tx, rs []removal) error {
+	root, held := tx.Bucket(channelsBucket), tx.Bucket(heldBucket)
 	for _, r := range rs {
 		name := []byte(r.name)
+		// References first: the records they repeat may leave with them.
+		for _, e := range r.entries {
+			if e.of == 0 {
+				continue
+			}
+			s.ref(r.name, e.of, -1)
+			if hb := held.Bucket(name); s.refs[r.name][e.of] == 0 && hb != nil {
+				if err := hb.Delete(idKey(e.of)); err != nil {
+					return err
+				}
+			}
+		}
+		b := root.Bucket(name)
+		if b == nil {
+			continue
+		}
+		for _, e := range r.entries {
+			if s.refs[r.name][e.id] == 0 {
+				continue
+			}
+			hb, err := held.CreateBucketIfNotExists(name)
+			if err != nil {
+				return err
+			}
+			if v := b.Get(idKey(e.id)); v != nil {
+				if err := hb.Put(idKey(e.id), slices.Clone(v)); err != nil {
+					return err
+				}
+			}
+		}
 		if r.all {
 			if err := root.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 				return err
 			}
 			continue
 		}
-		b := root.Bucket(name)
-		if b == nil {
-			continue
-		}
-		for _, id := range r.ids {
-			if err := b.Delete(idKey(id)); err != nil {
+		for _, e := range r.entries {
+			if err := b.Delete(idKey(e.id)); err != nil {
 				return err
 			}
 		}
@@ -236,7 +341,10 @@ func remove(root *bolt.Bucket, rs []removal) error {
 func idKey(id int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(id)) }
 
 func (s *boltStore) append(ctx context.Context, channel string, d *delivery, after int64) error {
-	rec := encodeRecord(d)
+	rec, ref := encodeRecord(d), []byte(nil)
+	if d.of != 0 {
+		ref = encodeRef(d)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -250,9 +358,14 @@ func (s *boltStore) append(ctx context.Context, channel string, d *delivery, aft
 	for i, dr := range p.drops {
 		rs[i] = dr.removal(channel)
 	}
+	saved := map[string]map[int64]int{channel: maps.Clone(s.refs[channel])} // restored if the transaction fails
+	for _, r := range rs {
+		saved[r.name] = maps.Clone(s.refs[r.name])
+	}
+	referred := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		root := tx.Bucket(channelsBucket)
-		if err := remove(root, rs); err != nil {
+		if err := s.remove(tx, rs); err != nil {
 			return err
 		}
 		b, err := root.CreateBucketIfNotExists([]byte(channel))
@@ -260,10 +373,28 @@ func (s *boltStore) append(ctx context.Context, channel string, d *delivery, aft
 			return err
 		}
 		b.FillPercent = 0.9 // ids only grow: pack pages nearly full
+		if ref != nil {
+			// A redelivery refers to the record it repeats while that is
+			// stored (in the history, or held for other references).
+			hb := tx.Bucket(heldBucket).Bucket([]byte(channel))
+			if b.Get(idKey(d.of)) != nil || hb != nil && hb.Get(idKey(d.of)) != nil {
+				rec, referred = ref, true
+			}
+		}
 		return b.Put(idKey(p.id), rec)
 	})
 	if err != nil {
+		for name, m := range saved {
+			if delete(s.refs, name); len(m) > 0 {
+				s.refs[name] = m
+			}
+		}
 		return fmt.Errorf("relay: storing the delivery: %w", err)
+	}
+	if referred {
+		s.ref(channel, d.of, 1)
+	} else {
+		d.of, p.e.of = 0, 0 // a copy: it refers to nothing
 	}
 	d.id = p.id
 	s.l.commit(p)
@@ -290,14 +421,13 @@ func (s *boltStore) since(_ context.Context, channel string, after, maxBytes int
 			if len(page) > 0 && n+int64(len(v)) > maxBytes {
 				break // the record's length is about the delivery's size
 			}
-			d, err := decodeRecord(v)
+			d, err := readDelivery(tx, []byte(channel), k, v)
 			if err != nil {
 				// Left out: the reader sees a gap. load drops it at the
 				// next start.
 				s.log.Warn("skipping an unreadable delivery in the history file", "channel", channel, "key", fmt.Sprintf("%x", k), "err", err)
 				continue
 			}
-			d.id = int64(binary.BigEndian.Uint64(k))
 			page = append(page, d)
 			n += d.size
 		}
@@ -322,16 +452,14 @@ func (s *boltStore) get(_ context.Context, channel string, id int64) (*delivery,
 		if b == nil || id <= 0 {
 			return nil
 		}
-		v := b.Get(idKey(id))
+		k := idKey(id)
+		v := b.Get(k)
 		if v == nil {
 			return nil
 		}
 		var err error
-		if d, err = decodeRecord(v); err != nil {
-			return err
-		}
-		d.id = id
-		return nil
+		d, err = readDelivery(tx, []byte(channel), k, v)
+		return err
 	})
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		err = errStoreClosed

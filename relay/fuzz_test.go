@@ -126,7 +126,25 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(encodeRecord(makeDelivery(nil, "", nil, time.Unix(0, 0))))
 	f.Add(encodeRecord(makeDelivery([]wire.Header{{Name: "content-type", Value: "application/x-www-form-urlencoded"}, {Name: "x", Value: "\xff\x00"}}, "a[b]=1", []byte("payload=%7B%7D"), time.Unix(-1, 5))))
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0})
+	redelivery := makeDelivery(nil, "", nil, time.Unix(7, 0))
+	redelivery.of = 3
+	f.Add(encodeRef(redelivery))
 	f.Fuzz(func(t *testing.T, rec []byte) {
+		// A reference record (a redelivery, see record.go).
+		if at, of, ok, err := decodeRef(rec); ok {
+			if err != nil {
+				if !errors.Is(err, errBadRecord) {
+					t.Fatalf("decodeRef = %v; want errBadRecord", err)
+				}
+				return
+			}
+			ref := makeDelivery(nil, "", nil, at)
+			ref.of = of
+			if at2, of2, _, err := decodeRef(encodeRef(ref)); err != nil || !at2.Equal(at) || of2 != of {
+				t.Fatalf("reference round trip: %v %d %v, want %v %d", at2, of2, err, at, of)
+			}
+			return
+		}
 		d, err := decodeRecord(rec)
 		if err != nil {
 			if !errors.Is(err, errBadRecord) || d != nil {

@@ -8,6 +8,10 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // What the relay refuses to hold, so that strangers on the internet cannot
@@ -152,6 +156,57 @@ func (s *Server) trusted(a netip.Addr) bool {
 	return false
 }
 
+// rateLimits holds a token bucket per key (a channel, a client address),
+// created on first use and forgotten once full again.
+type rateLimits struct {
+	limit rate.Limit
+	burst int
+
+	mu sync.Mutex
+	m  map[string]*rate.Limiter
+}
+
+func newRateLimits(perMinute, burst int) *rateLimits {
+	return &rateLimits{limit: rate.Limit(float64(perMinute) / 60), burst: burst, m: map[string]*rate.Limiter{}}
+}
+
+// allow takes a token from the bucket of every key, or from none and
+// returns how long to wait until it could.
+func (l *rateLimits) allow(now time.Time, keys ...string) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.m) > 10000 {
+		for k, lim := range l.m {
+			if lim.TokensAt(now) >= float64(l.burst) {
+				delete(l.m, k)
+			}
+		}
+	}
+	rs := make([]*rate.Reservation, 0, len(keys))
+	var wait time.Duration
+	for _, k := range keys {
+		lim := l.m[k]
+		if lim == nil {
+			lim = rate.NewLimiter(l.limit, l.burst)
+			l.m[k] = lim
+		}
+		r := lim.ReserveN(now, 1)
+		rs = append(rs, r)
+		wait = max(wait, r.DelayFrom(now))
+	}
+	if wait == 0 {
+		return true, 0
+	}
+	for _, r := range rs {
+		r.CancelAt(now)
+	}
+	return false, wait
+}
+
 // fallbackMaxStreams is Options.MaxStreams's default where the limit on
 // open files is unknown or unlimited.
 const fallbackMaxStreams = 10000
+
+// redeliveryBurst is how many redeliveries may be asked for at once before
+// Options.RedeliveriesPerMinute applies.
+const redeliveryBurst = 10

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -329,3 +330,58 @@ type emfile struct{}
 func (emfile) Error() string   { return "accept: too many open files" }
 func (emfile) Timeout() bool   { return false }
 func (emfile) Temporary() bool { return true }
+
+// Item: redelivery is not a write amplifier. Chained redeliveries of a large
+// delivery, as fast as one client can ask: beyond a burst of ten they get
+// 429 with Retry-After, and those stored are references, not copies.
+func TestAttackRedeliveryChain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a write attack (a few seconds); run without -short")
+	}
+	dir := t.TempDir()
+	rl := relaytest.Start(t, relay.Options{DataDir: dir})
+	body := `{"a":"` + strings.Repeat("x", 8<<20) + `"}`
+	code, resp := post(t, rl.Channel, body, "Content-Type", "application/json")
+	if code != http.StatusOK {
+		t.Fatal(code, resp)
+	}
+	before := written(t)
+	status := map[int]int{}
+	id := 1
+	for range 40 {
+		code, resp := post(t, fmt.Sprintf("%s/redeliver/%d", rl.Channel, id), "")
+		status[code]++
+		var a struct{ ID int }
+		if code == http.StatusOK && json.Unmarshal([]byte(resp), &a) == nil {
+			id = a.ID // chained: a redelivery of the last redelivery
+		}
+	}
+	grown := written(t) - before
+	t.Logf("40 chained redeliveries of an 8 MiB delivery: %v; %.1f MiB written", status, float64(grown)/(1<<20))
+	if status[http.StatusOK] != 10 || status[http.StatusTooManyRequests] != 30 {
+		t.Errorf("answers = %v, want 10 × 200 (the burst), then 429", status)
+	}
+	// bbolt rewrites the leaf that holds the delivery (copy on write)
+	// until that leaf has five keys, whatever they are: at most four more
+	// times, not once per redelivery.
+	if grown > 5*int64(len(body)) {
+		t.Errorf("%d bytes written for 10 redeliveries of %d bytes: copies, not references", grown, len(body))
+	}
+}
+
+// written returns the bytes the process has passed to write(2) and
+// pwrite(2), from /proc/self/io; the test is skipped without it.
+func written(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no /proc/self/io to count bytes written: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var n int64
+		if k, _ := fmt.Sscanf(line, "wchar: %d", &n); k == 1 {
+			return n
+		}
+	}
+	t.Skip("no wchar in /proc/self/io")
+	return 0
+}

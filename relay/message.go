@@ -50,6 +50,7 @@ type delivery struct {
 	query    string        // the raw query string
 	body     []byte
 	size     int64 // what it counts against the history limits
+	of       int64 // for a redelivery: the id of the first delivery of its content in the channel
 
 	plain, ext *wire.Frame // its message for plain (smee.io shape) and extended (plus bodyB) subscribers
 
@@ -100,7 +101,12 @@ func sameBytes(a, b []byte) bool {
 
 // redelivery returns a new delivery with d's headers, query and body.
 func (d *delivery) redelivery(now time.Time) *delivery {
-	return makeDelivery(d.header, d.query, d.body, now)
+	nd := makeDelivery(d.header, d.query, d.body, now)
+	nd.of = d.id
+	if d.of != 0 {
+		nd.of = d.of
+	}
+	return nd
 }
 
 // headerBytes returns the size of r's header block as maxHeaderBytes counts it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"strings"
 	"time"
 
@@ -27,7 +28,19 @@ import (
 // Everything a message is made of is derived again from these on decode
 // (makeDelivery), so a delivery replayed after a restart is byte for byte
 // the message it was before.
-const recordFormat = 1
+//
+// A redelivery is stored by boltStore as a reference to the record it
+// repeats (format 2), so that asking for redeliveries of a large delivery
+// costs a few bytes each on disk, not a copy:
+//
+//	0x02                           format
+//	varint   received time         Unix nanoseconds (zigzag varint)
+//	uvarint  of                    the id of the record repeated (format 1)
+//	4 bytes                        CRC-32C of all of the above, big endian
+const (
+	recordFormat = 1
+	refFormat    = 2
+)
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
 
@@ -63,6 +76,32 @@ func appendCRC(b []byte) []byte {
 func appendField(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// encodeRef returns the record of redelivery d (d.of set).
+func encodeRef(d *delivery) []byte {
+	b := []byte{refFormat}
+	b = binary.AppendVarint(b, d.received.UnixNano())
+	b = binary.AppendUvarint(b, uint64(d.of))
+	return appendCRC(b)
+}
+
+// decodeRef returns the time and the id of the record a reference record
+// names; ok is false for a record of another format. Errors wrap
+// errBadRecord.
+func decodeRef(rec []byte) (received time.Time, of int64, ok bool, err error) {
+	if len(rec) == 0 || rec[0] != refFormat {
+		return time.Time{}, 0, false, nil
+	}
+	if len(rec) < 5 || crc32.Checksum(rec[:len(rec)-4], crc32c) != binary.BigEndian.Uint32(rec[len(rec)-4:]) {
+		return time.Time{}, 0, true, fmt.Errorf("%w: reference checksum mismatch", errBadRecord)
+	}
+	r := recordReader{b: rec[1 : len(rec)-4]}
+	t, id := r.varint(), r.uvarint()
+	if r.err == nil && (len(r.b) != 0 || id == 0 || id > math.MaxInt64) {
+		r.err = fmt.Errorf("%w: malformed reference", errBadRecord)
+	}
+	return time.Unix(0, t), int64(id), true, r.err
 }
 
 // decodeRecord returns the delivery a record holds, copying everything out

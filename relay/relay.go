@@ -30,6 +30,7 @@ const (
 	DefaultMaxSubscribers    = 100
 	DefaultMaxSubscribersIP  = 10
 	DefaultMaxStreamsPerIP   = 100
+	DefaultRedeliveryRate    = 30
 	DefaultMaxBodyBytes      = 25 << 20
 	DefaultMaxUploadBytes    = 256 << 20
 	DefaultSubscriberQueue   = 1024
@@ -120,6 +121,13 @@ type Options struct {
 	MaxStreams      int
 	MaxStreamsPerIP int
 
+	// RedeliveriesPerMinute bounds POST /<channel>/redeliver/<id>, for each
+	// channel and for each client address, with bursts of up to ten:
+	// beyond it, 429 with Retry-After. A redelivery is cheap to ask for and
+	// costs a whole delivery to store and send. If zero,
+	// DefaultRedeliveryRate.
+	RedeliveriesPerMinute int
+
 	// TrustedProxies are the addresses of reverse proxies in front of the
 	// relay: for a connection from one of them, the client address that
 	// per-client limits count is taken from X-Forwarded-For (the rightmost
@@ -209,6 +217,7 @@ type Server struct {
 	closed      bool
 	streams     int            // open streams (see admit)
 	streamsByIP map[string]int // of them, by client address
+	redeliver   *rateLimits    // of redeliveries, by channel and client address
 	closing     chan struct{}  // closed by Close
 
 	subscribers atomic.Int64
@@ -275,6 +284,7 @@ func New(opts Options) (*Server, error) {
 	defInt(&opts.MaxSubscribersPerIP, DefaultMaxSubscribersIP)
 	defInt(&opts.MaxStreams, defaultMaxStreams())
 	defInt(&opts.MaxStreamsPerIP, DefaultMaxStreamsPerIP)
+	defInt(&opts.RedeliveriesPerMinute, DefaultRedeliveryRate)
 	def(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	def(&opts.MaxUploadBytes, DefaultMaxUploadBytes)
 	defInt(&opts.SubscriberQueue, DefaultSubscriberQueue)
@@ -313,6 +323,7 @@ func New(opts Options) (*Server, error) {
 		shared:      shared,
 		channels:    map[string]*channel{},
 		streamsByIP: map[string]int{},
+		redeliver:   newRateLimits(opts.RedeliveriesPerMinute, redeliveryBurst),
 		closing:     make(chan struct{}),
 		pinned:      pinned,
 	}
@@ -844,6 +855,11 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 	id, err := strconv.ParseInt(idText, 10, 64)
 	if err != nil || id <= 0 {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no delivery %q: ids are positive integers", truncate(idText, 32)))
+		return
+	}
+	if ok, wait := s.redeliver.allow(time.Now(), "channel "+name, "client "+s.clientIP(r)); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many redeliveries (the relay allows %d a minute per channel and per client); retry in %s", s.opts.RedeliveriesPerMinute, wait.Round(time.Second)+time.Second))
 		return
 	}
 	d, err := s.store.get(r.Context(), name, id)

@@ -131,6 +131,7 @@ type entry struct {
 	size     int64
 	received int64        // UnixNano, for limits.age
 	key      *idempotency // nil without an Idempotency-Key header
+	of       int64        // for a redelivery: the id of the delivery it repeats (delivery.of)
 	d        *delivery    // memStore only
 }
 
@@ -149,7 +150,7 @@ func newLedger(l limits) *ledger {
 
 // newEntry returns d's entry (d itself kept only if keep).
 func newEntry(d *delivery, keep bool) entry {
-	e := entry{id: d.id, size: d.size, received: d.received.UnixNano()}
+	e := entry{id: d.id, size: d.size, received: d.received.UnixNano(), of: d.of}
 	if k := headerValue(d.header, idempotencyHeader); k != "" {
 		e.key = &idempotency{key: k, sum: sha256.Sum256(d.body)}
 	}
@@ -316,18 +317,16 @@ func (l *ledger) trim() []removal {
 // removal is what a drop removes from a store that keeps deliveries
 // outside the ledger: ids of channel name, or the whole channel (all).
 type removal struct {
-	name string
-	ids  []int64
-	all  bool
+	name    string
+	entries []entry
+	all     bool
 }
 
 // removal returns what dr removes, before it is committed; the channel
 // keep (appended to) is never removed whole.
 func (dr drop) removal(keep string) removal {
 	r := removal{name: dr.c.name, all: dr.n == len(dr.c.entries) && dr.c.name != keep}
-	for _, e := range dr.c.entries[:dr.n] {
-		r.ids = append(r.ids, e.id)
-	}
+	r.entries = slices.Clone(dr.c.entries[:dr.n])
 	return r
 }
 

@@ -122,6 +122,12 @@ func serveCommand(s *streams) *ucli.Command {
 				Usage:   "number (`n`) of streams one client address holds on all channels; beyond it, its streams get 503",
 				EnvVars: []string{"HOOKLINE_MAX_STREAMS_PER_IP"},
 			},
+			&ucli.IntFlag{
+				Name:    "redeliveries-per-minute",
+				Value:   relay.DefaultRedeliveryRate,
+				Usage:   "number (`n`) of redeliveries a minute each channel, and each client address, may ask for (bursts of ten); beyond it, 429",
+				EnvVars: []string{"HOOKLINE_REDELIVERIES_PER_MINUTE"},
+			},
 			&ucli.StringSliceFlag{
 				Name:    "trusted-proxy",
 				Usage:   "`address` or CIDR of a reverse proxy in front of the relay, whose X-Forwarded-For names the client that per-client limits count (repeatable)",
@@ -187,6 +193,7 @@ func parseServe(c *ucli.Context) (serveOptions, error) {
 		{"max-subscribers-per-ip", &opts.relay.MaxSubscribersPerIP, 1},
 		{"max-streams", &opts.relay.MaxStreams, 0},
 		{"max-streams-per-ip", &opts.relay.MaxStreamsPerIP, 1},
+		{"redeliveries-per-minute", &opts.relay.RedeliveriesPerMinute, 1},
 	} {
 		if *f.dst = c.Int(f.name); *f.dst < f.min {
 			return serveOptions{}, usageErrorf("--%s %d must be at least %d", f.name, *f.dst, max(f.min, 1))

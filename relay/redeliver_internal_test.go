@@ -1,0 +1,92 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// storedBytes returns the bytes of the records of channel, and of those
+// held for references.
+func storedBytes(t *testing.T, s *boltStore, channel string) (records, held int) {
+	t.Helper()
+	err := s.db.View(func(tx *bolt.Tx) error {
+		count := func(b *bolt.Bucket, n *int) error {
+			if b == nil {
+				return nil
+			}
+			return b.ForEach(func(_, v []byte) error { *n += len(v); return nil })
+		}
+		if err := count(tx.Bucket(channelsBucket).Bucket([]byte(channel)), &records); err != nil {
+			return err
+		}
+		return count(tx.Bucket(heldBucket).Bucket([]byte(channel)), &held)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return records, held
+}
+
+// A redelivery is stored as a reference to the record it repeats: chained
+// redeliveries of a large delivery write a few bytes each, read back as
+// the whole delivery, outlive the original in the history (its record is
+// held while they refer to it, and survives a restart), and the held
+// record goes with the last of them.
+func TestBoltRedeliveryIsAReference(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := limits{chanCount: 5, chanBytes: 1 << 30, totalBytes: 1 << 30}
+	s := openTestBolt(t, dir, l)
+	body := bytes.Repeat([]byte("x"), 4<<20)
+	orig := testDelivery(1, 0)
+	orig = makeDelivery(orig.header, "", body, time.Unix(1, 0))
+	if err := s.append(ctx, "c", orig, 0); err != nil {
+		t.Fatal(err)
+	}
+	prev := orig
+	for i := range 4 { // each a redelivery of the one before
+		d := prev.redelivery(time.Unix(int64(2+i), 0))
+		if err := s.append(ctx, "c", d, 0); err != nil {
+			t.Fatal(err)
+		}
+		if d.of != orig.id {
+			t.Fatalf("redelivery %d refers to %d, want the original %d", d.id, d.of, orig.id)
+		}
+		prev = d
+	}
+	if rec, held := storedBytes(t, s, "c"); rec > len(body)+4096 || held != 0 {
+		t.Errorf("five deliveries of one %d-byte body take %d bytes (+%d held); want one copy", len(body), rec, held)
+	}
+	// Two more deliveries evict the original and the first redelivery.
+	for i := range 2 {
+		if err := s.append(ctx, "c", testDelivery(10+i, 10), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.close()
+	s = openTestBolt(t, dir, l) // the references survive a restart
+	page, first, _, err := s.since(ctx, "c", 0, 1<<30)
+	if err != nil || first != 3 || len(page) != 5 {
+		t.Fatalf("since = %d deliveries from %d, %v; want 5 from 3", len(page), first, err)
+	}
+	for _, d := range page[:3] {
+		if !bytes.Equal(d.body, body) || d.received != time.Unix(d.id, 0) {
+			t.Errorf("redelivery %d reads back %d bytes received %v, want the original's body, its own time", d.id, len(d.body), d.received)
+		}
+	}
+	if _, held := storedBytes(t, s, "c"); held < len(body) {
+		t.Errorf("the original is not held for the redeliveries that refer to it (%d bytes held)", held)
+	}
+	for i := range 3 {
+		if err := s.append(ctx, "c", testDelivery(20+i, 10), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec, held := storedBytes(t, s, "c"); held != 0 || rec > 4096 {
+		t.Errorf("once no redelivery refers to it, %d bytes are still held (%d in records)", held, rec)
+	}
+}
