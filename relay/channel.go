@@ -494,15 +494,32 @@ func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEve
 	rp.cursor, rp.end, rp.page = after, last, page
 	switch {
 	case unknown:
-		rp.gap = &wire.Gap{From: 1, To: first - 1, Reason: "unknown"}
+		rp.gap = &wire.Gap{From: 1, To: first - 1, Reason: s.gapReason("unknown")}
 	case after+1 < first:
-		rp.gap = &wire.Gap{From: after + 1, To: first - 1, Reason: "expired"}
+		rp.gap = &wire.Gap{From: after + 1, To: first - 1, Reason: s.gapReason("expired")}
 	}
 	if rp.gap != nil {
 		rp.gap.LastEventID = rp.lastEventID
 		rp.cursor = max(rp.cursor, first-1)
 	}
 	return c, rp, nil
+}
+
+// lostWindow is how long after Redis lost its data the relay reports gaps
+// as "lost": the ids it then misses are likely those Redis lost, not ones
+// the limits dropped.
+const lostWindow = 24 * time.Hour
+
+// gapReason returns the reason of a gap the history explains by reason
+// ("expired", "unknown"): "lost" instead, for a while after the shared
+// store found that Redis lost its data.
+func (s *Server) gapReason(reason string) string {
+	if s.shared != nil {
+		if at := s.shared.lost(); !at.IsZero() && time.Since(at) < lostWindow {
+			return "lost"
+		}
+	}
+	return reason
 }
 
 // leave unregisters sub from c (unless it was cut off) and releases c.
@@ -553,7 +570,7 @@ func (rp *replay) next(ctx context.Context) (gap *wire.Gap, page []*delivery, do
 		if len(page) > 0 {
 			to = page[0].id - 1
 		}
-		gap = &wire.Gap{From: rp.cursor + 1, To: to, Reason: "expired", LastEventID: rp.lastEventID}
+		gap = &wire.Gap{From: rp.cursor + 1, To: to, Reason: rp.s.gapReason("expired"), LastEventID: rp.lastEventID}
 	}
 	if gap != nil {
 		rp.cursor = max(rp.cursor, gap.To)

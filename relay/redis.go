@@ -30,7 +30,9 @@ import (
 //	P{C}:k   hash: Idempotency-Key -> "<n> <sha256 hex>" of the newest
 //	         retained delivery with that key
 //	P{C}:h   presence: set (with a TTL) while a replica has subscribers
-//	P:g      hash: bytes, retained (all channels), seq (append counter)
+//	P:g      hash: bytes, retained (all channels), seq (append counter),
+//	         epoch (random, set once: a relay that finds it changed or
+//	         gone knows Redis lost its data)
 //	P:lru    sorted set: channel -> seq of its last append
 //	P:feed:C pub/sub: every append publishes "<n>" or "<n> <record>"
 //
@@ -100,9 +102,9 @@ var (
 //	ARGV: 1 channel, 2 prefix, 3 after, 4 size, 5 received ms, 6 key ("" if
 //	      none), 7 body SHA-256 hex, 8 record, 9 chanCount, 10 chanBytes,
 //	      11 totalBytes, 12 age in ms (0: none), 13 1 to publish the record
-//	      with the id
+//	      with the id, 14 a new epoch, set if P:g has none
 //
-// It returns the id. The evictions are worked out before the first write,
+// It returns {id, epoch}. The evictions are worked out before the first write,
 // and the shebang makes Redis refuse the whole script when it is out of
 // memory (maxmemory with noeviction), so a failed append writes nothing.
 var appendScript = redis.NewScript(`#!lua
@@ -237,23 +239,25 @@ redis.call('HSET', M, 'last', id, 'bytes', cbytes)
 redis.call('HINCRBY', G, 'bytes', size - droppedBytes)
 redis.call('HINCRBY', G, 'retained', 1 - droppedCount)
 redis.call('ZADD', LRU, redis.call('HINCRBY', G, 'seq', 1), name)
+redis.call('HSETNX', G, 'epoch', ARGV[14])
 if ARGV[13] == '1' then
   redis.call('PUBLISH', prefix .. 'feed:' .. name, fmt(id) .. ' ' .. rec)
 else
   redis.call('PUBLISH', prefix .. 'feed:' .. name, id)
 end
-return id
+return {id, redis.call('HGET', G, 'epoch')}
 `)
 
 // sinceScript reads a page of a channel's history (see store.since).
 //
-//	KEYS: m s i
+//	KEYS: m s i g
 //	ARGV: 1 after, 2 maxBytes, 3 most deliveries to read
 //
-// It returns {first, last} or {first, last, XRANGE entries}, from one
-// atomic view.
+// It returns {first, last, epoch} or {first, last, epoch, XRANGE entries},
+// from one atomic view (epoch "" when P:g has none).
 var sinceScript = redis.NewScript(`#!lua flags=no-writes
 local M, S, I = KEYS[1], KEYS[2], KEYS[3]
+local epoch = redis.call('HGET', KEYS[4], 'epoch') or ''
 local maxBytes = tonumber(ARGV[2])
 local last = tonumber(redis.call('HGET', M, 'last') or 0)
 local first = last + 1
@@ -269,9 +273,9 @@ for _, m in ipairs(ms) do
   cnt = cnt + 1
   lastId = id
 end
-if cnt == 0 then return {first, last} end
+if cnt == 0 then return {first, last, epoch} end
 local firstId = string.match(ms[1], '^(%d+)')
-return {first, last, redis.call('XRANGE', S, firstId .. '-0', lastId .. '-0')}
+return {first, last, epoch, redis.call('XRANGE', S, firstId .. '-0', lastId .. '-0')}
 `)
 
 // redisStore keeps the history in Redis, shared by every relay that uses
@@ -290,6 +294,37 @@ type redisStore struct {
 	cancel context.CancelFunc
 
 	feed *redisFeed // nil until startFeed
+
+	epoch  string    // P:g's epoch when last seen (guarded by mu)
+	lostAt time.Time // when a change of epoch showed that Redis lost its data (guarded by mu)
+}
+
+// newEpoch returns a random epoch for P:g.
+func newEpoch() string { return newChannelName() }
+
+// sawEpoch notes the epoch Redis answered with: a change from the one seen
+// before (or its absence) means Redis lost its data since, as when it
+// restarts without persistence. Deliveries it held are gone; gaps reported
+// for a while after that say "lost" (see Server.gapReason).
+func (s *redisStore) sawEpoch(epoch string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if epoch == s.epoch {
+		return
+	}
+	if s.epoch != "" {
+		s.lostAt = time.Now()
+		s.log.Error("Redis lost its data (it restarted without persistence, or was flushed): deliveries it held and not yet relayed are gone; enable appendonly in Redis (see docs/DEPLOY.md)", "redis", s.where)
+	}
+	s.epoch = epoch
+}
+
+// lost returns when Redis was last seen to have lost its data (zero if
+// never).
+func (s *redisStore) lost() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lostAt
 }
 
 // openRedis connects to the Redis at rawURL and checks that it answers and
@@ -333,6 +368,21 @@ func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error)
 		cancel()
 		return nil, err
 	}
+	ectx, ecancel := context.WithTimeout(ctx, redisTimeout)
+	defer ecancel()
+	g := s.prefix + "g"
+	if err := s.rdb.HSetNX(ectx, g, "epoch", newEpoch()).Err(); err != nil {
+		s.rdb.Close()
+		cancel()
+		return nil, s.wrap("connecting to", err)
+	}
+	epoch, err := s.rdb.HGet(ectx, g, "epoch").Result()
+	if err != nil {
+		s.rdb.Close()
+		cancel()
+		return nil, s.wrap("connecting to", err)
+	}
+	s.epoch = epoch
 	return s, nil
 }
 
@@ -408,11 +458,19 @@ func (s *redisStore) append(ctx context.Context, channel string, d *delivery, af
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout+time.Duration(len(rec)>>20)*time.Second)
 	defer cancel()
-	id, err := appendScript.Run(ctx, s.rdb,
+	v, err := appendScript.Run(ctx, s.rdb,
 		[]string{m, st, i, k, h, s.prefix + "g", s.prefix + "lru"},
 		channel, s.prefix, after, d.size, d.received.UnixMilli(), key, hex.EncodeToString(sum[:]), rec,
-		s.lim.chanCount, s.lim.chanBytes, s.lim.totalBytes, s.lim.age.Milliseconds(), inline,
-	).Int64()
+		s.lim.chanCount, s.lim.chanBytes, s.lim.totalBytes, s.lim.age.Milliseconds(), inline, newEpoch(),
+	).Slice()
+	var id int64
+	if err == nil && len(v) == 2 {
+		id, _ = v[0].(int64)
+		epoch, _ := v[1].(string)
+		s.sawEpoch(epoch)
+	} else if err == nil {
+		err = fmt.Errorf("an answer of %d values", len(v))
+	}
 	if err != nil {
 		err = s.wrap("storing the delivery in", err)
 		if errors.Is(err, ErrRedisUnavailable) && !isDialError(err) {
@@ -439,19 +497,21 @@ func (s *redisStore) since(ctx context.Context, channel string, after, maxBytes 
 	most := maxBytes/entryOverhead + 1 // every delivery counts at least entryOverhead
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout+time.Duration(maxBytes>>20)*time.Second)
 	defer cancel()
-	v, err := sinceScript.Run(ctx, s.rdb, []string{m, st, i}, after, maxBytes, most).Slice()
+	v, err := sinceScript.Run(ctx, s.rdb, []string{m, st, i, s.prefix + "g"}, after, maxBytes, most).Slice()
 	if err != nil {
 		return nil, 0, 0, s.wrap("reading the history from", err)
 	}
-	if len(v) < 2 {
+	if len(v) < 3 {
 		return nil, 0, 0, fmt.Errorf("relay: reading the history from Redis at %s: an answer of %d values", s.where, len(v))
 	}
 	first, _ := v[0].(int64)
 	last, _ := v[1].(int64)
-	if len(v) == 2 {
+	epoch, _ := v[2].(string)
+	s.sawEpoch(epoch)
+	if len(v) == 3 {
 		return nil, first, last, nil
 	}
-	entries, _ := v[2].([]any)
+	entries, _ := v[3].([]any)
 	page := make([]*delivery, 0, len(entries))
 	for _, e := range entries {
 		d, err := s.decodeEntry(channel, e)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
 	"github.com/redis/go-redis/v9"
 )
@@ -547,4 +549,36 @@ func TestRedisUnresponsive(t *testing.T) {
 		t.Errorf("deliveries after the partition (seq) = %s; want 3 2 4 (the unkeyed POST stored after all) or 2 4", got)
 	}
 	t.Logf("deliveries after the partition (seq): %v", seqs)
+}
+
+// Item: health tells the truth. A Redis without persistence that restarts
+// loses the history: a client that resumes afterwards is told its missing
+// deliveries were "lost" (not "expired" by the limits, nor "unknown"), and
+// the relay logs it as an error.
+func TestRedisDataLossIsReportedAsLost(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t, "--appendonly", "no")
+	var log relaytest.Buffer
+	a := newReplica(t, rs.URL(), relay.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	for i := 1; i <= 3; i++ {
+		postID(t, a.url("amnesia"), body(i))
+	}
+	rs.Kill()
+	rs.Restart() // empty: no AOF, no snapshot
+	waitFor(t, "a POST accepted after the restart", func() bool {
+		code, _ := post(t, a.url("amnesia"), body(4), "Content-Type", "application/json", "Idempotency-Key", "after")
+		return code == http.StatusOK
+	})
+	sub := subscribe(t, a.url("amnesia"), "Last-Event-ID", "3")
+	sub.ready()
+	ev := sub.next()
+	if ev.Event != "hookline-gap" || !strings.Contains(ev.Data, `"reason":"lost"`) {
+		t.Errorf("first event after Redis lost its data = %+v, want a gap with reason lost", ev)
+	}
+	if _, doc := a.health(t); doc["redisLostData"] == nil {
+		t.Errorf("/healthz does not say when Redis lost its data: %v", doc)
+	}
+	if !strings.Contains(log.String(), "level=ERROR msg=\"Redis lost its data") {
+		t.Errorf("the loss is not logged as an error:\n%s", log.String())
+	}
 }

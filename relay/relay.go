@@ -682,9 +682,10 @@ func validHost(h string) bool {
 
 // health is the /healthz document.
 type health struct {
-	Status        string `json:"status"`
-	Error         string `json:"error,omitempty"`
-	UptimeSeconds int64  `json:"uptimeSeconds"`
+	Status        string     `json:"status"`
+	Error         string     `json:"error,omitempty"`
+	UptimeSeconds int64      `json:"uptimeSeconds"`
+	RedisLostData *time.Time `json:"redisLostData,omitempty"` // when Redis was last found to have lost its data
 	Stats
 }
 
@@ -703,6 +704,11 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	closed := s.closed
 	s.mu.Unlock()
 	h := health{Status: "ok", UptimeSeconds: int64(time.Since(s.started) / time.Second), Stats: st}
+	if s.shared != nil {
+		if at := s.shared.lost(); !at.IsZero() {
+			h.RedisLostData = &at
+		}
+	}
 	code := http.StatusOK
 	switch {
 	case closed:

@@ -83,6 +83,10 @@ type sharedStore interface {
 
 	// ping reports whether the store's server answers.
 	ping(ctx context.Context) error
+
+	// lost returns when the store last found that its server lost data
+	// (zero if never).
+	lost() time.Time
 }
 
 // storeStats are the counters a store reports for Server.Stats.

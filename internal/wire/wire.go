@@ -111,7 +111,7 @@ func DecodeReady(data []byte) (r Ready, ok bool) {
 type Gap struct {
 	From        int64  `json:"from"`
 	To          int64  `json:"to"`
-	Reason      string `json:"reason"` // "expired" or "unknown"
+	Reason      string `json:"reason"` // "expired", "unknown", or "lost" (the relay's Redis lost its data)
 	LastEventID string `json:"lastEventId"`
 }
 
