@@ -25,20 +25,32 @@ type channel struct {
 	name string
 	refs int // guarded by Server.mu: users holding the channel
 
-	// mu is held across a delivery's append and fan-out, and across a
-	// stream's join (the first read of the history and the registration),
-	// so that a joining stream gets each delivery exactly once: either in
-	// its replay or in its queue.
-	mu     sync.Mutex
-	lastID int64                    // the newest id seen; kept while subscribers are (guarded by mu)
-	subs   map[*subscriber]struct{} // made by the first join
-	nsubs  atomic.Int32             // len(subs), for Stats without mu
-	joins  int64                    // subscribers that joined so far (guarded by mu)
+	// appendMu orders this relay's appends to the channel: it is held
+	// across a POST's Idempotency-Key check and append (the storage I/O),
+	// and handed over to mu for the fan-out, so that deliveries are queued
+	// in id order.
+	appendMu sync.Mutex
+
+	// mu guards what streams share, and is never held across storage I/O:
+	// a slow disk or Redis delays this channel's POSTs, not its streams,
+	// nor other channels. A joining stream reads the history without it,
+	// then registers under it with the larger of the last id it read and
+	// lastID (see join): deliveries up to there come from its replay, the
+	// later ones through its queue (subscriber.after drops any that
+	// arrive in both), so each comes exactly once.
+	mu       sync.Mutex
+	lastID   int64                    // the newest id queued for subscribers, or seen without any
+	subs     map[*subscriber]struct{} // made by the first join
+	nsubs    atomic.Int32             // len(subs), for Stats without mu
+	joins    int64                    // subscribers that joined so far
+	catching bool                     // a catch-up (catchUpLater) is running
+	again    bool                     // and must read the store once more when done
 }
 
 // subscriber is one open stream. Its queue is a slice that grows only while
 // deliveries wait, so that an idle subscriber costs little.
 type subscriber struct {
+	after  int64 // the end of its replay: its queue takes later ids only
 	ext    bool
 	ip     string        // the client's address (clientIP)
 	joined int64         // the order it joined its channel in (channel.joins)
@@ -57,6 +69,9 @@ type subscriber struct {
 // offer queues d for the subscriber, or reports false when it is too far
 // behind: maxCount deliveries, or maxBytes of them, already wait.
 func (sub *subscriber) offer(d *delivery, maxCount int, maxBytes int64) bool {
+	if d.id <= sub.after {
+		return true // its replay has it
+	}
 	sub.mu.Lock()
 	if len(sub.pending) >= maxCount || (len(sub.pending) > 0 && sub.pendingBytes+d.size > maxBytes) {
 		sub.mu.Unlock()
@@ -170,8 +185,13 @@ func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey
 	defer s.shed() // once c.mu is unlocked
 	c, _ := s.acquire(name, false)
 	defer s.release(c)
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.appendMu.Lock()
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			c.appendMu.Unlock()
+		}
+	}()
 	if key := headerValue(d.header, idempotencyHeader); checkKey && key != "" {
 		id, sum, ok, err := s.store.findKey(ctx, name, key)
 		if err != nil {
@@ -184,7 +204,10 @@ func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey
 			return published{id: id, duplicate: true}, nil
 		}
 	}
-	if err := s.store.append(ctx, name, d, c.lastID); err != nil {
+	c.mu.Lock()
+	after := c.lastID
+	c.mu.Unlock()
+	if err := s.store.append(ctx, name, d, after); err != nil {
 		if !errors.Is(err, errStoreClosed) && !errors.Is(err, ErrRedisUnavailable) && ctx.Err() == nil {
 			// /healthz says so (Redis being away, its ping says).
 			s.writeErr.Store(&writeFailure{err: err, at: time.Now()})
@@ -194,18 +217,24 @@ func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey
 	s.writeErr.Store(nil)
 	s.deliveries.Add(1)
 	p := published{id: d.id}
-	if d.id > c.lastID+1 && len(c.subs) > 0 {
+	c.mu.Lock()
+	c.appendMu.Unlock()
+	handedOver = true
+	defer c.mu.Unlock()
+	switch {
+	case len(c.subs) == 0:
+		c.lastID = max(c.lastID, d.id)
+	case d.id == c.lastID+1:
+		c.lastID = d.id
+		p.queued = s.fanOut(c, d)
+	case d.id > c.lastID+1:
 		// Another relay appended deliveries this one's subscribers have
-		// not had yet (a shared store): they go first.
-		if err := s.catchUp(ctx, c, d.id-1); err != nil {
-			// d is stored (the sender gets 200); the subscribers get it,
-			// in order, once the store answers again.
-			s.retryFeed(name, err)
-			return p, nil
-		}
+		// not had yet (a shared store): they go first, read from the
+		// store, then d (stored: the sender gets 200 even if the store
+		// does not answer the read at once).
+		s.catchUpLater(c)
+		p.queued = len(c.subs)
 	}
-	c.lastID = d.id
-	p.queued = s.fanOut(c, d)
 	return p, nil
 }
 
@@ -299,49 +328,93 @@ func (s *Server) removeSub(c *channel, sub *subscriber) {
 	}
 }
 
-// catchUp queues for c's subscribers the deliveries after c.lastID up to
-// upto (all of them for math.MaxInt64), read from the store: those another
-// relay appended to a shared store. If some left the history before this
-// relay could read them, the subscribers are cut off instead: they resume
-// with Last-Event-ID and are told of the gap. The caller holds c.mu. An
-// error leaves c.lastID at the last delivery queued.
-func (s *Server) catchUp(ctx context.Context, c *channel, upto int64) error {
-	for c.lastID < upto && len(c.subs) > 0 {
-		page, _, last, err := s.store.since(ctx, c.name, c.lastID, replayPageBytes)
+// catchUp queues for c's subscribers the deliveries after c.lastID, read
+// from the store without holding c.mu: those another relay appended to a
+// shared store. If some left the history before this relay could read
+// them, the subscribers are cut off instead: they resume with Last-Event-ID
+// and are told of the gap.
+func (s *Server) catchUp(ctx context.Context, c *channel) error {
+	for {
+		c.mu.Lock()
+		from, n := c.lastID, len(c.subs)
+		c.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		page, _, last, err := s.store.since(ctx, c.name, from, replayPageBytes)
 		if err != nil {
 			return err
 		}
-		if len(page) == 0 && last <= c.lastID {
+		c.mu.Lock()
+		if c.lastID != from {
+			c.mu.Unlock()
+			continue // queued meanwhile (a publish, the feed): read on from there
+		}
+		if len(page) == 0 && last <= from {
+			c.mu.Unlock()
 			return nil // nothing new
 		}
-		if len(page) == 0 || page[0].id != c.lastID+1 {
+		if len(page) == 0 || page[0].id != from+1 {
 			for sub := range c.subs {
 				s.removeSub(c, sub)
 				s.cutOff.Add(1)
 				sub.cut()
 			}
-			s.log.Warn("deliveries left the history before this relay could relay them; subscribers cut off, to resume with Last-Event-ID", "channel", c.name, "after", c.lastID)
-			c.lastID = max(c.lastID, min(upto, last))
+			s.log.Warn("deliveries left the history before this relay could relay them; subscribers cut off, to resume with Last-Event-ID", "channel", c.name, "after", from)
+			c.lastID = max(c.lastID, last)
+			c.mu.Unlock()
 			return nil
 		}
 		for _, d := range page {
-			if d.id > upto {
-				return nil
-			}
 			c.lastID = d.id
 			s.fanOut(c, d)
 		}
-		if c.lastID >= last {
+		done := c.lastID >= last
+		c.mu.Unlock()
+		if done {
 			return nil // caught up with the store as it was when read
 		}
 	}
-	return nil
+}
+
+// catchUpLater runs catchUp for c in its own goroutine, unless one runs
+// already (that one then reads the store once more), so that neither the
+// caller nor the shared store's feed, which serves every channel, waits
+// for the store. After an error it tries again in a moment.
+func (s *Server) catchUpLater(c *channel) {
+	// The caller holds c.mu.
+	if c.catching {
+		c.again = true
+		return
+	}
+	c.catching = true
+	s.mu.Lock()
+	c.refs++
+	s.mu.Unlock()
+	go func() {
+		defer s.release(c)
+		for {
+			err := s.catchUp(context.Background(), c)
+			c.mu.Lock()
+			again := c.again && err == nil
+			c.again = false
+			c.catching = again
+			c.mu.Unlock()
+			if err != nil {
+				s.retryFeed(c.name, err)
+			}
+			if !again {
+				return
+			}
+		}
+	}()
 }
 
 // fromFeed handles what a shared store's feed reports (see
 // sharedStore.startFeed): d, a delivery of channel name that any relay
 // appended, or nil to read what is new from the store. Deliveries this
-// relay's subscribers already have (by id) are skipped.
+// relay's subscribers already have (by id) are skipped; the store is read
+// in the background (catchUpLater).
 func (s *Server) fromFeed(name string, d *delivery) {
 	s.mu.Lock()
 	c := s.channels[name]
@@ -355,20 +428,13 @@ func (s *Server) fromFeed(name string, d *delivery) {
 	defer s.release(c)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.subs) == 0 || (d != nil && d.id <= c.lastID) {
-		return
-	}
-	upto := int64(math.MaxInt64)
-	if d != nil {
-		upto = d.id - 1
-	}
-	if err := s.catchUp(context.Background(), c, upto); err != nil {
-		s.retryFeed(name, err)
-		return
-	}
-	if d != nil && len(c.subs) > 0 && d.id == c.lastID+1 {
+	switch {
+	case len(c.subs) == 0 || (d != nil && d.id <= c.lastID):
+	case d != nil && d.id == c.lastID+1:
 		c.lastID = d.id
 		s.fanOut(c, d)
+	default:
+		s.catchUpLater(c)
 	}
 }
 
@@ -403,6 +469,30 @@ const replayPageBytes = 4 << 20
 func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEventID string, resume bool) (*channel, *replay, error) {
 	c, err := s.acquire(name, true)
 	if err != nil {
+		return nil, nil, err
+	}
+	rp := &replay{s: s, name: name}
+	after, perr := strconv.ParseInt(strings.TrimSpace(lastEventID), 10, 64)
+	unknown := perr != nil || after < 0
+	if !resume || unknown {
+		after = 0
+	}
+	if !resume {
+		after = math.MaxInt64 // only the channel's last id is wanted
+	}
+	// The history is read without c.mu (see channel.mu).
+	page, first, last, err := s.store.since(ctx, name, after, replayPageBytes)
+	if err == nil && resume && !unknown && after > last {
+		c.mu.Lock()
+		known := c.lastID
+		c.mu.Unlock()
+		if after > known {
+			unknown, after = true, 0
+			page, first, last, err = s.store.since(ctx, name, 0, replayPageBytes)
+		}
+	}
+	if err != nil {
+		s.release(c)
 		return nil, nil, err
 	}
 	c.mu.Lock()
@@ -441,39 +531,19 @@ func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEve
 	}
 	c.joins++
 	sub.joined = c.joins
-	rp := &replay{s: s, name: name}
-	after, perr := strconv.ParseInt(strings.TrimSpace(lastEventID), 10, 64)
-	unknown := perr != nil || after < 0
-	if !resume || unknown {
-		after = 0
-	}
-	if !resume {
-		after = math.MaxInt64 // only the channel's last id is wanted
-	}
-	page, first, last, err := s.store.since(ctx, name, after, replayPageBytes)
-	if err == nil && resume && !unknown && after > max(last, c.lastID) {
-		unknown, after = true, 0
-		page, first, last, err = s.store.since(ctx, name, 0, replayPageBytes)
-	}
-	if err != nil {
-		s.release(c)
-		return nil, nil, err
-	}
+	// The replay ends at the last id the read saw or that was queued since
+	// (those it reads from the store too); later ones come through the
+	// queue.
+	end := max(last, c.lastID)
 	if last > c.lastID && len(c.subs) > 0 {
 		// Another relay appended deliveries that this one's subscribers
-		// have not had yet (a shared store): they get them first, so that
-		// the new stream's replay and their queues meet at last.
-		if err := s.catchUp(ctx, c, last); err != nil {
-			s.release(c)
-			return nil, nil, err
-		}
+		// have not had yet (a shared store): they get them from the store,
+		// in the background.
+		s.catchUpLater(c)
+	} else {
+		c.lastID = end
 	}
-	if last < c.lastID {
-		// The store has forgotten the channel (its history was evicted)
-		// while this relay kept its ids for the subscribers.
-		first, last = c.lastID+1, c.lastID
-	}
-	c.lastID = last
+	sub.after = end
 	if c.subs == nil {
 		c.subs = map[*subscriber]struct{}{}
 	}
@@ -487,11 +557,11 @@ func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEve
 		s.shared.watch(name, true)
 	}
 	if !resume {
-		rp.cursor, rp.end = last, last
+		rp.cursor, rp.end = end, end
 		return c, rp, nil
 	}
 	rp.lastEventID = truncate(lastEventID, 64)
-	rp.cursor, rp.end, rp.page = after, last, page
+	rp.cursor, rp.end, rp.page = after, end, page
 	switch {
 	case unknown:
 		rp.gap = &wire.Gap{From: 1, To: first - 1, Reason: s.gapReason("unknown")}

@@ -339,7 +339,7 @@ func TestAttackRedeliveryChain(t *testing.T) {
 		t.Skip("a write attack (a few seconds); run without -short")
 	}
 	dir := t.TempDir()
-	rl := relaytest.Start(t, relay.Options{DataDir: dir})
+	rl := relaytest.Start(t, relay.Options{DataDir: dir, RedeliveriesPerMinute: 1}) // no refill within the test
 	body := `{"a":"` + strings.Repeat("x", 8<<20) + `"}`
 	code, resp := post(t, rl.Channel, body, "Content-Type", "application/json")
 	if code != http.StatusOK {

@@ -582,3 +582,46 @@ func TestRedisDataLossIsReportedAsLost(t *testing.T) {
 		t.Errorf("the loss is not logged as an error:\n%s", log.String())
 	}
 }
+
+// Item: one channel does not make another wait. Redis is frozen (SIGSTOP)
+// for 2 s while a POST to channel a is in flight: the streams of both
+// channels on another replica stay alive (pings), and once Redis is back
+// both channels' deliveries arrive, each once, without a reconnection.
+func TestRedisFrozenChannelsGoOn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("freezes Redis for 2 s; run without -short")
+	}
+	t.Parallel()
+	rs := redistest.Start(t)
+	opts := relay.Options{PingInterval: 50 * time.Millisecond}
+	x := newReplica(t, rs.URL(), opts)
+	y := newReplica(t, rs.URL(), opts)
+	subA := subscribe(t, y.url("frozen-a"))
+	subA.ready()
+	subB := subscribe(t, y.url("frozen-b"))
+	subB.ready()
+	postID(t, x.url("frozen-b"), body(1))
+	if ev := subB.next(); ev.ID != "1" {
+		t.Fatalf("before the freeze: %+v", ev)
+	}
+	rs.Pause()
+	posted := make(chan int64, 1)
+	go func() { posted <- postID(t, x.url("frozen-a"), body(1)) }()
+	for name, sub := range map[string]*stream{"a": subA, "b": subB} {
+		if !waitPing(sub) {
+			t.Errorf("channel %s: the stream ended or got no ping while Redis was frozen (%v)", name, sub.err)
+		}
+	}
+	time.Sleep(2 * time.Second) // the freeze: Redis's time, not a timing assertion
+	rs.Resume()
+	if id := <-posted; id != 1 {
+		t.Errorf("the POST in flight during the freeze got id %d, want 1", id)
+	}
+	postID(t, x.url("frozen-b"), body(2))
+	if ev := subA.next(); ev.ID != "1" || !strings.Contains(ev.Data, body(1)) {
+		t.Errorf("channel a after the freeze: %+v, want id 1", ev)
+	}
+	if ev := subB.next(); ev.ID != "2" || !strings.Contains(ev.Data, body(2)) {
+		t.Errorf("channel b after the freeze: %+v, want id 2", ev)
+	}
+}
