@@ -210,3 +210,18 @@ const fallbackMaxStreams = 10000
 // redeliveryBurst is how many redeliveries may be asked for at once before
 // Options.RedeliveriesPerMinute applies.
 const redeliveryBurst = 10
+
+// streamMemory is what one open stream costs beyond the deliveries it
+// holds (goroutine stack, connection buffers), rounded up from the
+// measured 26 KiB (BenchmarkIdleSubscriberMemory).
+const streamMemory = 32 << 10
+
+// MemoryBound returns the live memory the relay's limits allow, the figure
+// docs/DEPLOY.md derives and the attack tests check: twice
+// Options.TotalHistoryBytes (the history, and what slow streams hold
+// beyond it), the upload budget with its small-delivery share, and each of
+// Options.MaxStreams streams. A process serving the relay alone can give
+// it to the garbage collector as its soft memory limit (runtime/debug).
+func (s *Server) MemoryBound() int64 {
+	return 2*s.opts.TotalHistoryBytes + s.opts.MaxUploadBytes*9/8 + int64(s.opts.MaxStreams)*streamMemory
+}

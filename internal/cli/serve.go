@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -363,6 +365,12 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 			return redisError(err)
 		}
 		return dataDirError(opts.relay.DataDir, err)
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		// The garbage collector works harder near the bound rather than
+		// let the heap double past it (GOGC), so resident memory stays
+		// close to what the limits allow; 64 MiB for the rest.
+		debug.SetMemoryLimit(srv.MemoryBound() + 64<<20)
 	}
 	ln, err := net.Listen("tcp", opts.addr)
 	if err != nil {
