@@ -365,6 +365,18 @@ func (s *boltStore) append(ctx context.Context, channel string, d *delivery, aft
 	referred := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		root := tx.Bucket(channelsBucket)
+		b := root.Bucket([]byte(channel))
+		if ref != nil {
+			// A redelivery refers to the record it repeats while that is
+			// stored (in the history, or held for other references); the
+			// reference counts before the limits evict, so that an
+			// eviction by this very append holds the record too.
+			hb := tx.Bucket(heldBucket).Bucket([]byte(channel))
+			if b != nil && b.Get(idKey(d.of)) != nil || hb != nil && hb.Get(idKey(d.of)) != nil {
+				rec, referred = ref, true
+				s.ref(channel, d.of, 1)
+			}
+		}
 		if err := s.remove(tx, rs); err != nil {
 			return err
 		}
@@ -373,14 +385,6 @@ func (s *boltStore) append(ctx context.Context, channel string, d *delivery, aft
 			return err
 		}
 		b.FillPercent = 0.9 // ids only grow: pack pages nearly full
-		if ref != nil {
-			// A redelivery refers to the record it repeats while that is
-			// stored (in the history, or held for other references).
-			hb := tx.Bucket(heldBucket).Bucket([]byte(channel))
-			if b.Get(idKey(d.of)) != nil || hb != nil && hb.Get(idKey(d.of)) != nil {
-				rec, referred = ref, true
-			}
-		}
 		return b.Put(idKey(p.id), rec)
 	})
 	if err != nil {
@@ -391,9 +395,7 @@ func (s *boltStore) append(ctx context.Context, channel string, d *delivery, aft
 		}
 		return fmt.Errorf("relay: storing the delivery: %w", err)
 	}
-	if referred {
-		s.ref(channel, d.of, 1)
-	} else {
+	if !referred {
 		d.of, p.e.of = 0, 0 // a copy: it refers to nothing
 	}
 	d.id = p.id

@@ -2,7 +2,6 @@ package relay_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -51,20 +50,26 @@ func heapInUse() int64 {
 	return int64(m.HeapAlloc)
 }
 
-// rss returns the process's resident memory, or 0 where /proc is missing.
-func rss() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+// procNumber reads the number after field (such as "VmRSS:") in
+// /proc/<pid>/<file>; ok is false where /proc does not have it.
+func procNumber(pid, file, field string) (n int64, ok bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/" + file)
 	if err != nil {
-		return 0
+		return 0, false
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var kb int64
-		if n, _ := fmt.Sscanf(sc.Text(), "VmRSS: %d kB", &kb); n == 1 {
-			return kb << 10
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, found := strings.CutPrefix(line, field); found {
+			_, err := fmt.Sscan(v, &n)
+			return n, err == nil
 		}
 	}
-	return 0
+	return 0, false
+}
+
+// rss returns the process's resident memory, or 0 where /proc is missing.
+func rss() int64 {
+	kb, _ := procNumber("self", "status", "VmRSS:")
+	return kb << 10
 }
 
 // memoryFactor is the documented bound (docs/DEPLOY.md): the relay's live
@@ -339,7 +344,9 @@ func TestAttackRedeliveryChain(t *testing.T) {
 		t.Skip("a write attack (a few seconds); run without -short")
 	}
 	dir := t.TempDir()
-	rl := relaytest.Start(t, relay.Options{DataDir: dir, RedeliveriesPerMinute: 1}) // no refill within the test
+	// A history of two such deliveries: each redelivery evicts the one
+	// before, the first one the original, which must be held, not copied.
+	rl := relaytest.Start(t, relay.Options{DataDir: dir, HistoryBytes: 16 << 20, RedeliveriesPerMinute: 1}) // no refill within the test
 	body := `{"a":"` + strings.Repeat("x", 8<<20) + `"}`
 	code, resp := post(t, rl.Channel, body, "Content-Type", "application/json")
 	if code != http.StatusOK {
@@ -372,16 +379,9 @@ func TestAttackRedeliveryChain(t *testing.T) {
 // written returns the bytes the process has passed to write(2) and
 // pwrite(2), from /proc/self/io; the test is skipped without it.
 func written(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		t.Skipf("no /proc/self/io to count bytes written: %v", err)
+	n, ok := procNumber("self", "io", "wchar:")
+	if !ok {
+		t.Skip("no /proc/self/io to count bytes written")
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		var n int64
-		if k, _ := fmt.Sscanf(line, "wchar: %d", &n); k == 1 {
-			return n
-		}
-	}
-	t.Skip("no wchar in /proc/self/io")
-	return 0
+	return n
 }

@@ -1,0 +1,265 @@
+package relay_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestAttackRealRelay runs the attacks of the "relay on the internet" list
+// at full size against a real `hookline serve` process, and logs the
+// figures docs/DEPLOY.md quotes: the process's peak resident memory, the
+// bytes it wrote, and how late a canary sender's deliveries were answered.
+// It needs a built binary and a few minutes, so it runs only when asked:
+//
+//	go build -o /tmp/hookline .
+//	HOOKLINE_ATTACK_BIN=/tmp/hookline go test ./relay -run TestAttackRealRelay -v -timeout 30m
+//
+// HOOKLINE_ATTACK_ONLY=bomb,... runs some of them (bomb, bomb-disk, slow,
+// uploads, redeliver). It asserts nothing: the figures are the result.
+func TestAttackRealRelay(t *testing.T) {
+	bin := os.Getenv("HOOKLINE_ATTACK_BIN")
+	if bin == "" {
+		t.Skip("set HOOKLINE_ATTACK_BIN to a hookline binary to measure the attacks on a real relay")
+	}
+	only := os.Getenv("HOOKLINE_ATTACK_ONLY")
+	run := func(name string, f func(t *testing.T, r *realRelay), args ...string) {
+		if only != "" && !slices.Contains(strings.Split(only, ","), name) {
+			return
+		}
+		t.Run(name, func(t *testing.T) {
+			r := startReal(t, bin, args...)
+			f(t, r)
+			r.report(t)
+		})
+	}
+	const mib = 1 << 20
+	lineBreaks := "{" + strings.Repeat("\n", 25*mib-2) + "}"
+	bomb := func(t *testing.T, r *realRelay) {
+		ch := r.base + "/bomb-channel-0000000000"
+		for range 2 {
+			r.stuck(t, ch)
+		}
+		for range 6 {
+			r.post(t, ch, lineBreaks)
+		}
+	}
+	run("bomb", bomb)
+	run("bomb-disk", bomb, "--data-dir", t.TempDir())
+	run("slow", func(t *testing.T, r *realRelay) {
+		var chans []string
+		for i := range 20 {
+			ch := fmt.Sprintf("%s/slow-channel-%010d", r.base, i)
+			r.stuck(t, ch)
+			chans = append(chans, ch)
+		}
+		body := `{"a":"` + strings.Repeat("x", 5*mib) + `"}`
+		for range 10 {
+			for _, ch := range chans {
+				r.post(t, ch, body)
+			}
+		}
+	})
+	run("uploads", func(t *testing.T, r *realRelay) {
+		stop := r.canary(t)
+		body := `{"a":"` + strings.Repeat("x", 25*mib-8) + `"}`
+		var wg sync.WaitGroup
+		var refused, sent atomic.Int32
+		deadline := time.Now().Add(20 * time.Second)
+		for i := range 80 { // 80 senders, each sending again as soon as answered
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					resp, err := http.Post(fmt.Sprintf("%s/upload-channel-%010d", r.base, i), "application/json", strings.NewReader(body))
+					sent.Add(1)
+					if err == nil {
+						if resp.StatusCode == http.StatusServiceUnavailable {
+							refused.Add(1)
+						}
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		stop()
+		t.Logf("80 senders of 25 MiB uploads for 20 s: %d of %d uploads refused with 503", refused.Load(), sent.Load())
+	})
+	run("redeliver", func(t *testing.T, r *realRelay) {
+		ch := r.base + "/redeliver-channel-00000"
+		r.post(t, ch, `{"a":"`+strings.Repeat("x", 25*mib-8)+`"}`)
+		stop := r.canary(t)
+		before := r.written()
+		codes := map[int]int{}
+		id := 1
+		for deadline := time.Now().Add(40 * time.Second); time.Now().Before(deadline); {
+			resp, err := http.Post(fmt.Sprintf("%s/redeliver/%d", ch, id), "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a struct{ ID int }
+			if json.NewDecoder(resp.Body).Decode(&a) == nil && resp.StatusCode == http.StatusOK {
+				id = a.ID // chained: the next one redelivers this one
+			}
+			resp.Body.Close()
+			codes[resp.StatusCode]++
+		}
+		stop()
+		t.Logf("redeliveries for 40 s: %v; %.1f GiB written", codes, float64(r.written()-before)/(1<<30))
+	}, "--data-dir", t.TempDir())
+}
+
+// realRelay is a `hookline serve` process on loopback, its peak RSS
+// sampled every 20 ms.
+type realRelay struct {
+	cmd  *exec.Cmd
+	base string
+	peak atomic.Int64
+	done chan struct{}
+	late []time.Duration // the canary's answer times
+	mu   sync.Mutex
+}
+
+func startReal(t *testing.T, bin string, args ...string) *realRelay {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, append([]string{"serve", "--no-color", "--addr", addr}, args...)...)
+	cmd.Stderr = io.Discard
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &realRelay{cmd: cmd, base: "http://" + addr, done: make(chan struct{})}
+	br := bufio.NewReader(out)
+	if line, err := br.ReadString('\n'); err != nil || !strings.Contains(line, "listening") {
+		t.Fatalf("serve: %q %v", line, err)
+	}
+	go io.Copy(io.Discard, br)
+	go func() {
+		for {
+			select {
+			case <-r.done:
+				return
+			case <-time.After(20 * time.Millisecond):
+				r.peak.Store(max(r.peak.Load(), r.procField("status", "VmRSS:")<<10))
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(r.done)
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return r
+}
+
+// procField reads a number field of /proc/<pid>/<file> (procNumber).
+func (r *realRelay) procField(file, field string) int64 {
+	n, _ := procNumber(strconv.Itoa(r.cmd.Process.Pid), file, field)
+	return n
+}
+
+func (r *realRelay) written() int64 { return r.procField("io", "wchar:") }
+
+// stuck opens a stream on ch that never reads.
+func (r *realRelay) stuck(t *testing.T, ch string) {
+	conn, err := net.Dial("tcp", strings.TrimPrefix(r.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nX-Hookline-Stream: 1\r\n\r\n", strings.TrimPrefix(ch, r.base))
+	time.Sleep(50 * time.Millisecond) // let it join (figures only)
+}
+
+func (r *realRelay) post(t *testing.T, ch, body string) {
+	resp, err := http.Post(ch, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// canary POSTs a 4 KiB delivery every 200 ms, recording how long each took
+// to be answered, until stop.
+func (r *realRelay) canary(t *testing.T) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	body := bytes.Repeat([]byte("x"), 4<<10)
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+			}
+			start := time.Now()
+			resp, err := http.Post(r.base+"/canary-channel-000000", "application/json", bytes.NewReader(append(append([]byte(`{"a":"`), body...), `"}`...)))
+			took := time.Since(start)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				took = -1 // refused or failed
+			}
+			if err == nil {
+				resp.Body.Close()
+			}
+			r.mu.Lock()
+			r.late = append(r.late, took)
+			r.mu.Unlock()
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+func (r *realRelay) report(t *testing.T) {
+	msg := fmt.Sprintf("peak RSS %.0f MiB", float64(r.peak.Load())/(1<<20))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.late); n > 0 {
+		failed, over := 0, 0
+		var ok []time.Duration
+		for _, d := range r.late {
+			switch {
+			case d < 0:
+				failed++
+			case d > time.Second:
+				over++
+				ok = append(ok, d)
+			default:
+				ok = append(ok, d)
+			}
+		}
+		slices.Sort(ok)
+		p := func(q float64) time.Duration {
+			if len(ok) == 0 {
+				return 0
+			}
+			return ok[int(q*float64(len(ok)-1))]
+		}
+		msg += fmt.Sprintf("; canary: %d deliveries, %d failed, %d answered after more than 1 s, p50 %s, p99 %s, max %s", n, failed, over, p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), p(1).Round(time.Millisecond))
+	}
+	t.Log(msg)
+}
