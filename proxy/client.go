@@ -873,7 +873,7 @@ func (c *Client) dispatch(ctx context.Context, d *Delivery, payload []byte) ([]H
 		return nil, fmt.Errorf("handlers not run: the body is not a JSON object (Content-Type %q)", d.ContentType)
 	}
 	ctx, log := withHandlerLog(ctx)
-	err := c.opts.Handlers.Receive(ctx, webhooks.Event{ID: d.ID, Name: d.Event, Payload: payload})
+	err := c.opts.Handlers.Receive(ctx, webhooks.Event{ID: d.ID, Name: d.Event, Payload: payload, Header: d.Headers})
 	results := log.list()
 	sort.SliceStable(results, func(i, j int) bool { return results[i].Name < results[j].Name })
 	return results, err

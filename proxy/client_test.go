@@ -220,8 +220,13 @@ func TestClientNeverPassesOnABadSignature(t *testing.T) {
 	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	t.Cleanup(target.Close)
 	var ran atomic.Int32
+	var delivery atomic.Value
 	handlers := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: slog.New(slog.DiscardHandler)})
-	handlers.OnAny(func(context.Context, webhooks.Event) error { ran.Add(1); return nil })
+	handlers.OnAny(func(_ context.Context, e webhooks.Event) error {
+		ran.Add(1)
+		delivery.Store(e.Header.Get(webhooks.HeaderDelivery)) // the delivery's request headers
+		return nil
+	})
 
 	relay := newPushRelay(t)
 	res := newResults()
@@ -242,8 +247,8 @@ func TestClientNeverPassesOnABadSignature(t *testing.T) {
 	if !strings.Contains(all[1].VerifyNote, "no X-Hub-Signature-256") {
 		t.Errorf("note for a missing signature = %q", all[1].VerifyNote)
 	}
-	if all[0].Target != nil || hits.Load() != 1 || ran.Load() != 1 {
-		t.Errorf("target hits = %d, handler runs = %d, want 1 and 1 (only the good delivery)", hits.Load(), ran.Load())
+	if all[0].Target != nil || hits.Load() != 1 || ran.Load() != 1 || delivery.Load() != "good" {
+		t.Errorf("target hits = %d, handler runs = %d (for delivery %v), want 1 and 1 (only the good delivery)", hits.Load(), ran.Load(), delivery.Load())
 	}
 	if s := c.Stats(); s.VerifyFailed != 2 || s.Verified != 1 || s.Forwarded != 1 {
 		t.Errorf("Stats = %+v, want 2 failed, 1 verified, 1 forwarded", s)

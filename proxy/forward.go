@@ -79,8 +79,8 @@ func ForwardRequest(ctx context.Context, target *url.URL, d *Delivery, opts Forw
 		if err != nil {
 			return nil, fmt.Errorf("re-signing: %w", err)
 		}
-		req.Header.Set("X-Hub-Signature-256", sig)
-		req.Header.Del("X-Hub-Signature")
+		req.Header.Set(webhooks.HeaderSignature256, sig)
+		req.Header.Del(webhooks.HeaderSignature)
 	}
 	return req, nil
 }

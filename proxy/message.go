@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hookline/hookline/webhooks"
+
 	"github.com/hookline/hookline/internal/wire"
 )
 
@@ -209,8 +211,8 @@ func (d *Delivery) identify() {
 	if d.Event == "" {
 		d.Event = d.Headers.Get("X-Github-Event")
 	}
-	if d.Signature = d.Headers.Get("X-Hub-Signature-256"); d.Signature == "" {
-		if d.Signature = d.Headers.Get("X-Hub-Signature"); d.Signature != "" {
+	if d.Signature = d.Headers.Get(webhooks.HeaderSignature256); d.Signature == "" {
+		if d.Signature = d.Headers.Get(webhooks.HeaderSignature); d.Signature != "" {
 			d.SignatureSHA1 = true
 		}
 	}

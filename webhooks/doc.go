@@ -10,13 +10,10 @@
 //	if err != nil {
 //		return err
 //	}
-//	wh.On("issues.opened", func(ctx context.Context, e webhooks.Event) error {
-//		var p struct {
-//			Issue struct{ Number int } `json:"issue"`
-//		}
-//		if err := json.Unmarshal(e.Payload, &p); err != nil {
-//			return err
-//		}
+//	type issuesEvent struct {
+//		Issue struct{ Number int } `json:"issue"`
+//	}
+//	webhooks.Handle(wh, webhooks.EventIssuesOpened, func(ctx context.Context, e webhooks.Event, p *issuesEvent) error {
 //		log.Printf("issue #%d opened (delivery %s)", p.Issue.Number, e.ID)
 //		return nil
 //	})
@@ -28,9 +25,13 @@
 //	// router chooses the path (set MiddlewareOptions.Path to have the
 //	// middleware check it, or use Wrap or Handle, which do).
 //
-// Without HTTP, pass what the request carried to VerifyAndReceive:
+// Event names are constants (EventIssuesOpened is "issues.opened"); with
+// Options.StrictEventNames, On refuses a name GitHub does not send. A
+// handler reads the delivery's headers in Event.Header (HeaderHookID...).
 //
-//	err := wh.VerifyAndReceive(ctx, deliveryID, eventName, body, signature256)
+// Without HTTP, pass what the request carried to VerifyAndReceiveDelivery:
+//
+//	err := wh.VerifyAndReceiveDelivery(ctx, webhooks.Delivery{ID: deliveryID, Name: eventName, Payload: body, Signature: signature256})
 //
 // The pieces are usable alone: package webhooks/signature holds Sign,
 // Verify and VerifyWithFallback (re-exported here), and Emitter is the

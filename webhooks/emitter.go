@@ -52,6 +52,8 @@ type EmitterOptions struct {
 	// Logger receives warnings (unknown event names) and errors (panics).
 	// If nil, slog.Default() is used at the time of logging.
 	Logger *slog.Logger
+	// StrictEventNames: see Options.StrictEventNames.
+	StrictEventNames bool
 }
 
 // Emitter registers handlers by event name and dispatches events to them:
@@ -65,6 +67,7 @@ type EmitterOptions struct {
 type Emitter struct {
 	transform TransformFunc
 	logger    *slog.Logger
+	strict    bool // unknown names are errors (Options.StrictEventNames)
 
 	mu sync.RWMutex
 	// hooks maps a name ("push", "issues.opened", "*", "error") to its
@@ -150,7 +153,7 @@ func (em *Emitter) Shutdown(ctx context.Context) error {
 
 // NewEmitter returns an Emitter configured by opts.
 func NewEmitter(opts EmitterOptions) *Emitter {
-	return &Emitter{transform: opts.Transform, logger: opts.Logger}
+	return &Emitter{transform: opts.Transform, logger: opts.Logger, strict: opts.StrictEventNames}
 }
 
 func (em *Emitter) log() *slog.Logger {
@@ -163,7 +166,9 @@ func (em *Emitter) log() *slog.Logger {
 // On registers h for the event or event.action name. It returns
 // ErrMissingName for "", an error wrapping ErrReservedEventName for "*" and
 // "error" (use OnAny and OnError), and ErrNilHandler for a nil h. A name
-// that is not in EmitterEventNames logs a warning and is registered anyway.
+// that is not in EmitterEventNames logs a warning and is registered anyway,
+// or, with StrictEventNames, returns an error wrapping ErrUnknownEventName.
+// The Event constants (EventIssuesOpened...) name every known event.
 func (em *Emitter) On(name string, h Handler) (*Registration, error) {
 	return em.OnEach([]string{name}, h)
 }
@@ -180,7 +185,11 @@ func (em *Emitter) OnEach(names []string, h Handler) (*Registration, error) {
 		return nil, fmt.Errorf("%w: no event names given", ErrMissingName)
 	}
 	for _, name := range names {
-		err := ValidateEventName(name, ValidateOptions{OnUnknownEventName: "warn", Logger: em.log()})
+		unknown := "warn"
+		if em.strict {
+			unknown = "error"
+		}
+		err := ValidateEventName(name, ValidateOptions{OnUnknownEventName: unknown, Logger: em.log()})
 		if err != nil {
 			return nil, err
 		}

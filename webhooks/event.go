@@ -4,15 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"unicode/utf8"
 )
 
 // Event is one webhook delivery: the counterpart of octokit's
 // EmitterWebhookEvent {id, name, payload}.
 //
-// Payload is the JSON body exactly as received; it is not decoded into a Go
-// type (decode it with encoding/json or a typed library such as go-github).
-// Handlers run concurrently and share one Payload: they must not modify it.
+// Payload is the JSON body exactly as received; Decode (or Handle, for a
+// handler that takes a typed payload) decodes it into a Go value. Handlers
+// run concurrently and share one Payload and Header: they must not modify
+// them.
 type Event struct {
 	// ID is the delivery id (the X-GitHub-Delivery header); it may be empty.
 	ID string
@@ -20,6 +22,18 @@ type Event struct {
 	Name string
 	// Payload is the delivery body, a JSON object.
 	Payload json.RawMessage
+	// Header holds the delivery's request headers (see the Header
+	// constants, such as HeaderHookID), or nil for an event that did not
+	// come from a request (Receive called directly).
+	Header http.Header
+}
+
+// Decode decodes the payload into v, as json.Unmarshal does.
+func (e Event) Decode(v any) error {
+	if err := json.Unmarshal(e.Payload, v); err != nil {
+		return fmt.Errorf("webhooks: decoding the %s payload: %w", e.Name, err)
+	}
+	return nil
 }
 
 // Action returns the string value of the payload's top-level "action"

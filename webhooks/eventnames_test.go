@@ -2,8 +2,13 @@ package webhooks_test
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -177,4 +182,52 @@ func FuzzValidateEventName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Every name of EmitterEventNames has its constant, and every Event
+// constant is such a name (read from the package's source, since a
+// misspelt constant cannot be checked by a compiling test).
+func TestEventConstants(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consts := map[string]string{} // value -> constant
+	for _, f := range pkgs["webhooks"].Files {
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if !strings.HasPrefix(name.Name, "Event") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					v, _ := strconv.Unquote(lit.Value)
+					consts[v] = name.Name
+				}
+			}
+		}
+	}
+	names := webhooks.EmitterEventNames()
+	for _, n := range names {
+		if consts[n] == "" {
+			t.Errorf("no constant for %q", n)
+		}
+	}
+	for v, c := range consts {
+		if !slices.Contains(names, v) {
+			t.Errorf("constant %s = %q is not an event name", c, v)
+		}
+	}
+	if len(consts) != len(names) {
+		t.Errorf("%d constants for %d names", len(consts), len(names))
+	}
 }

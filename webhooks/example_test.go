@@ -165,3 +165,24 @@ func ExampleEmitter() {
 	// cannot handle ping
 	// <nil>
 }
+
+// A handler that takes the payload as a Go value, registered under a
+// constant (a misspelt one does not compile).
+func ExampleHandle() {
+	type issuesEvent struct {
+		Issue struct {
+			Number int    `json:"number"`
+			Title  string `json:"title"`
+		} `json:"issue"`
+	}
+	em := webhooks.NewEmitter(webhooks.EmitterOptions{StrictEventNames: true})
+	webhooks.Handle(em, webhooks.EventIssuesOpened, func(_ context.Context, e webhooks.Event, p *issuesEvent) error {
+		fmt.Printf("#%d %s (%s)\n", p.Issue.Number, p.Issue.Title, e.Header.Get(webhooks.HeaderHookID))
+		return nil
+	})
+	header := http.Header{}
+	header.Set(webhooks.HeaderHookID, "42")
+	em.Receive(context.Background(), webhooks.Event{Name: "issues", Header: header,
+		Payload: []byte(`{"action":"opened","issue":{"number":7,"title":"Crash on start"}}`)})
+	// Output: #7 Crash on start (42)
+}

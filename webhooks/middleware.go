@@ -173,9 +173,9 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, path string)
 		writeError(rw, http.StatusBadRequest, "Required headers missing: "+strings.Join(missing, ", "), true)
 		return
 	}
-	name := r.Header.Get("X-GitHub-Event")
-	sig := r.Header.Get("X-Hub-Signature-256")
-	id := r.Header.Get("X-GitHub-Delivery")
+	name := r.Header.Get(HeaderEvent)
+	sig := r.Header.Get(HeaderSignature256)
+	id := r.Header.Get(HeaderDelivery)
 	log := m.log()
 	log.Debug("webhooks: event received", "event", name, "id", id)
 
@@ -191,7 +191,8 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, path string)
 	// request's values but not its cancellation.
 	ctx := context.WithoutCancel(r.Context())
 	done := make(chan error, 1)
-	go func() { done <- m.w.VerifyAndReceive(ctx, id, name, body, sig) }()
+	d := Delivery{ID: id, Name: name, Payload: body, Signature: sig, Header: r.Header}
+	go func() { done <- m.w.VerifyAndReceiveDelivery(ctx, d) }()
 
 	var timeout <-chan time.Time
 	if m.timeout > 0 {

@@ -47,6 +47,10 @@ type Options struct {
 	// Logger receives warnings and errors. If nil, slog.Default() is used
 	// at the time of logging.
 	Logger *slog.Logger
+	// StrictEventNames makes On and OnEach refuse a name that is not in
+	// EmitterEventNames with an error wrapping ErrUnknownEventName (as
+	// TypeScript refuses it in octokit), instead of logging a warning.
+	StrictEventNames bool
 }
 
 // Webhooks verifies and dispatches GitHub webhook deliveries: the Go
@@ -75,7 +79,7 @@ func New(opts Options) (*Webhooks, error) {
 		}
 	}
 	return &Webhooks{
-		Emitter:           Emitter{transform: opts.Transform, logger: opts.Logger},
+		Emitter:           Emitter{transform: opts.Transform, logger: opts.Logger, strict: opts.StrictEventNames},
 		secret:            opts.Secret,
 		additionalSecrets: slices.Clone(opts.AdditionalSecrets),
 	}, nil
@@ -119,13 +123,31 @@ func (w *Webhooks) VerifyWithFallback(payload []byte, sig string) (bool, error) 
 // 400, without calling any handler. Otherwise it returns what Receive
 // returns. Handlers share payload and must not modify it.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, id, name string, payload []byte, sig string) error {
-	ok, err := w.VerifyWithFallback(payload, sig)
-	if len(payload) == 0 && err == nil {
+	return w.VerifyAndReceiveDelivery(ctx, Delivery{ID: id, Name: name, Payload: payload, Signature: sig})
+}
+
+// Delivery is what VerifyAndReceiveDelivery takes: octokit's
+// verifyAndReceive({id, name, payload, signature}) object, whose fields
+// cannot be swapped the way VerifyAndReceive's strings can.
+type Delivery struct {
+	ID        string      // X-GitHub-Delivery; may be empty
+	Name      string      // X-GitHub-Event
+	Payload   []byte      // the raw request body
+	Signature string      // X-Hub-Signature-256
+	Header    http.Header // the request's headers, for Event.Header; may be nil
+}
+
+// VerifyAndReceiveDelivery is VerifyAndReceive with its arguments named: it
+// checks d.Signature against d.Payload, then dispatches the event (with
+// d.Header as Event.Header). The middleware calls it with the request.
+func (w *Webhooks) VerifyAndReceiveDelivery(ctx context.Context, d Delivery) error {
+	e := Event{ID: d.ID, Name: d.Name, Payload: d.Payload, Header: d.Header}
+	ok, err := w.VerifyWithFallback(d.Payload, d.Signature)
+	if len(d.Payload) == 0 && err == nil {
 		err = ErrMissingPayload // an empty body is never a delivery
 	}
 	if !ok || err != nil {
-		return w.fail(ctx, Event{ID: id, Name: name, Payload: payload},
-			[]error{&statusError{status: http.StatusBadRequest, err: ErrInvalidSignature, cause: err}})
+		return w.fail(ctx, e, []error{&statusError{status: http.StatusBadRequest, err: ErrInvalidSignature, cause: err}})
 	}
-	return w.Receive(ctx, Event{ID: id, Name: name, Payload: payload})
+	return w.Receive(ctx, e)
 }

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hookline/hookline/webhooks"
 )
 
 // payload is a scenario's deliveries: bodies and their signatures, made
@@ -132,7 +134,7 @@ func (l *load) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	t := l.now()
 	w.WriteHeader(http.StatusOK)
-	i, ok := parseDeliveryID(r.Header.Get("X-GitHub-Delivery"))
+	i, ok := parseDeliveryID(r.Header.Get(webhooks.HeaderDelivery))
 	if !ok || i >= len(l.bodies) {
 		l.unknown.Add(1)
 		return
@@ -251,10 +253,10 @@ func (l *load) post(ctx context.Context, client *http.Client, url string, i int)
 	h := req.Header
 	h.Set("Content-Type", l.ctype)
 	h.Set("User-Agent", "GitHub-Hookshot/bench")
-	h.Set("X-GitHub-Event", "issues")
-	h.Set("X-GitHub-Delivery", deliveryID(i))
-	h.Set("X-GitHub-Hook-ID", "42")
-	h.Set("X-Hub-Signature-256", l.sigs[i])
+	h.Set(webhooks.HeaderEvent, "issues")
+	h.Set(webhooks.HeaderDelivery, deliveryID(i))
+	h.Set(webhooks.HeaderHookID, "42")
+	h.Set(webhooks.HeaderSignature256, l.sigs[i])
 	l.sent[i].Store(l.now())
 	resp, err := client.Do(req)
 	if err != nil {

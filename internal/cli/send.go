@@ -231,14 +231,14 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	h.Set("Accept", "*/*")
 	h.Set("User-Agent", wire.SendUserAgent)
 	h.Set("Content-Type", contentType)
-	h.Set("X-GitHub-Event", o.event)
-	h.Set("X-GitHub-Delivery", id)
+	h.Set(webhooks.HeaderEvent, o.event)
+	h.Set(webhooks.HeaderDelivery, id)
 	if o.secret != "" {
 		sig, err := webhooks.Sign(o.secret, body)
 		if err != nil {
 			return err
 		}
-		h.Set("X-Hub-Signature-256", sig)
+		h.Set(webhooks.HeaderSignature256, sig)
 	}
 	for _, hf := range o.headers {
 		if hf.value == "" {
@@ -247,12 +247,12 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 			h.Set(hf.name, hf.value)
 		}
 	}
-	if o.secret == "" && h.Get("X-Hub-Signature-256") == "" {
+	if o.secret == "" && h.Get(webhooks.HeaderSignature256) == "" {
 		fmt.Fprintf(s.err, "note: no secret, so the delivery is not signed; a server that checks X-Hub-Signature-256 will refuse it (give --secret, --secret-file or set %s)\n", secretEnv)
 	}
 
 	d := &proxy.Delivery{
-		ID: h.Get("X-GitHub-Delivery"), Event: o.event, Method: http.MethodPost, ContentType: h.Get("Content-Type"),
+		ID: h.Get(webhooks.HeaderDelivery), Event: o.event, Method: http.MethodPost, ContentType: h.Get("Content-Type"),
 		Headers: h, Body: body,
 	}
 	c, err := proxy.New(proxy.Options{

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/webhooks"
+
 	"github.com/hookline/hookline/relay"
 )
 
@@ -93,8 +95,8 @@ func (r *Relay) Publish(t testing.TB, client *http.Client, n int, body []byte, h
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-GitHub-Event", "issues")
-	req.Header.Set("X-GitHub-Delivery", ID(n))
+	req.Header.Set(webhooks.HeaderEvent, "issues")
+	req.Header.Set(webhooks.HeaderDelivery, ID(n))
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -147,7 +149,7 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if code >= 200 && code < 300 {
 		s.mu.Lock()
-		s.got = append(s.got, Arrival{ID: r.Header.Get("X-GitHub-Delivery"), Header: r.Header.Clone(), Body: body})
+		s.got = append(s.got, Arrival{ID: r.Header.Get(webhooks.HeaderDelivery), Header: r.Header.Clone(), Body: body})
 		s.mu.Unlock()
 	}
 	w.WriteHeader(code)

@@ -51,6 +51,16 @@ func TestGenerate(t *testing.T) {
 
 package p
 
+// Event names and event.action names, for On and Handle: a misspelt
+// constant does not compile, where a misspelt string is only a warning
+// (or an error, with Options.StrictEventNames).
+const (
+	EventA  = "a"
+	EventB  = "b"
+	EventBX = "b.x"
+	EventBY = "b.y"
+)
+
 // emitterEventNames holds every supported event and event.action, sorted
 // (4 names).
 var emitterEventNames = [...]string{
@@ -62,5 +72,13 @@ var emitterEventNames = [...]string{
 `
 	if string(got) != want {
 		t.Errorf("Generate() =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Two names that make one constant are refused rather than generated.
+func TestGenerateConstantCollision(t *testing.T) {
+	_, err := Generate("p", "list.txt", []byte("a_b: c\na: b_c\n"))
+	if err == nil || !strings.Contains(err.Error(), "EventABC") {
+		t.Errorf("Generate() error = %v, want one naming EventABC", err)
 	}
 }

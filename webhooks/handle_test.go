@@ -1,0 +1,90 @@
+package webhooks_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hookline/hookline/webhooks"
+)
+
+type issuesEvent struct {
+	Action string `json:"action"`
+	Issue  struct {
+		Number int `json:"number"`
+	} `json:"issue"`
+}
+
+// Handle decodes the payload for the handler; a payload that does not fit
+// the type is the handler's error (the delivery fails with it), and the
+// request's headers are on the event.
+func TestHandleTyped(t *testing.T) {
+	wh, err := webhooks.New(webhooks.Options{Secret: "s", StrictEventNames: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got issuesEvent
+	var hookID string
+	if _, err := webhooks.Handle(wh, webhooks.EventIssuesOpened, func(_ context.Context, e webhooks.Event, p *issuesEvent) error {
+		got, hookID = *p, e.Header.Get(webhooks.HeaderHookID)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	post := func(body string) *httptest.ResponseRecorder {
+		sig, _ := wh.Sign([]byte(body))
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+		for k, v := range map[string]string{"Content-Type": "application/json", webhooks.HeaderEvent: "issues", webhooks.HeaderDelivery: "d1", webhooks.HeaderSignature256: sig, webhooks.HeaderHookID: "42"} {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}).ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := post(`{"action":"opened","issue":{"number":7}}`); rec.Code != http.StatusOK || got.Issue.Number != 7 || hookID != "42" {
+		t.Errorf("answer %d, handler got %+v and hook id %q; want 200, issue 7, 42", rec.Code, got, hookID)
+	}
+	if rec := post(`{"action":"opened","issue":{"number":"seven"}}`); rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "decoding the issues payload") {
+		t.Errorf("a payload that does not decode: %d %s, want 500 naming the decoding", rec.Code, rec.Body)
+	}
+}
+
+// StrictEventNames turns a misspelt name from a warning into an error.
+func TestStrictEventNames(t *testing.T) {
+	handler := func(context.Context, webhooks.Event) error { return nil }
+	loose := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: slog.New(slog.DiscardHandler)})
+	if _, err := loose.On("issue.opened", handler); err != nil {
+		t.Errorf("without StrictEventNames: %v, want a warning only", err)
+	}
+	strict := webhooks.NewEmitter(webhooks.EmitterOptions{StrictEventNames: true})
+	if _, err := strict.On("issue.opened", handler); !errors.Is(err, webhooks.ErrUnknownEventName) {
+		t.Errorf("with StrictEventNames: %v, want ErrUnknownEventName", err)
+	}
+	if _, err := strict.On(webhooks.EventIssuesOpened, handler); err != nil {
+		t.Errorf("a known name: %v", err)
+	}
+}
+
+// VerifyAndReceiveDelivery names its fields: a delivery signed for its
+// payload is received, with its headers; one with the signature of
+// another payload is refused.
+func TestVerifyAndReceiveDelivery(t *testing.T) {
+	wh, _ := webhooks.New(webhooks.Options{Secret: "s"})
+	var header http.Header
+	wh.On(webhooks.EventPing, func(_ context.Context, e webhooks.Event) error { header = e.Header; return nil })
+	payload := []byte(`{"zen":"x"}`)
+	sig, _ := wh.Sign(payload)
+	d := webhooks.Delivery{ID: "1", Name: "ping", Payload: payload, Signature: sig, Header: http.Header{}}
+	d.Header.Set(webhooks.HeaderHookID, "9")
+	if err := wh.VerifyAndReceiveDelivery(context.Background(), d); err != nil || header.Get(webhooks.HeaderHookID) != "9" {
+		t.Errorf("VerifyAndReceiveDelivery = %v, header %v", err, header)
+	}
+	d.Payload = []byte(`{"zen":"y"}`)
+	if err := wh.VerifyAndReceiveDelivery(context.Background(), d); !errors.Is(err, webhooks.ErrInvalidSignature) {
+		t.Errorf("another payload's signature: %v, want ErrInvalidSignature", err)
+	}
+}
