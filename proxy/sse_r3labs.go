@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/tlscert"
 	"github.com/r3labs/sse/v2"
 	"gopkg.in/cenkalti/backoff.v1"

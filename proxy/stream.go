@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hookline/hookline/internal/backoff"
-	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/rest/backoff"
+	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/internal/wire"
 )

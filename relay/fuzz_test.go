@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
-	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/wire"
 )
 

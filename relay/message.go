@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/jsonscan"
 	"github.com/hookline/hookline/internal/wire"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/wire"
 )
 

@@ -177,6 +177,7 @@ func TestClassicContentType(t *testing.T) {
 		{"custom", map[string]string{"Content-Type": "custom"}, "custom"},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			req, err := rest.BuildRequestObject(rest.Request{Method: rest.Get, BaseURL: "http://localhost", Headers: tc.headers, Body: []byte("Hello World")})

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/hookline/hookline/internal/backoff"
+	"github.com/hookline/hookline/rest/backoff"
 )
 
 // SetRetryClock makes p use now, random and sleep instead of the real clock,

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/rest/header"
 )
 
 // Version is the version of this package's API. It is not the version of

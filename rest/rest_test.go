@@ -213,6 +213,7 @@ func TestSendRequest(t *testing.T) {
 		},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv, rec := startServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -294,6 +295,7 @@ func TestSendNon2xxIsData(t *testing.T) {
 		{"503", 503, ""},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv, rec := startServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -341,6 +343,7 @@ func TestSendHeadReadsNoBody(t *testing.T) {
 func TestSendRedirectKeepsBody(t *testing.T) {
 	t.Parallel()
 	for _, code := range []int{307, 308} {
+		code := code // a copy per iteration: the module is Go 1.14
 		t.Run(http.StatusText(code), func(t *testing.T) {
 			t.Parallel()
 			srv, rec := startServer(t, func(w http.ResponseWriter, r *http.Request) {
@@ -440,6 +443,7 @@ func TestSendResponseLimit(t *testing.T) {
 		},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv, _ := startServer(t, tc.handler)
@@ -568,6 +572,7 @@ func TestSendInvalidInput(t *testing.T) {
 		},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			resp, err := rest.SendWithContext(t.Context(), tc.req)
 			if !errors.Is(err, tc.wantErr) {
@@ -621,6 +626,7 @@ func TestSendContext(t *testing.T) {
 		},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			resp, err := rest.SendWithContext(tc.ctx(t), rest.Request{Method: rest.Get, BaseURL: srv.URL})
@@ -730,6 +736,7 @@ func TestBuildResponse(t *testing.T) {
 		},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := rest.BuildResponse(tc.res)
@@ -767,6 +774,7 @@ func TestAddQueryParameters(t *testing.T) {
 		{"http://api.test.com/x", map[string]string{}, "http://api.test.com/x"},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.base, func(t *testing.T) {
 			t.Parallel()
 			if got := rest.AddQueryParameters(tc.base, tc.params); got != tc.want {
@@ -809,6 +817,7 @@ func TestRestError(t *testing.T) {
 		{"unknown status", &rest.RestError{Response: &rest.Response{StatusCode: 599}}, "rest: HTTP status 599"},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var err error = tc.err

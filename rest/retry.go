@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookline/hookline/internal/backoff"
-	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/rest/backoff"
+	"github.com/hookline/hookline/rest/header"
 )
 
 // RetryPolicy says when and how long a Client waits to resend a failed

@@ -90,6 +90,7 @@ func TestRetryStatuses(t *testing.T) {
 		{400, 1, 400}, {401, 1, 401}, {404, 1, 404}, {409, 1, 409}, {501, 1, 501}, {505, 1, 505},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
 			t.Parallel()
 			srv, rec := startServer(t, replies(t, reply{status: tc.status, body: "first"}, reply{status: 200, body: "second"}))
@@ -174,6 +175,7 @@ func TestRetryAfter(t *testing.T) {
 		{"negative falls back to backoff", "-5", 0, 125 * time.Millisecond},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv, rec := startServer(t, replies(t,
@@ -215,6 +217,7 @@ func TestRetryNetworkErrors(t *testing.T) {
 		},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv, rec := startServer(t, replies(t, tc.replies...))
@@ -305,6 +308,7 @@ func TestRetryMakeRequest(t *testing.T) {
 		{"body without GetBody is not resent", func() io.Reader { return io.NopCloser(strings.NewReader("once")) }, 1, 503},
 	}
 	for _, tc := range tests {
+		tc := tc // a copy per iteration: the module is Go 1.14
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv, rec := startServer(t, replies(t, reply{status: 503, body: "busy"}, reply{status: 200, body: "ok"}))

@@ -31,7 +31,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hookline/hookline/internal/header"
+	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/jsonscan"
 )
 

@@ -1,6 +1,7 @@
-// Package header checks HTTP header syntax and reads Retry-After, for every
-// package of hookline that needs them (rest among them, so it uses nothing
-// newer than Go 1.13's standard library and compiles at -lang=go1.14).
+// Package header checks HTTP header syntax and reads Retry-After, for rest
+// and every package of hookline that needs them. It is part of the rest
+// module (Go 1.14, no requirements), and public only so that hookline's
+// other packages share it: rest's API is package rest.
 package header
 
 import (

@@ -32,7 +32,7 @@ func TestJitter(t *testing.T) {
 	if got := Jitter(0); got != 0 {
 		t.Errorf("Jitter(0) = %v, want 0", got)
 	}
-	for range 1000 {
+	for i := 0; i < 1000; i++ {
 		if d := Jitter(10 * time.Millisecond); d < 0 || d >= 10*time.Millisecond {
 			t.Fatalf("Jitter(10ms) = %v, want within [0, 10ms)", d)
 		}

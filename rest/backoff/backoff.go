@@ -1,7 +1,7 @@
 // Package backoff computes exponential backoff with full jitter and waits
-// for it, for the relay client's reconnect loop and rest's retries (so it
-// uses nothing newer than Go 1.13's standard library and compiles at
-// -lang=go1.14).
+// for it, for rest's retries and the relay client's reconnect loop. It is
+// part of the rest module (Go 1.14, no requirements), and public only so
+// that hookline's other packages share it.
 package backoff
 
 import (

@@ -1,0 +1,3 @@
+module github.com/hookline/hookline/rest
+
+go 1.14
