@@ -13,6 +13,8 @@ require (
 	gopkg.in/cenkalti/backoff.v1 v1.1.0
 )
 
+require github.com/sendgrid/rest v2.6.9+incompatible
+
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect

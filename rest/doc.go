@@ -45,8 +45,11 @@
 //   - A HEAD response body is never read, and 307/308 redirects resend the
 //     body.
 //   - RestError.Error never panics (nil receiver, nil Response, empty body).
-//   - Errors are wrapped with a "rest: " prefix: use errors.Is and errors.As
-//     (for *url.Error or net.Error) rather than type assertions. On error the
+//   - A transport error is returned as net/http returns it, a *url.Error,
+//     so err.(*url.Error), err.(net.Error) and os.IsTimeout(err) answer as
+//     with the classic package; after retries, the error (saying "gave up
+//     after N attempts") answers them as the last attempt's did and unwraps
+//     to it. Errors this package makes start with "rest: ". On error the
 //     returned *Response is nil; BuildResponse no longer returns a partial
 //     Response with its error.
 //   - A nil context is treated as context.Background(), a nil *Client as the
@@ -85,8 +88,10 @@
 //
 // # Go versions
 //
-// The package imports only the standard library, compiles at language
-// version go1.14 (no generics, no any) and uses no standard library API newer
-// than Go 1.13, so modules that still build with Go 1.14–1.17 can use it.
-// Its tests need a current Go.
+// The package is its own module, github.com/hookline/hookline/rest, whose
+// go.mod says go 1.14 and requires nothing: a module that still builds with
+// Go 1.14–1.17 can require it without its go line or its requirements
+// changing. It imports only the standard library and uses no standard
+// library API newer than Go 1.13 (a test checks both against the Go
+// release notes' API lists). Its tests need a current Go.
 package rest

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -347,8 +348,10 @@ func (c *Client) exchange(req *http.Request, read bool) (*http.Response, *Respon
 		var resp *Response
 		res, err := hc.Do(r)
 		if err != nil {
+			// As net/http returns it (a *url.Error), so that code written
+			// for sendgrid/rest takes the same branches: err.(*url.Error),
+			// err.(net.Error), os.IsTimeout(err).
 			res = nil // only CheckRedirect failures return one, already closed
-			err = fmt.Errorf("rest: %w", err)
 		} else if read {
 			if resp, err = readResponse(res, c.maxBytes()); err != nil {
 				err = readError(describe(r)+": ", err)
@@ -375,7 +378,7 @@ func (c *Client) exchange(req *http.Request, read bool) (*http.Response, *Respon
 		if !retry {
 			if err != nil {
 				if attempt > 1 {
-					err = fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+					err = &attemptsError{err: err, attempts: attempt}
 				}
 				return nil, nil, err
 			}
@@ -388,6 +391,31 @@ func (c *Client) exchange(req *http.Request, read bool) (*http.Response, *Respon
 			return nil, nil, fmt.Errorf("rest: waiting %v to retry %s: %w", wait, describe(req), werr)
 		}
 	}
+}
+
+// attemptsError is the last attempt's error after retries. It answers
+// os.IsTimeout and a net.Error assertion as that error does, and unwraps to
+// it (errors.As finds its *url.Error).
+type attemptsError struct {
+	err      error
+	attempts int
+}
+
+func (e *attemptsError) Error() string {
+	return fmt.Sprintf("%v (gave up after %d attempts)", e.err, e.attempts)
+}
+
+func (e *attemptsError) Unwrap() error { return e.err }
+
+// Timeout and Temporary make it a net.Error like the last attempt's.
+func (e *attemptsError) Timeout() bool {
+	var ne net.Error
+	return errors.As(e.err, &ne) && ne.Timeout()
+}
+
+func (e *attemptsError) Temporary() bool {
+	var ne interface{ Temporary() bool }
+	return errors.As(e.err, &ne) && ne.Temporary()
 }
 
 // rewind returns a copy of req with a fresh body for another attempt.
