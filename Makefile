@@ -30,11 +30,11 @@ GORELEASER      := $(BIN)/goreleaser-$(GORELEASER_VER)
 MODULE          := github.com/hookline/hookline
 NODE_MODULES    := interop/node_modules/.package-lock.json
 
-.PHONY: redis fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
+.PHONY: redis oldgo fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
 
 check: fmt-check vet staticcheck lang-check test fuzz-short
 
-test: interop-deps browser redis
+test: interop-deps browser redis oldgo
 	for m in $(MODULES); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
 
 fmt-check:
@@ -97,6 +97,11 @@ browser:
 # installed when missing; needs root or sudo).
 redis:
 	sh internal/testenv/install.sh redis-server
+
+# The rest module's old-Go test (internal/oldgo) builds and tests a consumer
+# of rest with Debian's Go 1.19, the oldest Go this machine can install.
+oldgo:
+	sh internal/testenv/install.sh golang-1.19
 
 # Every fuzz target for a few seconds (FUZZTIME=3s each); see .ci/fuzz for
 # a long run of one target.

@@ -4,6 +4,7 @@
 #
 #   sh internal/testenv/install.sh chromium      the relay page test (interop/relay_page_test.go)
 #   sh internal/testenv/install.sh redis-server  the Redis store tests (relay/redis_test.go)
+#   sh internal/testenv/install.sh golang-1.19   the rest module's old-Go consumer test (internal/oldgo)
 #
 # It says what it installs and why before it runs apt-get, and needs root or
 # sudo. Without them it stops with the command to run; `go test` then skips
@@ -30,8 +31,16 @@ redis-server)
 		exit 0
 	fi
 	;;
+golang-1.19)
+	why="the rest module is built by the oldest Go Debian has, in a module that says go 1.14"
+	pkg=golang-1.19
+	opts=--no-install-recommends
+	if [ -x /usr/lib/go-1.19/bin/go ] || [ -n "${HOOKLINE_OLD_GO:-}" ]; then
+		exit 0
+	fi
+	;;
 *)
-	echo "usage: sh internal/testenv/install.sh chromium|redis-server" >&2
+	echo "usage: sh internal/testenv/install.sh chromium|redis-server|golang-1.19" >&2
 	exit 2
 	;;
 esac
