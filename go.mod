@@ -26,5 +26,3 @@ require (
 	golang.org/x/net v0.0.0-20191116160921-f9c825593386 // indirect
 	golang.org/x/sys v0.42.0 // indirect
 )
-
-replace github.com/hookline/hookline/rest => ./rest

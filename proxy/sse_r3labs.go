@@ -15,8 +15,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/tlscert"
+	"github.com/hookline/hookline/rest/header"
 	"github.com/r3labs/sse/v2"
 	"gopkg.in/cenkalti/backoff.v1"
 )

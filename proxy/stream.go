@@ -9,10 +9,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hookline/hookline/rest/backoff"
-	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/internal/wire"
+	"github.com/hookline/hookline/rest/backoff"
+	"github.com/hookline/hookline/rest/header"
 )
 
 // Defaults for StreamOptions.

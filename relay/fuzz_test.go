@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
-	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/wire"
+	"github.com/hookline/hookline/rest/header"
 )
 
 // FuzzIngest posts arbitrary bodies, content types, headers and queries to

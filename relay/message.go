@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/jsonscan"
 	"github.com/hookline/hookline/internal/wire"
+	"github.com/hookline/hookline/rest/header"
 )
 
 // maxHeaderBytes is the largest header block ingest accepts (see

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/wire"
+	"github.com/hookline/hookline/rest/header"
 )
 
 // A record is a delivery as the bbolt store keeps it on disk; its id is the

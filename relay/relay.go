@@ -17,8 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/wire"
+	"github.com/hookline/hookline/rest/header"
 )
 
 // Defaults for the zero values of Options.

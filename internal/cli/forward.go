@@ -18,10 +18,10 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/webhooks"
 )
 

@@ -16,9 +16,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/internal/examples"
-	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/webhooks"
 )
 

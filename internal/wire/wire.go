@@ -31,8 +31,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/internal/jsonscan"
+	"github.com/hookline/hookline/rest/header"
 )
 
 // Stream options a subscriber sends. Either one set to "1" (or "true") asks
