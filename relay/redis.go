@@ -30,6 +30,11 @@ import (
 //	P{C}:k   hash: Idempotency-Key -> "<n> <sha256 hex>" of the newest
 //	         retained delivery with that key
 //	P{C}:h   presence: set (with a TTL) while a replica has subscribers
+//	P{C}:o   hash: redelivery id -> the id of the delivery it repeats, for
+//	         redeliveries stored as references (record format 2)
+//	P{C}:c   hash: id -> how many references point to it
+//	P{C}:held hash: id -> the record of a referenced delivery the history
+//	         dropped, kept until its last reference goes
 //	P:g      hash: bytes, retained (all channels), seq (append counter),
 //	         epoch (random, set once: a relay that finds it changed or
 //	         gone knows Redis lost its data)
@@ -102,7 +107,9 @@ var (
 //	ARGV: 1 channel, 2 prefix, 3 after, 4 size, 5 received ms, 6 key ("" if
 //	      none), 7 body SHA-256 hex, 8 record, 9 chanCount, 10 chanBytes,
 //	      11 totalBytes, 12 age in ms (0: none), 13 1 to publish the record
-//	      with the id, 14 a new epoch, set if P:g has none
+//	      with the id, 14 a new epoch, set if P:g has none, 15 for a
+//	      redelivery: the id it repeats (else 0), 16 its reference record,
+//	      stored instead of the record while that id is stored
 //
 // It returns {id, epoch}. The evictions are worked out before the first write,
 // and the shebang makes Redis refuse the whole script when it is out of
@@ -194,6 +201,36 @@ local firstKept = id
 if k < old then firstKept = ownAt(k).id end
 
 -- Writes.
+-- A redelivery refers to the delivery it repeats while that is stored
+-- (record.go): counted first, so that an eviction by this very append
+-- holds it.
+local of = tonumber(ARGV[15])
+local base0 = prefix .. '{' .. name .. '}:'
+if of > 0 and (#redis.call('XRANGE', S, fmt(of) .. '-0', fmt(of) .. '-0') > 0 or redis.call('HEXISTS', base0 .. 'held', of) == 1) then
+  rec = ARGV[16]
+  redis.call('HINCRBY', base0 .. 'c', of, 1)
+  redis.call('HSET', base0 .. 'o', id, of)
+end
+-- Dropped references let go of what they refer to; dropped deliveries
+-- that references still need are held.
+local function unref(base, members)
+  for _, e in ipairs(members) do
+    local root = redis.call('HGET', base .. 'o', e.id)
+    if root then
+      redis.call('HDEL', base .. 'o', e.id)
+      if redis.call('HINCRBY', base .. 'c', root, -1) <= 0 then
+        redis.call('HDEL', base .. 'c', root)
+        redis.call('HDEL', base .. 'held', root)
+      end
+    end
+  end
+  for _, e in ipairs(members) do
+    if tonumber(redis.call('HGET', base .. 'c', e.id) or 0) > 0 then
+      local entry = redis.call('XRANGE', base .. 's', fmt(e.id) .. '-0', fmt(e.id) .. '-0')[1]
+      if entry then redis.call('HSET', base .. 'held', e.id, entry[2][2]) end
+    end
+  end
+end
 local function forgetKeys(kh, members)
   for _, e in ipairs(members) do
     if e.key ~= '' then
@@ -211,7 +248,7 @@ for _, d in ipairs(others) do
   droppedCount = droppedCount + #d.members
   droppedBytes = droppedBytes + d.bytes
   if d.all then
-    redis.call('DEL', base .. 's', base .. 'i', base .. 'k')
+    redis.call('DEL', base .. 's', base .. 'i', base .. 'k', base .. 'o', base .. 'c', base .. 'held')
     if redis.call('EXISTS', base .. 'h') == 1 then
       redis.call('HSET', base .. 'm', 'bytes', 0)
     else
@@ -220,6 +257,7 @@ for _, d in ipairs(others) do
     redis.call('ZREM', LRU, d.name)
   else
     forgetKeys(base .. 'k', d.members)
+    unref(base, d.members)
     redis.call('ZREMRANGEBYRANK', base .. 'i', 0, #d.members - 1)
     redis.call('XTRIM', base .. 's', 'MINID', fmt(d.first) .. '-0')
     redis.call('HINCRBY', base .. 'm', 'bytes', -d.bytes)
@@ -229,6 +267,7 @@ if k > 0 then
   local dropped = {}
   for j = 1, k do dropped[j] = own[j] end
   forgetKeys(K, dropped)
+  unref(base0, dropped)
   redis.call('ZREMRANGEBYRANK', I, 0, k - 1)
   redis.call('XTRIM', S, 'MINID', fmt(firstKept) .. '-0')
 end
@@ -275,7 +314,25 @@ for _, m in ipairs(ms) do
 end
 if cnt == 0 then return {first, last, epoch} end
 local firstId = string.match(ms[1], '^(%d+)')
-return {first, last, epoch, redis.call('XRANGE', S, firstId .. '-0', lastId .. '-0')}
+local entries = redis.call('XRANGE', S, firstId .. '-0', lastId .. '-0')
+-- A redelivery stored as a reference comes with the record it repeats,
+-- as field "o".
+local base = string.sub(M, 1, -2)
+for _, e in ipairs(entries) do
+  local rec = e[2][2]
+  if string.byte(rec, 1) == 2 then
+    local root = redis.call('HGET', base .. 'o', string.match(e[1], '^(%d+)'))
+    if root then
+      local orig = redis.call('XRANGE', S, root .. '-0', root .. '-0')[1]
+      local o = orig and orig[2][2] or redis.call('HGET', base .. 'held', root)
+      if o then
+        e[2][3] = 'o'
+        e[2][4] = o
+      end
+    end
+  end
+end
+return {first, last, epoch, entries}
 `)
 
 // redisStore keeps the history in Redis, shared by every relay that uses
@@ -448,13 +505,16 @@ func (s *redisStore) append(ctx context.Context, channel string, d *delivery, af
 	if s.isClosed() {
 		return errStoreClosed
 	}
-	rec := encodeRecord(d)
+	rec, ref := encodeRecord(d), []byte(nil)
+	if d.of != 0 {
+		ref = encodeRef(d)
+	}
 	key := headerValue(d.header, idempotencyHeader)
 	sum := sha256.Sum256(d.body)
 	m, st, i, k, h := s.keys(channel)
 	inline := "0"
-	if len(rec) <= inlineRecordBytes {
-		inline = "1"
+	if len(rec) <= inlineRecordBytes && ref == nil {
+		inline = "1" // a reference is read from the stream, with what it refers to
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout+time.Duration(len(rec)>>20)*time.Second)
 	defer cancel()
@@ -462,6 +522,7 @@ func (s *redisStore) append(ctx context.Context, channel string, d *delivery, af
 		[]string{m, st, i, k, h, s.prefix + "g", s.prefix + "lru"},
 		channel, s.prefix, after, d.size, d.received.UnixMilli(), key, hex.EncodeToString(sum[:]), rec,
 		s.lim.chanCount, s.lim.chanBytes, s.lim.totalBytes, s.lim.age.Milliseconds(), inline, newEpoch(),
+		d.of, ref,
 	).Slice()
 	var id int64
 	if err == nil && len(v) == 2 {
@@ -535,54 +596,58 @@ func (s *redisStore) decodeEntry(channel string, e any) (*delivery, error) {
 	}
 	sid, _ := pair[0].(string)
 	fields, _ := pair[1].([]any)
-	var rec string
+	var rec, orig string
 	for j := 0; j+1 < len(fields); j += 2 {
-		if f, _ := fields[j].(string); f == "r" {
+		switch f, _ := fields[j].(string); f {
+		case "r":
 			rec, _ = fields[j+1].(string)
+		case "o":
+			orig, _ = fields[j+1].(string)
 		}
 	}
-	return decodeStreamRecord(sid, rec)
+	return decodeStreamRecord(sid, rec, orig)
 }
 
 // decodeStreamRecord decodes the record of stream entry sid ("<n>-0").
-func decodeStreamRecord(sid, rec string) (*delivery, error) {
+func decodeStreamRecord(sid, rec, orig string) (*delivery, error) {
 	n, seq, ok := strings.Cut(sid, "-")
 	id, err := strconv.ParseInt(n, 10, 64)
 	if !ok || seq != "0" || err != nil || id <= 0 {
 		return nil, fmt.Errorf("%w: stream entry id %q", errBadRecord, truncate(sid, 40))
 	}
+	received, of, isRef, err := decodeRef([]byte(rec))
+	if err != nil {
+		return nil, err
+	}
+	if isRef {
+		if orig == "" {
+			return nil, fmt.Errorf("%w: the delivery %d it repeats is not stored", errBadRecord, of)
+		}
+		rec = orig
+	}
 	d, err := decodeRecord([]byte(rec))
 	if err != nil {
 		return nil, err
+	}
+	if isRef {
+		d = makeDelivery(d.header, d.query, d.body, received)
+		d.of = of
 	}
 	d.id = id
 	return d, nil
 }
 
 func (s *redisStore) get(ctx context.Context, channel string, id int64) (*delivery, error) {
-	if s.isClosed() {
-		return nil, errStoreClosed
-	}
 	if id <= 0 {
 		return nil, nil
 	}
-	_, st, _, _, _ := s.keys(channel)
-	sid := strconv.FormatInt(id, 10) + "-0"
-	ctx, cancel := context.WithTimeout(ctx, 2*redisTimeout)
-	defer cancel()
-	msgs, err := s.rdb.XRange(ctx, st, sid, sid).Result()
-	if err != nil {
-		return nil, s.wrap(fmt.Sprintf("reading delivery %d from", id), err)
+	// One delivery from id on, with what it refers to when it is a
+	// reference.
+	page, _, _, err := s.since(ctx, channel, id-1, 1)
+	if err != nil || len(page) == 0 || page[0].id != id {
+		return nil, err
 	}
-	if len(msgs) == 0 {
-		return nil, nil
-	}
-	rec, _ := msgs[0].Values["r"].(string)
-	d, err := decodeStreamRecord(msgs[0].ID, rec)
-	if err != nil {
-		return nil, fmt.Errorf("relay: reading delivery %d: %w", id, err)
-	}
-	return d, nil
+	return page[0], nil
 }
 
 func (s *redisStore) findKey(ctx context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {

@@ -230,7 +230,7 @@ func (f *redisFeed) decode(channel, payload string) *delivery {
 	if !ok {
 		return nil
 	}
-	d, err := decodeStreamRecord(idText+"-0", rec)
+	d, err := decodeStreamRecord(idText+"-0", rec, "")
 	if err != nil {
 		f.s.log.Warn("an unreadable delivery on the Redis feed; reading it from the stream", "channel", channel, "err", err)
 		return nil

@@ -3,6 +3,7 @@ package relay_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -623,5 +624,34 @@ func TestRedisFrozenChannelsGoOn(t *testing.T) {
 	}
 	if ev := subB.next(); ev.ID != "2" || !strings.Contains(ev.Data, body(2)) {
 		t.Errorf("channel b after the freeze: %+v, want id 2", ev)
+	}
+}
+
+// A redelivery stored as a reference in Redis reaches another replica's
+// stream whole, with its body and new id, even when its own append pushed
+// the original out of the history (which is then held for it).
+func TestRedisRedeliveryReferenceAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Start(t)
+	opts := relay.Options{HistoryBytes: 3 << 20} // one 2 MiB delivery at a time
+	a := newReplica(t, rs.URL(), opts)
+	b := newReplica(t, rs.URL(), opts)
+	sub := subscribe(t, b.url("refs"), relay.StreamHeader, "1")
+	sub.ready()
+	big := `{"a":"` + strings.Repeat("x", 2<<20) + `"}`
+	postID(t, a.url("refs"), big)
+	for id := 1; id <= 3; id++ { // chained: each redelivers the last
+		code, resp := post(t, fmt.Sprintf("%s/redeliver/%d", a.url("refs"), id), "")
+		if code != http.StatusOK {
+			t.Fatalf("redeliver %d: %d %s", id, code, resp)
+		}
+	}
+	for id := 1; id <= 4; id++ {
+		ev := sub.next()
+		m := message(t, ev)
+		b, err := base64.StdEncoding.DecodeString(fmt.Sprint(m["bodyB"]))
+		if ev.ID != strconv.Itoa(id) || err != nil || string(b) != big {
+			t.Fatalf("event %s: %d bytes of body (%v), want id %d with the whole delivery", ev.ID, len(b), err, id)
+		}
 	}
 }
