@@ -951,18 +951,16 @@ func stringValue(v []byte) string {
 	return string(s)
 }
 
-// credentialHeaders carry credentials of the sender or of a proxy on the
-// way, never part of a webhook delivery's meaning.
-var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie"}
-
 // saveableHeader returns a copy of h without the headers that carry
-// credentials (Authorization, Proxy-Authorization, Cookie), which hookline
+// credentials (redact.Header: Authorization, Cookie...), which hookline
 // never writes to disk: a capture file is shared and committed more often
 // than people think.
 func saveableHeader(h http.Header) http.Header {
 	out := h.Clone()
-	for _, k := range credentialHeaders {
-		out.Del(k)
+	for k := range out {
+		if redact.Header(k) {
+			delete(out, k)
+		}
 	}
 	return out
 }

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -311,19 +310,7 @@ func (r *replayer) writeDryRun(d *proxy.Delivery, fopts proxy.ForwardOptions) {
 		fmt.Fprintf(&b, " ?%s", req.URL.RawQuery)
 	}
 	fmt.Fprintf(&b, " %s\n", dim.Sprintf("(%s)", plural(len(d.Body), "byte", "bytes")))
-	names := make([]string, 0, len(req.Header))
-	for k := range req.Header {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		for _, v := range req.Header[k] {
-			if sensitiveHeaders[k] {
-				v = "[redacted]"
-			}
-			fmt.Fprintf(&b, "    %s %s\n", dim.Sprint(k+":"), v)
-		}
-	}
+	writeHeaders(&b, dim, req.Header, "    ")
 	if r.o.verbose {
 		var pretty bytes.Buffer
 		if utf8.Valid(d.Body) && json.Indent(&pretty, d.Body, "    ", "  ") == nil {

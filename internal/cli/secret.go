@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/hookline/hookline/internal/redact"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -140,7 +141,7 @@ func redactEcho(text string, secrets []string, header http.Header) string {
 		text = redactSecret(text, s)
 	}
 	for name, vs := range header {
-		if !sensitiveHeaders[http.CanonicalHeaderKey(name)] {
+		if !redact.Header(name) {
 			continue
 		}
 		for _, v := range vs {

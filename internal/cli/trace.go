@@ -96,11 +96,6 @@ func family(event string) string {
 	return "other"
 }
 
-// sensitiveHeaders are never printed with their values.
-var sensitiveHeaders = map[string]bool{
-	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
-}
-
 func shortID(r proxy.Result) string {
 	id := r.Delivery.ID
 	if id == "" {
@@ -289,7 +284,7 @@ func (t *tracer) writeDetails(b *strings.Builder, r proxy.Result) {
 func writeHeaders(b *strings.Builder, dim *color.Color, h http.Header, indent string) {
 	for _, k := range slices.Sorted(maps.Keys(h)) {
 		for _, v := range h[k] {
-			if sensitiveHeaders[http.CanonicalHeaderKey(k)] {
+			if redact.Header(k) {
 				v = "[redacted]"
 			}
 			fmt.Fprintf(b, "%s%s %s\n", indent, dim.Sprint(termSafe(k)+":"), termSafe(v))
@@ -405,7 +400,7 @@ func (t *tracer) writeJSON(r proxy.Result) {
 	if t.verbose {
 		j.Headers = map[string][]string{}
 		for k, v := range d.Headers {
-			if sensitiveHeaders[http.CanonicalHeaderKey(k)] {
+			if redact.Header(k) {
 				v = []string{"[redacted]"}
 			}
 			j.Headers[k] = v

@@ -68,3 +68,22 @@ func indexURL(s string) int {
 	}
 	return i
 }
+
+// Header reports whether a header named name carries a credential, whose
+// value hookline never prints nor writes to disk: Authorization,
+// Proxy-Authorization, Cookie, Set-Cookie, and any name with "token",
+// "secret", "password", "api-key", "apikey" or "auth" in it (such as
+// X-Api-Key, X-Auth-Token), in any letter case.
+func Header(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "cookie", "set-cookie":
+		return true
+	}
+	for _, w := range []string{"auth", "token", "secret", "password", "api-key", "apikey"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}

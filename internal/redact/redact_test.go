@@ -31,3 +31,15 @@ func TestText(t *testing.T) {
 		}
 	}
 }
+
+func TestHeader(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Authorization": true, "proxy-authorization": true, "Cookie": true, "Set-Cookie": true,
+		"X-Api-Key": true, "X-Auth-Token": true, "X-Vault-Token": true, "X-Client-Secret": true, "Apikey": true,
+		"X-Hub-Signature-256": false, "X-GitHub-Event": false, "Content-Type": false, "User-Agent": false, "X-Env": false,
+	} {
+		if got := Header(name); got != want {
+			t.Errorf("Header(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
