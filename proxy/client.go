@@ -111,6 +111,10 @@ type Options struct {
 	// one made with this secret, for targets that check a different
 	// secret than GitHub's.
 	ResignSecret string
+	// TargetHeader is set on every request to Target, replacing the
+	// delivery's headers of the same names (see ForwardOptions.Header).
+	// Credentials here are never saved nor printed by hookline.
+	TargetHeader http.Header
 	// HTTPClient sends to Target. If nil, a rest.Client with TargetTimeout
 	// and Retry whose transport does not ask for compression. One given
 	// here should set http.Transport.DisableCompression too, or net/http
@@ -409,7 +413,7 @@ func New(opts Options) (*Client, error) {
 			t.DisableCompression = true
 			hc = &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: t}, Retry: retry}
 		}
-		c.fwd = &forwarder{Target: target, HTTPClient: hc, Options: ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret}}
+		c.fwd = &forwarder{Target: target, HTTPClient: hc, Options: ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Header: opts.TargetHeader}}
 	}
 	return c, nil
 }

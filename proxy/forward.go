@@ -45,6 +45,9 @@ type ForwardOptions struct {
 	// signature under this secret and removes the legacy X-Hub-Signature
 	// (SHA-1, which hookline does not make).
 	ResignSecret string
+	// Header is set on the request, replacing the delivery's headers of the
+	// same names: for a target behind authentication, say.
+	Header http.Header
 }
 
 // ForwardRequest returns the request that replays d to target: d's method
@@ -70,6 +73,9 @@ func ForwardRequest(ctx context.Context, target *url.URL, d *Delivery, opts Forw
 		return nil, fmt.Errorf("building the request to the target: %w", err)
 	}
 	req.Header = forwardHeader(d.Headers)
+	for k, vs := range opts.Header {
+		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
 	if _, ok := req.Header["User-Agent"]; !ok {
 		// Send none rather than Go's default, as the sender did.
 		req.Header.Set("User-Agent", "")

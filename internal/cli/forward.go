@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -37,6 +38,7 @@ type forwardOptions struct {
 	targetSecret string
 	resign       bool
 	noQuery      bool
+	header       http.Header // --header, set on every request to the target
 	plugins      pluginOptions
 	events       []string
 	ignore       []string
@@ -109,6 +111,9 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	}
 	var err error
 	if o.secret, err = readSecret(c); err != nil {
+		return o, err
+	}
+	if o.header, err = parseHeaders(c.StringSlice("header")); err != nil {
 		return o, err
 	}
 	o.sendHint[0], o.sendHint[1] = sendSecretHint(c)
@@ -326,7 +331,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
 		Transport: &proxy.SSETransport{Client: &http.Client{Transport: transport}},
 		Secret:    o.secret,
-		Target:    o.target, NoQuery: o.noQuery, ResignSecret: resignSecret,
+		Target:    o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
 		HTTPClient:  targetClient(o.timeout, o.retries, transport),
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
 		FailedDir: o.failedDir, DedupWindow: dedupWindow,
@@ -348,7 +353,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	}
 	fmt.Fprintf(s.err, "forwarding %s", redact.URL(channel))
 	if o.target != "" {
-		fmt.Fprintf(s.err, " → %s", redact.URL(o.target))
+		fmt.Fprintf(s.err, " → %s%s", redact.URL(o.target), headerNote(o.header))
 	}
 	fmt.Fprintln(s.err)
 	if o.target == "" && handlers == nil {
@@ -533,6 +538,7 @@ func forwardFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "target-secret", Usage: "re-sign deliveries with this `SECRET` for the target (implies --resign)", EnvVars: []string{"HOOKLINE_TARGET_SECRET"}},
 		&ucli.BoolFlag{Name: "resign", Usage: "re-sign deliveries for the target with --target-secret, or --secret"},
 		&ucli.BoolFlag{Name: "no-query", Usage: "do not forward the delivery's query string"},
+		targetHeaderFlag(),
 		&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)"},
 		&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)"},
 		&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "`N` deliveries handled at once; above 1 the order is not kept"},
@@ -625,4 +631,44 @@ func checkTarget(flag, target string) error {
 		return usageErrorf("%s: %v", flag, err)
 	}
 	return nil
+}
+
+// targetHeaderFlag is --header, for forward and replay (stripe-cli's
+// --headers); send has its own, which can also remove a header.
+func targetHeaderFlag() ucli.Flag {
+	return &ucli.StringSliceFlag{Name: "header", Usage: "set a header on every request to the target: `NAME=VALUE` or \"NAME: VALUE\" (a credential's value is never printed)"}
+}
+
+// parseHeaders reads --header values, NAME=VALUE or NAME: VALUE (forward,
+// replay, send). An error names the header, never its value (it is often
+// a credential).
+func parseHeaders(values []string) (http.Header, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	h := http.Header{}
+	for _, v := range values {
+		i := strings.IndexAny(v, "=:")
+		if i <= 0 {
+			return nil, usageErrorf("--header: want NAME=VALUE or \"NAME: VALUE\", such as --header X-Env=staging (a value with neither = nor : is not shown: it may be a credential)")
+		}
+		name, value := strings.TrimSpace(v[:i]), strings.TrimSpace(v[i+1:])
+		switch {
+		case !header.IsToken(name):
+			return nil, usageErrorf("--header: %q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~)", shorten(name, 40))
+		case !header.IsValue(value):
+			return nil, usageErrorf("--header %s: the value has a character a header cannot carry (a line break or a control character)", name)
+		}
+		h.Add(name, value)
+	}
+	return h, nil
+}
+
+// headerNote lists the names of h for the start line, " (with X-Env,
+// X-Api-Key)": never the values.
+func headerNote(h http.Header) string {
+	if len(h) == 0 {
+		return ""
+	}
+	return " (with " + strings.Join(slices.Sorted(maps.Keys(h)), ", ") + ")"
 }

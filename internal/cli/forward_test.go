@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/relay"
 )
@@ -497,5 +498,44 @@ func TestForwardNewSaysWhatItDoes(t *testing.T) {
 	}
 	if strings.Index(errOut, "creating a channel on") > strings.Index(errOut, "hookline:") {
 		t.Errorf("the announcement must come before the error:\n%s", errOut)
+	}
+}
+
+// stripe-cli's --headers: forward --header adds or replaces a header on
+// every request to the target (a target behind authentication), and
+// never prints a credential's value, even with -v; replay takes it too.
+func TestForwardHeader(t *testing.T) {
+	const token = "Bearer s3cr3t-t0ken"
+	rl := relaytest.Start(t, relay.Options{})
+	target := newRecordingTarget(t, nil)
+	f := startForward(t, "--url", rl.Channel, "--target", target.URL, "-v", "--save", t.TempDir(),
+		"--header", "Authorization="+token, "--header", "X-Env: staging", "--header", "X-Github-Event=overridden")
+	f.waitErr(t, "connected to")
+	if !strings.Contains(f.err.String(), "(with Authorization, X-Env, X-Github-Event)") {
+		t.Errorf("the start line does not name the headers:\n%s", f.err.String())
+	}
+	rl.Publish(t, nil, 1, relaytest.Body(1, 0))
+	f.waitOutLines(t, 1)
+	f.stop(t)
+	r := target.requests()[0]
+	for name, want := range map[string]string{"Authorization": token, "X-Env": "staging", "X-Github-Event": "overridden", "X-Github-Delivery": relaytest.ID(1)} {
+		if got := r.header.Get(name); got != want {
+			t.Errorf("the target got %s %q, want %q", name, got, want)
+		}
+	}
+	if out := f.out.String() + f.err.String(); strings.Contains(out, "s3cr3t") {
+		t.Errorf("the credential was printed:\n%s", out)
+	}
+
+	path := writeCapture(t, t.TempDir(), "d.json", capture.Delivery{ID: "h", Event: "push", Headers: http.Header{"X-Github-Event": {"push"}}, Body: []byte("{}")})
+	code, out, errOut := run(t, "replay", "-v", "--target", target.URL, "--header", "X-Api-Key=k3y-value", path)
+	if code != ExitOK || target.requests()[1].header.Get("X-Api-Key") != "k3y-value" || strings.Contains(out+errOut, "k3y-value") {
+		t.Errorf("replay --header: exit %d, the target got %q; output:\n%s%s", code, target.requests()[1].header.Get("X-Api-Key"), out, errOut)
+	}
+	for _, bad := range []string{"Authorization Bearer s3cr3t", "X Bad=1", "X-Ok=line\nbreak"} {
+		code, _, errOut := run(t, "replay", "--target", target.URL, "--header", bad, path)
+		if code != ExitUsage || strings.Contains(errOut, "s3cr3t") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("--header %q: exit %d, stderr %q; want one usage line that does not show the value", bad, code, errOut)
+		}
 	}
 }

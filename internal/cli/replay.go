@@ -47,6 +47,7 @@ type replayOptions struct {
 	secret      string
 	resign      bool
 	noQuery     bool
+	header      http.Header // --header
 	concurrency int
 	timeout     time.Duration
 	retries     int
@@ -89,6 +90,7 @@ checks a different secret than GitHub's.
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send the deliveries to this `URL` (without it: dry run)"},
 			&ucli.BoolFlag{Name: "resign", Usage: "replace each signature with one made with the secret"},
 			&ucli.BoolFlag{Name: "no-query", Usage: "do not add the deliveries' query strings to the target URL"},
+			targetHeaderFlag(),
 			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries sent at once; above 1 the order is not kept"},
 			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
 			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After"},
@@ -117,6 +119,9 @@ func parseReplay(c *ucli.Context) (replayOptions, error) {
 		timeout: c.Duration("timeout"), retries: c.Int("retries"), insecure: c.Bool("insecure"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"),
 		plugins: parsePlugins(c), failedDir: c.String("failed-dir"),
+	}
+	if o.header, err = parseHeaders(c.StringSlice("header")); err != nil {
+		return o, err
 	}
 	switch {
 	case len(o.paths) == 0:
@@ -180,9 +185,9 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 	for _, err := range loadErrs {
 		fmt.Fprintf(s.err, "%s %v\n", red.Sprint("skipped:"), err)
 	}
-	fopts := proxy.ForwardOptions{NoQuery: o.noQuery}
+	fopts := proxy.ForwardOptions{NoQuery: o.noQuery, Header: o.header}
 	popts := proxy.Options{
-		Secret: o.secret, Target: o.target, NoQuery: o.noQuery, Source: "replay",
+		Secret: o.secret, Target: o.target, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
 		HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s)),
 		FailedDir:  o.failedDir, DedupSize: -1,
 		Logger: slog.New(slog.DiscardHandler), // every delivery gets its own line

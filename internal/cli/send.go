@@ -36,16 +36,13 @@ type sendOptions struct {
 	target      string
 	viaRelay    bool // target is a relay channel (--url)
 	secret      string
-	headers     []headerFlag
+	header      http.Header // --header; an empty value removes the header
 	form        bool
 	deliveryID  string
 	timeout     time.Duration
 	retries     int
 	insecure    bool
 }
-
-// headerFlag is one --header K=V.
-type headerFlag struct{ name, value string }
 
 func sendCommand(s *streams) *ucli.Command {
 	return &ucli.Command{
@@ -73,7 +70,7 @@ so the delivery travels the way GitHub's do (relay → forward → server).
 			&ucli.StringFlag{Name: "payload", Aliases: []string{"p"}, Usage: "send the exact bytes of `FILE` (- for stdin) instead of the built-in example", TakesFile: true},
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send to this `URL` (your webhook server)"},
 			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "post to this relay channel `URL` instead"},
-			&ucli.StringSliceFlag{Name: "header", Usage: "set header `K=V` (replaces hookline's, the signature included; K= removes it); repeatable"},
+			&ucli.StringSliceFlag{Name: "header", Usage: "set header `NAME=VALUE` or \"NAME: VALUE\" (replaces hookline's, the signature included; NAME= removes it); repeatable"},
 			&ucli.BoolFlag{Name: "form", Usage: "send application/x-www-form-urlencoded (payload=<JSON>), GitHub's other content type"},
 			&ucli.StringFlag{Name: "delivery-id", Usage: "use this delivery `ID` instead of a random UUID (to test duplicate handling)"},
 			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request"},
@@ -141,19 +138,8 @@ func parseSend(c *ucli.Context) (sendOptions, error) {
 		o.target = target
 	}
 
-	for _, h := range c.StringSlice("header") {
-		name, value, ok := strings.Cut(h, "=")
-		name = strings.TrimSpace(name)
-		if !ok {
-			return o, usageErrorf("--header %q: want NAME=VALUE, such as --header X-GitHub-Hook-ID=123", h)
-		}
-		if !header.IsToken(name) {
-			return o, usageErrorf("--header %q: %q is not a valid header name", h, name)
-		}
-		if !header.IsValue(value) {
-			return o, usageErrorf("--header %s: the value contains control characters", name)
-		}
-		o.headers = append(o.headers, headerFlag{name: http.CanonicalHeaderKey(name), value: strings.TrimSpace(value)})
+	if o.header, err = parseHeaders(c.StringSlice("header")); err != nil {
+		return o, err
 	}
 	if o.deliveryID != "" && !header.IsValue(o.deliveryID) {
 		return o, usageErrorf("--delivery-id: the id contains control characters")
@@ -240,11 +226,11 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 		}
 		h.Set(webhooks.HeaderSignature256, sig)
 	}
-	for _, hf := range o.headers {
-		if hf.value == "" {
-			h.Del(hf.name)
+	for name, vs := range o.header {
+		if len(vs) == 1 && vs[0] == "" {
+			h.Del(name)
 		} else {
-			h.Set(hf.name, hf.value)
+			h[name] = vs
 		}
 	}
 	if o.secret == "" && h.Get(webhooks.HeaderSignature256) == "" {
@@ -348,11 +334,7 @@ func nobodySubscribed(answer []byte) bool {
 // credentials given with --header Authorization (or Proxy-Authorization,
 // Cookie): a server that echoes its request must not make send print them.
 func (o sendOptions) redact(text string) string {
-	h := http.Header{}
-	for _, hf := range o.headers {
-		h.Add(hf.name, hf.value)
-	}
-	return redactEcho(text, []string{o.secret}, h)
+	return redactEcho(text, []string{o.secret}, o.header)
 }
 
 // wrapList joins names with commas into lines of at most width bytes.

@@ -343,7 +343,7 @@ func TestSendUsageErrors(t *testing.T) {
 		{"no example for event", []string{"--event", "deployment", "--target", "http://a"}, "no built-in example for deployment"},
 		{"reserved name", []string{"--event", "*", "--target", "http://a"}, `--event "*" is not an event GitHub sends`},
 		{"empty action", []string{"--event", "issues.", "--target", "http://a"}, "want NAME or NAME.ACTION"},
-		{"bad header", []string{"--event", "push", "--target", "http://a", "--header", "X-Foo: bar"}, "want NAME=VALUE"},
+		{"bad header", []string{"--event", "push", "--target", "http://a", "--header", "X-Foo"}, "want NAME=VALUE"},
 		{"bad header name", []string{"--event", "push", "--target", "http://a", "--header", "X Foo=bar"}, "not a valid header name"},
 		{"missing payload file", []string{"--event", "push", "--target", "http://a", "--payload", "/nonexistent/p.json"}, "no such file"},
 		{"argument", []string{"--event", "push", "--target", "http://a", "payload.json"}, "send takes no arguments"},
