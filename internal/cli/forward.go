@@ -57,6 +57,7 @@ type forwardOptions struct {
 	lastEventID  string
 	listen       string
 	channelName  string // --channel
+	health       string // --health ADDR
 }
 
 func forwardCommand(s *streams) *ucli.Command {
@@ -107,7 +108,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		concurrency: c.Int("concurrency"), timeout: c.Duration("timeout"), retries: c.Int("retries"), saveDir: c.String("save"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), lastEventID: c.String("last-event-id"),
 		listen: c.String("listen"), channelName: c.String("channel"), stateFile: c.String("state-file"), failedDir: c.String("failed-dir"),
-		dedupWindow: c.Duration("dedup-window"), insecure: c.Bool("insecure"),
+		dedupWindow: c.Duration("dedup-window"), insecure: c.Bool("insecure"), health: c.String("health"),
 	}
 	var err error
 	if o.secret, err = readSecret(c); err != nil {
@@ -341,12 +342,26 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		popts.Handlers = handlers
 		popts.AllowUnverified = true // without --secret the trace says "unverified"; the user chose it
 	}
+	var health *forwardHealth
+	if o.health != "" {
+		health = &forwardHealth{}
+		popts.OnState = func(sc proxy.StateChange) { health.onState(sc); tr.state(sc) }
+		popts.OnResult = func(r proxy.Result) { health.onResult(r); tr.result(r) }
+	}
 	client, err := proxy.New(popts)
 	if err != nil {
 		if errors.Is(err, proxy.ErrInvalidOptions) && o.stateFile != "" && strings.Contains(err.Error(), "state file") {
 			return fmt.Errorf("--state-file %s: %w", o.stateFile, err)
 		}
 		return err
+	}
+	if health != nil {
+		health.stats = client.Stats
+		u, err := serveHealth(ctx, o.health, health)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(s.err, "health: %s\n", u)
 	}
 	if o.secret == "" {
 		fmt.Fprintln(s.err, "no --secret: deliveries are not verified (set HOOKLINE_SECRET to the webhook's secret)")
@@ -555,6 +570,7 @@ func forwardFlags() []ucli.Flag {
 	outputFlags := []ucli.Flag{
 		&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
 		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers, the payload and the target's whole answer"},
+		&ucli.StringFlag{Name: "health", Usage: "serve GET /healthz on `ADDR` (host:port): 200 while connected to the relay, 503 otherwise, with the last delivery and the counters as JSON"},
 	}
 	var all []ucli.Flag
 	for _, g := range []struct {

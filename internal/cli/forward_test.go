@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -538,4 +539,52 @@ func TestForwardHeader(t *testing.T) {
 			t.Errorf("--header %q: exit %d, stderr %q; want one usage line that does not show the value", bad, code, errOut)
 		}
 	}
+}
+
+// forward --health serves /healthz for a sidecar's probe: 200 with the
+// counters and the last delivery while connected, 503 while the relay
+// cannot be reached.
+func TestForwardHealth(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{})
+	f := startForward(t, "--url", rl.Channel, "--health", "127.0.0.1:0")
+	f.waitErr(t, "connected to")
+	get := func(f *forwardRun) (int, map[string]any) {
+		t.Helper()
+		m := regexp.MustCompile(`health: (http://\S+)`).FindStringSubmatch(f.err.String())
+		if m == nil {
+			t.Fatalf("no health URL on stderr:\n%s", f.err.String())
+		}
+		resp, err := http.Get(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var doc map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, doc
+	}
+	rl.Publish(t, nil, 1, relaytest.Body(1, 0))
+	f.waitOutLines(t, 1)
+	code, doc := get(f)
+	stats, _ := doc["stats"].(map[string]any)
+	if code != http.StatusOK || doc["status"] != "connected" || doc["lastDelivery"] == nil || stats["Received"] != float64(1) {
+		t.Errorf("/healthz while connected = %d %v, want 200, connected, a last delivery, 1 received", code, doc)
+	}
+	f.stop(t)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := "http://" + ln.Addr().String() + "/AbCdEf1234567890"
+	ln.Close()
+	g := startForward(t, "--url", gone, "--health", "127.0.0.1:0")
+	g.waitErr(t, "health: ")
+	g.waitErr(t, "cannot reach")
+	if code, doc := get(g); code != http.StatusServiceUnavailable || doc["status"] == "connected" {
+		t.Errorf("/healthz while the relay cannot be reached = %d %v, want 503", code, doc)
+	}
+	g.stop(t)
 }

@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hookline/hookline/proxy"
+)
+
+// forwardHealth is what `forward --health ADDR` serves at /healthz, for
+// people who run forward as a long-lived sidecar (gosmee's --health-port):
+// whether the subscription is connected, since when, the last delivery,
+// and the client's counters. 200 while connected, 503 otherwise, so that a
+// probe can restart a forwarder that cannot reach its relay.
+type forwardHealth struct {
+	stats func() proxy.Stats
+
+	mu    sync.Mutex
+	state proxy.State
+	since time.Time
+	err   string
+	last  time.Time // the last delivery handled
+}
+
+func (h *forwardHealth) onState(sc proxy.StateChange) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.state, h.since, h.err = sc.State, time.Now(), ""
+	if sc.Err != nil {
+		h.err = sc.Err.Error()
+	}
+}
+
+func (h *forwardHealth) onResult(proxy.Result) {
+	h.mu.Lock()
+	h.last = time.Now()
+	h.mu.Unlock()
+}
+
+func (h *forwardHealth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/healthz" {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	h.mu.Lock()
+	doc := struct {
+		Status       string      `json:"status"`
+		Since        time.Time   `json:"since"`
+		Error        string      `json:"error,omitempty"`
+		LastDelivery *time.Time  `json:"lastDelivery,omitempty"`
+		Stats        proxy.Stats `json:"stats"`
+	}{Status: "starting", Since: h.since, Error: h.err}
+	if h.state != 0 {
+		doc.Status = h.state.String()
+	}
+	if !h.last.IsZero() {
+		last := h.last
+		doc.LastDelivery = &last
+	}
+	connected := h.state == proxy.StateConnected
+	h.mu.Unlock()
+	doc.Stats = h.stats()
+	code := http.StatusOK
+	if !connected {
+		code = http.StatusServiceUnavailable
+	}
+	b, _ := json.Marshal(doc) // plain fields: cannot fail
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+// serveHealth serves h on addr until ctx ends.
+func serveHealth(ctx context.Context, addr string, h http.Handler) (url string, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("--health %s: cannot listen: %w; pick another address", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) // ends with ErrServerClosed when ctx does
+	context.AfterFunc(ctx, func() { srv.Close() })
+	return "http://" + ln.Addr().String() + "/healthz", nil
+}
