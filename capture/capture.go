@@ -38,6 +38,10 @@
 //
 // `hookline forward` writes the deliveries its target did not take to a
 // "failed" folder in this format, to be replayed once the target is back.
+//
+// Read also accepts gosmee's --saveDir files (a body and a curl script; see
+// gosmee.go for their layout), and WriteScript writes a shell script that
+// re-sends a delivery byte for byte with curl.
 package capture
 
 import (
@@ -307,6 +311,16 @@ func Read(path string) (Delivery, error) {
 		return Delivery{}, fmt.Errorf("%s: %w: more than %d bytes", path, ErrMalformed, MaxFileSize)
 	}
 	d, err := Unmarshal(data)
+	if err != nil && !errors.Is(err, ErrVersion) {
+		// Not a capture: gosmee's --saveDir files (gosmee.go) when its
+		// replay script is beside it.
+		sh := strings.TrimSuffix(path, ".json") + ".sh"
+		if st, serr := os.Stat(sh); serr == nil && st.Mode().IsRegular() && st.Size() <= MaxFileSize {
+			if script, serr := os.ReadFile(sh); serr == nil {
+				d, err = readGosmee(path, data, script)
+			}
+		}
+	}
 	if err != nil {
 		return Delivery{}, fmt.Errorf("%s: %w", path, err)
 	}

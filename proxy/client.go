@@ -141,6 +141,10 @@ type Options struct {
 	// as a capture file (see package capture). A failed save is reported
 	// in the Result and does not stop forwarding.
 	SaveDir string
+	// SaveScripts, with SaveDir, also writes beside each capture file a
+	// shell script that re-sends the delivery byte for byte with curl, to
+	// Target or the URL given to it (capture.WriteScript).
+	SaveScripts bool
 	// FailedDir is where a delivery the target did not take
 	// (TargetResult.Failed: no answer or a non-2xx status, after the
 	// retries), or whose signature failed, is saved as a capture file with
@@ -744,6 +748,9 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 	}
 	if c.opts.SaveDir != "" {
 		r.Saved, r.SaveErr = c.writeCapture(c.opts.SaveDir, cd)
+		if r.SaveErr == nil && c.opts.SaveScripts {
+			_, r.SaveErr = capture.WriteScript(r.Saved, cd, c.opts.Target)
+		}
 		if r.SaveErr != nil {
 			c.stats.saveFails.Add(1)
 		} else {

@@ -46,6 +46,7 @@ type forwardOptions struct {
 	timeout      time.Duration
 	retries      int
 	saveDir      string
+	saveScripts  bool   // --save-scripts
 	stateFile    string // "" for none
 	stateDefault bool   // stateFile is the default one (not --state-file)
 	failedDir    string // "" for none
@@ -109,6 +110,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), lastEventID: c.String("last-event-id"),
 		listen: c.String("listen"), channelName: c.String("channel"), stateFile: c.String("state-file"), failedDir: c.String("failed-dir"),
 		dedupWindow: c.Duration("dedup-window"), insecure: c.Bool("insecure"), health: c.String("health"),
+		saveScripts: c.Bool("save-scripts"),
 	}
 	var err error
 	if o.secret, err = readSecret(c); err != nil {
@@ -118,6 +120,9 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		return o, err
 	}
 	o.sendHint[0], o.sendHint[1] = sendSecretHint(c)
+	if o.saveScripts && o.saveDir == "" {
+		return o, usageErrorf("--save-scripts writes its scripts beside the capture files: give --save DIR too")
+	}
 	if c.IsSet("channel") {
 		if o.url != "" || o.newChannel {
 			return o, usageErrorf("--channel names the embedded relay's channel; with --url or --new there is none")
@@ -335,7 +340,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		Target:    o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
 		HTTPClient:  targetClient(o.timeout, o.retries, transport),
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
-		FailedDir: o.failedDir, DedupWindow: dedupWindow,
+		FailedDir: o.failedDir, DedupWindow: dedupWindow, SaveScripts: o.saveScripts,
 		OnResult: tr.result, OnState: tr.state, Logger: logger,
 	}
 	if handlers != nil {
@@ -562,6 +567,7 @@ func forwardFlags() []ucli.Flag {
 	}
 	stateFlags := []ucli.Flag{
 		&ucli.StringFlag{Name: "save", Usage: "save every delivery as a capture file in `DIR`"},
+		&ucli.BoolFlag{Name: "save-scripts", Usage: "with --save, also write a shell script per delivery that re-sends its exact bytes with curl (and its body, as NAME.body)"},
 		&ucli.StringFlag{Name: "failed-dir", Usage: "keep deliveries the target did not take in `DIR`, for hookline replay (default: DIR/failed with --save, else a folder per run in hookline's state directory)"},
 		&ucli.StringFlag{Name: "state-file", Usage: "store the position in the channel in `FILE` after every delivery, and resume from it (default with --save and --url: one per channel in the state directory)"},
 		&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/testenv"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -587,4 +589,37 @@ func TestForwardHealth(t *testing.T) {
 		t.Errorf("/healthz while the relay cannot be reached = %d %v, want 503", code, doc)
 	}
 	g.stop(t)
+}
+
+// forward --save --save-scripts writes, beside each capture, a script that
+// re-sends the delivery byte for byte with curl (gosmee writes curl -d,
+// which strips line breaks and breaks the signature); and replay reads
+// gosmee's own --saveDir files.
+func TestForwardSaveScripts(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		testenv.Missing(t, "curl", "install Debian's curl")
+	}
+	rl := relaytest.Start(t, relay.Options{})
+	save := t.TempDir()
+	f := startForward(t, "--url", rl.Channel, "--save", save, "--save-scripts")
+	f.waitErr(t, "connected to")
+	body := []byte("{\n  \"pretty\": true\n}\n")
+	rl.Publish(t, nil, 1, body)
+	f.waitOutLines(t, 1)
+	f.stop(t)
+	scripts, _ := filepath.Glob(filepath.Join(save, "*.sh"))
+	if len(scripts) != 1 {
+		t.Fatalf("scripts in %s: %v, want one", save, scripts)
+	}
+	target := newRecordingTarget(t, nil)
+	if out, err := exec.Command("sh", scripts[0], target.URL).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", scripts[0], err, out)
+	}
+	r := target.requests()[0]
+	if !bytes.Equal(r.body, body) || r.header.Get("X-Github-Delivery") != relaytest.ID(1) {
+		t.Errorf("the script sent %q (delivery %q), want the exact body of delivery %s", r.body, r.header.Get("X-Github-Delivery"), relaytest.ID(1))
+	}
+	if code, _, errOut := run(t, "forward", "--url", rl.Channel, "--save-scripts"); code != ExitUsage || !strings.Contains(errOut, "--save DIR") {
+		t.Errorf("--save-scripts without --save: exit %d, %s", code, errOut)
+	}
 }

@@ -1,0 +1,101 @@
+package capture_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/testenv"
+)
+
+// A script written by WriteScript re-sends the delivery byte for byte with
+// the real curl: method, headers (one with a quote), query, and a body with
+// line breaks and bytes that are not UTF-8, which curl -d would change.
+func TestWriteScriptResendsExactBytes(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		testenv.Missing(t, "curl", "install Debian's curl")
+	}
+	body := []byte("{\n  \"a\": \"it's\"\n}\r\n\xff\x00end")
+	d := capture.Delivery{
+		ID: "d-1", Event: "push", ReceivedAt: time.Unix(1700000000, 0), Method: http.MethodPost, Query: "x=1&y=it%27s",
+		Headers: http.Header{
+			"Content-Type": {"application/json"}, "X-Github-Event": {"push"}, "X-Github-Delivery": {"d-1"},
+			"X-Quote": {`it's "quoted" $HOME`}, "Host": {"relay.example"}, "Content-Length": {"999"},
+		},
+		Body: body,
+	}
+	dir := t.TempDir()
+	path, err := capture.Write(dir, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := capture.WriteScript(path, d, "http://127.0.0.1:1/unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *http.Request
+	var gotBody []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		gotBody, _ = io.ReadAll(r.Body)
+	}))
+	t.Cleanup(srv.Close)
+	out, err := exec.Command("sh", script, srv.URL+"/hook").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	if got == nil || got.Method != http.MethodPost || got.URL.Path != "/hook" || got.URL.RawQuery != d.Query {
+		t.Fatalf("the script sent %v", got)
+	}
+	if !bytes.Equal(gotBody, body) {
+		t.Errorf("body = %q, want %q", gotBody, body)
+	}
+	for _, k := range []string{"Content-Type", "X-Github-Event", "X-Github-Delivery", "X-Quote"} {
+		if got.Header.Get(k) != d.Headers.Get(k) {
+			t.Errorf("header %s = %q, want %q", k, got.Header.Get(k), d.Headers.Get(k))
+		}
+	}
+	if got.Host == "relay.example" || got.Header.Get("Expect") != "" {
+		t.Errorf("Host %q, Expect %q: want curl's own host and no Expect", got.Host, got.Header.Get("Expect"))
+	}
+}
+
+// gosmee's --saveDir files read as a delivery: the body's exact bytes, the
+// headers of its curl script, the event and time from the file name.
+func TestReadGosmeeSaveDir(t *testing.T) {
+	dir := t.TempDir()
+	body := []byte(`{"action":"opened","zen":"x"}`)
+	base := filepath.Join(dir, "issues-20260115T09h30")
+	// As gosmee's saveData writes them (its replay_script template).
+	script := "#!/bin/bash\n# Replay script with headers and json to the target controller\nset -euxf\ncd $(dirname $(readlink -f $0))\n\n" +
+		"targetURL=\"http://localhost:8080\"\n[[ ${1:-\"\"} == -l ]] && targetURL=${GOSMEE_DEBUG_SERVICE:-\"http://localhost:8080\"}\n" +
+		"curl -H \"Content-Type: application/json\" -H 'X-Github-Event: issues' -H 'X-Github-Delivery: 72d3162e' -H 'X-Hub-Signature-256: sha256=abc' -H 'User-Agent: GitHub-Hookshot/044aadd'  -X POST -d @./issues-20260115T09h30.json ${targetURL}\n"
+	if err := os.WriteFile(base+".json", body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(base+".sh", []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ds, errs := capture.LoadAll(dir)
+	if len(errs) > 0 || len(ds) != 1 {
+		t.Fatalf("LoadAll = %d deliveries, %v", len(ds), errs)
+	}
+	d := ds[0]
+	want := time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC)
+	if d.Event != "issues" || d.Action != "opened" || d.ID != "72d3162e" || !d.ReceivedAt.Equal(want) || !bytes.Equal(d.Body, body) ||
+		d.Headers.Get("Content-Type") != "application/json" || d.Headers.Get("X-Hub-Signature-256") != "sha256=abc" || d.Headers.Get("User-Agent") != "GitHub-Hookshot/044aadd" {
+		t.Errorf("read %+v", d)
+	}
+	// A .json without a script is still not a capture.
+	os.Remove(base + ".sh")
+	if _, err := capture.Read(base + ".json"); err == nil {
+		t.Error("a payload without gosmee's script read as a delivery")
+	}
+}
