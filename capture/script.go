@@ -4,29 +4,24 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/hookline/hookline/rest/header"
 )
 
 // scriptMark is in every script WriteScript writes.
 const scriptMark = "written by hookline"
 
-// scriptSkip are the headers a script does not send: curl writes its own
-// Host, Content-Length and connection headers.
-var scriptSkip = map[string]bool{
-	"Host": true, "Content-Length": true, "Connection": true, "Keep-Alive": true,
-	"Transfer-Encoding": true, "Te": true, "Trailer": true, "Upgrade": true,
-	"Proxy-Connection": true, "Proxy-Authorization": true,
-}
-
 // WriteScript writes, beside the capture file at path (as written by
 // Write), `<name>.body` with d's exact body and `<name>.sh`, a POSIX shell
-// script that re-sends d with curl: its method, headers (those Write keeps,
-// but Host, Content-Length and connection headers, which curl writes) and
-// body byte for byte (--data-binary, never -d, which strips line breaks and
-// so breaks signatures), to the URL given as its first argument, else
-// target (if not empty).
-// It returns the script's path.
+// script that re-sends d with curl: its method, the headers hookline's
+// forwarder sends (header.Forwardable: not Host, Content-Length nor
+// hop-by-hop ones, which curl writes itself), and its body byte for byte
+// (--data-binary, never -d, which strips line breaks and so breaks
+// signatures), to the URL given as its first argument, else target (if
+// not empty). It returns the script's path.
 func WriteScript(path string, d Delivery, target string) (string, error) {
 	base := strings.TrimSuffix(path, ".json")
 	if err := os.WriteFile(base+".body", d.Body, 0o600); err != nil {
@@ -45,22 +40,20 @@ func WriteScript(path string, d Delivery, target string) (string, error) {
 		b.WriteString("url=${1:?give the URL to send the delivery to}\n")
 	}
 	fmt.Fprintf(&b, "exec curl -sS -X %s \\\n", shellQuote(method))
-	names := make([]string, 0, len(d.Headers))
-	for k := range d.Headers {
+	h := header.Forwardable(d.Headers)
+	names := make([]string, 0, len(h))
+	for k := range h {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if scriptSkip[http.CanonicalHeaderKey(k)] {
-			continue
-		}
-		for _, v := range d.Headers[k] {
+		for _, v := range h[k] {
 			fmt.Fprintf(&b, "  -H %s \\\n", shellQuote(k+": "+v))
 		}
 	}
 	// Expect: no 100-continue round trip for a large body; the query as
 	// received.
-	fmt.Fprintf(&b, "  -H 'Expect:' \\\n  --data-binary @\"$(dirname \"$0\")\"/%s \\\n", shellQuote(baseName(base)+".body"))
+	fmt.Fprintf(&b, "  -H 'Expect:' \\\n  --data-binary @\"$(dirname \"$0\")\"/%s \\\n", shellQuote(filepath.Base(base)+".body"))
 	if d.Query != "" {
 		fmt.Fprintf(&b, "  \"$url\"%s\n", shellQuote("?"+d.Query))
 	} else {
@@ -73,9 +66,7 @@ func WriteScript(path string, d Delivery, target string) (string, error) {
 }
 
 // shellQuote quotes s for a POSIX shell: single quotes, each ' written '\”.
-func shellQuote(s string) string { return "'" + shellQuoteInner(s) + "'" }
-
-func shellQuoteInner(s string) string { return strings.ReplaceAll(s, "'", `'\''`) }
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // shellComment makes s safe on one comment line.
 func shellComment(s string) string {
@@ -85,11 +76,4 @@ func shellComment(s string) string {
 		}
 		return r
 	}, s)
-}
-
-func baseName(p string) string {
-	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
-		return p[i+1:]
-	}
-	return p
 }

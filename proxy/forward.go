@@ -15,27 +15,9 @@ import (
 
 	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/rest"
+	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/webhooks"
 )
-
-// hopHeaders are the hop-by-hop headers of RFC 9110 section 7.6.1 (as in
-// net/http/httputil's ReverseProxy): they describe one connection and are
-// never forwarded. Headers named in Connection are dropped too.
-var hopHeaders = []string{
-	"Connection",
-	"Proxy-Connection", // non-standard, sent by old clients
-	"Keep-Alive",
-	"Proxy-Authenticate",
-	"Proxy-Authorization",
-	"Te",
-	"Trailer",
-	"Transfer-Encoding",
-	"Upgrade",
-}
-
-// droppedHeaders describe the request as it reached the relay, not as it
-// reaches the target: the target's own Host and Content-Length apply.
-var droppedHeaders = []string{"Host", "Content-Length"}
 
 // ForwardOptions adjust ForwardRequest.
 type ForwardOptions struct {
@@ -72,7 +54,7 @@ func ForwardRequest(ctx context.Context, target *url.URL, d *Delivery, opts Forw
 	if err != nil {
 		return nil, fmt.Errorf("building the request to the target: %w", err)
 	}
-	req.Header = forwardHeader(d.Headers)
+	req.Header = header.Forwardable(d.Headers)
 	for k, vs := range opts.Header {
 		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
 	}
@@ -89,29 +71,6 @@ func ForwardRequest(ctx context.Context, target *url.URL, d *Delivery, opts Forw
 		req.Header.Del(webhooks.HeaderSignature)
 	}
 	return req, nil
-}
-
-// forwardHeader returns a copy of h without hop-by-hop headers (those of
-// RFC 9110 and those named in Connection), Host and Content-Length.
-func forwardHeader(h http.Header) http.Header {
-	out := h.Clone()
-	if out == nil {
-		out = http.Header{}
-	}
-	for _, v := range out.Values("Connection") {
-		for _, name := range strings.Split(v, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				out.Del(name)
-			}
-		}
-	}
-	for _, name := range hopHeaders {
-		out.Del(name)
-	}
-	for _, name := range droppedHeaders {
-		out.Del(name)
-	}
-	return out
 }
 
 // filter keeps or drops deliveries by event and event.action name.

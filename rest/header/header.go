@@ -84,3 +84,42 @@ func RetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 }
 
 const maxDuration = time.Duration(1<<63 - 1)
+
+// hopByHop are the hop-by-hop headers of RFC 9110 section 7.6.1 (as in
+// net/http/httputil's ReverseProxy), and Host and Content-Length: they
+// describe the request as it reached one server, not as it goes on.
+var hopByHop = []string{
+	"Connection",
+	"Proxy-Connection", // non-standard, sent by old clients
+	"Keep-Alive",
+	"Proxy-Authenticate",
+	"Proxy-Authorization",
+	"Te",
+	"Trailer",
+	"Transfer-Encoding",
+	"Upgrade",
+	"Host",
+	"Content-Length",
+}
+
+// Forwardable returns a copy of h without what must not be sent on when a
+// request is replayed elsewhere: hop-by-hop headers (those of RFC 9110 and
+// those named in Connection), Host and Content-Length (the new request's
+// own apply). It is never nil.
+func Forwardable(h http.Header) http.Header {
+	out := h.Clone()
+	if out == nil {
+		out = http.Header{}
+	}
+	for _, v := range out.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				out.Del(name)
+			}
+		}
+	}
+	for _, name := range hopByHop {
+		out.Del(name)
+	}
+	return out
+}

@@ -1,6 +1,8 @@
 package header
 
 import (
+	"net/http"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -64,5 +66,30 @@ func TestRetryAfter(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("RetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+func TestForwardable(t *testing.T) {
+	h := http.Header{
+		"Content-Type":      {"application/json"},
+		"X-Custom":          {"one", "two"},
+		"Connection":        {"keep-alive, X-Hop"},
+		"X-Hop":             {"per-connection"},
+		"Keep-Alive":        {"timeout=5"},
+		"Transfer-Encoding": {"chunked"},
+		"Content-Length":    {"999"},
+		"Host":              {"relay.example"},
+		"Upgrade":           {"h2c"},
+	}
+	got := Forwardable(h)
+	want := http.Header{"Content-Type": {"application/json"}, "X-Custom": {"one", "two"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Forwardable = %v, want %v", got, want)
+	}
+	if h.Get("X-Hop") == "" {
+		t.Error("Forwardable changed its argument")
+	}
+	if Forwardable(nil) == nil {
+		t.Error("Forwardable(nil) is nil")
 	}
 }
