@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/relay"
 )
 
 // TestAttackRealRelay runs the attacks of the "relay on the internet" list
@@ -29,7 +31,11 @@ import (
 //	HOOKLINE_ATTACK_BIN=/tmp/hookline go test ./relay -run TestAttackRealRelay -v -timeout 30m
 //
 // HOOKLINE_ATTACK_ONLY=bomb,... runs some of them (bomb, bomb-disk, slow,
-// uploads, redeliver). It asserts nothing: the figures are the result.
+// uploads, redeliver). Each fails when the relay's peak resident memory
+// exceeds the soft limit serve gives the garbage collector
+// (Server.MemoryBound of the default options, plus 64 MiB), when a canary
+// delivery fails or waits more than a second, and when chained
+// redeliveries write more than 1 GiB.
 func TestAttackRealRelay(t *testing.T) {
 	bin := os.Getenv("HOOKLINE_ATTACK_BIN")
 	if bin == "" {
@@ -120,7 +126,11 @@ func TestAttackRealRelay(t *testing.T) {
 			codes[resp.StatusCode]++
 		}
 		stop()
-		t.Logf("redeliveries for 40 s: %v; %.1f GiB written", codes, float64(r.written()-before)/(1<<30))
+		written := r.written() - before
+		t.Logf("redeliveries for 40 s: %v; %.1f GiB written", codes, float64(written)/(1<<30))
+		if written > 1<<30 {
+			t.Errorf("chained redeliveries wrote %d bytes in 40 s, want under 1 GiB", written)
+		}
 	}, "--data-dir", t.TempDir())
 }
 
@@ -260,6 +270,16 @@ func (r *realRelay) report(t *testing.T) {
 			return ok[int(q*float64(len(ok)-1))]
 		}
 		msg += fmt.Sprintf("; canary: %d deliveries, %d failed, %d answered after more than 1 s, p50 %s, p99 %s, max %s", n, failed, over, p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), p(1).Round(time.Millisecond))
+		if failed > 0 || over > 0 {
+			t.Errorf("the canary's deliveries: %d failed, %d late (more than 1 s)", failed, over)
+		}
 	}
 	t.Log(msg)
+	srv, err := relay.New(relay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bound := srv.MemoryBound() + 64<<20; r.peak.Load() > bound {
+		t.Errorf("peak RSS %d bytes, above the soft memory limit serve sets (%d)", r.peak.Load(), bound)
+	}
 }

@@ -157,7 +157,8 @@ func (s *Server) trusted(a netip.Addr) bool {
 }
 
 // rateLimits holds a token bucket per key (a channel, a client address),
-// created on first use and forgotten once full again.
+// created on first use; beyond 10,000 of them, those full again are
+// forgotten (a full bucket is what a new one would be).
 type rateLimits struct {
 	limit rate.Limit
 	burst int
