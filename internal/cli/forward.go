@@ -677,7 +677,8 @@ func parseHeaders(values []string) (http.Header, error) {
 		name, value := strings.TrimSpace(v[:i]), strings.TrimSpace(v[i+1:])
 		switch {
 		case !header.IsToken(name):
-			return nil, usageErrorf("--header: %q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~)", shorten(name, 40))
+			// Not shown: "Authorization Bearer abc:def" would show a credential.
+			return nil, usageErrorf("--header: the text before the first = or : is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~)")
 		case !header.IsValue(value):
 			return nil, usageErrorf("--header %s: the value has a character a header cannot carry (a line break or a control character)", name)
 		}

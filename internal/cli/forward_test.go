@@ -535,7 +535,7 @@ func TestForwardHeader(t *testing.T) {
 	if code != ExitOK || target.requests()[1].header.Get("X-Api-Key") != "k3y-value" || strings.Contains(out+errOut, "k3y-value") {
 		t.Errorf("replay --header: exit %d, the target got %q; output:\n%s%s", code, target.requests()[1].header.Get("X-Api-Key"), out, errOut)
 	}
-	for _, bad := range []string{"Authorization Bearer s3cr3t", "X Bad=1", "X-Ok=line\nbreak"} {
+	for _, bad := range []string{"Authorization Bearer s3cr3t", "Authorization Bearer s3cr3t:x", "X Bad=1", "X-Ok=line\nbreak"} {
 		code, _, errOut := run(t, "replay", "--target", target.URL, "--header", bad, path)
 		if code != ExitUsage || strings.Contains(errOut, "s3cr3t") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("--header %q: exit %d, stderr %q; want one usage line that does not show the value", bad, code, errOut)
