@@ -13,12 +13,16 @@ require (
 	gopkg.in/cenkalti/backoff.v1 v1.1.0
 )
 
-require github.com/sendgrid/rest v2.6.9+incompatible
+require (
+	github.com/google/go-github/v84 v84.0.0
+	github.com/sendgrid/rest v2.6.9+incompatible
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
+	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/hookline/hookline/rest v0.0.0-00010101000000-000000000000
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect

@@ -92,7 +92,7 @@ func requireNode(t *testing.T) string {
 	return node
 }
 
-func readJSON(t *testing.T, path string, v any) {
+func readJSON(t testing.TB, path string, v any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

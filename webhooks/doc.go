@@ -10,10 +10,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	type issuesEvent struct {
-//		Issue struct{ Number int } `json:"issue"`
-//	}
-//	webhooks.Handle(wh, webhooks.EventIssuesOpened, func(ctx context.Context, e webhooks.Event, p *issuesEvent) error {
+//	webhooks.Handle(wh, webhooks.EventIssuesOpened, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
 //		log.Printf("issue #%d opened (delivery %s)", p.Issue.Number, e.ID)
 //		return nil
 //	})
@@ -25,7 +22,10 @@
 //	// router chooses the path (set MiddlewareOptions.Path to have the
 //	// middleware check it, or use Wrap or Handle, which do).
 //
-// Event names are constants (EventIssuesOpened is "issues.opened"); with
+// Payload types for every event and action are in package webhooks/payload,
+// generated from GitHub's description of its webhooks; Handle decodes into
+// them (or into any type of yours). Event names are constants
+// (EventIssuesOpened is "issues.opened"); with
 // Options.StrictEventNames, On refuses a name GitHub does not send. A
 // handler reads the delivery's headers in Event.Header (HeaderHookID...).
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/payload"
 )
 
 func ExampleSign() {
@@ -166,23 +168,31 @@ func ExampleEmitter() {
 	// <nil>
 }
 
-// A handler that takes the payload as a Go value, registered under a
-// constant (a misspelt one does not compile).
+// A GitHub App's handlers, typed: the payload types of package
+// webhooks/payload, generated from GitHub's description, under constants
+// (a misspelt name does not compile; StrictEventNames refuses unknown
+// strings).
 func ExampleHandle() {
-	type issuesEvent struct {
-		Issue struct {
-			Number int    `json:"number"`
-			Title  string `json:"title"`
-		} `json:"issue"`
+	wh, err := webhooks.New(webhooks.Options{Secret: "It's a Secret to Everybody", StrictEventNames: true})
+	if err != nil {
+		log.Fatal(err)
 	}
-	em := webhooks.NewEmitter(webhooks.EmitterOptions{StrictEventNames: true})
-	webhooks.Handle(em, webhooks.EventIssuesOpened, func(_ context.Context, e webhooks.Event, p *issuesEvent) error {
-		fmt.Printf("#%d %s (%s)\n", p.Issue.Number, p.Issue.Title, e.Header.Get(webhooks.HeaderHookID))
+	webhooks.Handle(wh, webhooks.EventIssuesOpened, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
+		fmt.Printf("%s#%d opened by %s (hook %s)\n", p.Repository.FullName, p.Issue.Number, p.Sender.Login, e.Header.Get(webhooks.HeaderHookID))
 		return nil
 	})
+	webhooks.Handle(wh, webhooks.EventPullRequestSynchronize, func(ctx context.Context, e webhooks.Event, p *payload.PullRequestSynchronizeEvent) error {
+		fmt.Printf("%s#%d now at %s\n", p.Repository.FullName, p.Number, p.PullRequest.Head.SHA)
+		return nil
+	})
+
 	header := http.Header{}
 	header.Set(webhooks.HeaderHookID, "42")
-	em.Receive(context.Background(), webhooks.Event{Name: "issues", Header: header,
-		Payload: []byte(`{"action":"opened","issue":{"number":7,"title":"Crash on start"}}`)})
-	// Output: #7 Crash on start (42)
+	wh.Receive(context.Background(), webhooks.Event{Name: "issues", Header: header,
+		Payload: []byte(`{"action":"opened","issue":{"number":7},"repository":{"full_name":"octo/hello"},"sender":{"login":"octocat"}}`)})
+	wh.Receive(context.Background(), webhooks.Event{Name: "pull_request",
+		Payload: []byte(`{"action":"synchronize","number":8,"pull_request":{"head":{"sha":"6dcb09b5"}},"repository":{"full_name":"octo/hello"}}`)})
+	// Output:
+	// octo/hello#7 opened by octocat (hook 42)
+	// octo/hello#8 now at 6dcb09b5
 }

@@ -9,10 +9,10 @@ type Registrar interface {
 
 // Handle registers, for the event or event.action name, a handler that
 // takes the payload decoded into a T (see Event.Decode): a payload that
-// does not decode is the handler's error. With the Event constants and
-// your own or generated payload types:
+// does not decode is the handler's error. With the Event constants and the
+// generated types of package webhooks/payload (or types of your own):
 //
-//	webhooks.Handle(wh, webhooks.EventIssuesOpened, func(ctx context.Context, e webhooks.Event, p *IssuesEvent) error {
+//	webhooks.Handle(wh, webhooks.EventIssuesOpened, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
 //		return greet(ctx, p.Repository.FullName, p.Issue.Number)
 //	})
 //

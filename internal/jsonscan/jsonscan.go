@@ -7,6 +7,7 @@
 //
 //	if !jsonscan.Valid(body) { ... }
 //	members, ok := jsonscan.Object(data) // raw keys and values, aliasing data
+//	elems, ok := jsonscan.Array(data)    // raw elements, aliasing data
 //
 // Valid accepts exactly what encoding/json.Valid accepts, nesting limit
 // included (FuzzValid checks that against encoding/json).
@@ -95,6 +96,50 @@ func Object(b []byte) ([]Member, bool) {
 		return nil, false
 	}
 	return members, true
+}
+
+// Array splits b, which must be a JSON array (white space around it
+// allowed), into the JSON text of its elements, in order, aliasing b. It
+// reports false when b is anything else. Each element, like an Object
+// member's value, must be valid JSON on its own.
+func Array(b []byte) ([][]byte, bool) {
+	s := scanner{b: b}
+	s.ws()
+	if s.i >= len(b) || b[s.i] != '[' {
+		return nil, false
+	}
+	s.i++
+	var elems [][]byte
+	s.ws()
+	if s.i < len(b) && b[s.i] == ']' {
+		s.i++
+	} else {
+		for {
+			start := s.i
+			if !s.value(0) {
+				return nil, false
+			}
+			elems = append(elems, b[start:s.i])
+			s.ws()
+			if s.i >= len(b) {
+				return nil, false
+			}
+			c := b[s.i]
+			s.i++
+			if c == ']' {
+				break
+			}
+			if c != ',' {
+				return nil, false
+			}
+			s.ws()
+		}
+	}
+	s.ws()
+	if s.i != len(b) {
+		return nil, false
+	}
+	return elems, true
 }
 
 type scanner struct {

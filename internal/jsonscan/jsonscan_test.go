@@ -150,7 +150,39 @@ func TestObject(t *testing.T) {
 	}
 }
 
-// FuzzValid checks Valid and Object against encoding/json on any input.
+func TestArray(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []string
+		ok   bool
+	}{
+		{"empty", ` [ ] `, nil, true},
+		{"elements", `[1, "a\"]" ,{"b":[2]},[], null]`, []string{`1`, `"a\"]"`, `{"b":[2]}`, `[]`, `null`}, true},
+		{"object", `{"a":1}`, nil, false},
+		{"trailing", `[1] x`, nil, false},
+		{"trailing comma", `[1,]`, nil, false},
+		{"unclosed", `[1`, nil, false},
+		{"bad element", `[01]`, nil, false},
+		{"missing comma", `[1 2]`, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			elems, ok := jsonscan.Array([]byte(tc.in))
+			if ok != tc.ok {
+				t.Fatalf("Array(%q) ok = %v, want %v", tc.in, ok, tc.ok)
+			}
+			var got []string
+			for _, e := range elems {
+				got = append(got, string(e))
+			}
+			if strings.Join(got, "\x00") != strings.Join(tc.want, "\x00") {
+				t.Errorf("Array(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzValid checks Valid, Object and Array against encoding/json on any input.
 //
 //	go test -run '^$' -fuzz FuzzValid ./internal/jsonscan/
 func FuzzValid(f *testing.F) {
@@ -163,8 +195,26 @@ func FuzzValid(f *testing.F) {
 		if got := jsonscan.Valid(data); got != want {
 			t.Fatalf("Valid(%q) = %v, encoding/json says %v", data, got, want)
 		}
-		members, ok := jsonscan.Object(data)
 		trimmed := bytes.TrimLeft(data, " \t\r\n")
+		elems, ok := jsonscan.Array(data)
+		if wantArray := want && len(trimmed) > 0 && trimmed[0] == '['; ok != wantArray {
+			t.Fatalf("Array(%q) ok = %v, want %v", data, ok, wantArray)
+		}
+		if ok {
+			var std []json.RawMessage
+			if err := json.Unmarshal(data, &std); err != nil {
+				t.Fatalf("encoding/json cannot read %q: %v", data, err)
+			}
+			if len(std) != len(elems) {
+				t.Fatalf("Array(%q) has %d elements, encoding/json %d", data, len(elems), len(std))
+			}
+			for i := range std {
+				if !bytes.Equal(elems[i], std[i]) {
+					t.Fatalf("Array(%q)[%d] = %q, encoding/json says %q", data, i, elems[i], std[i])
+				}
+			}
+		}
+		members, ok := jsonscan.Object(data)
 		wantObject := want && len(trimmed) > 0 && trimmed[0] == '{'
 		if ok != wantObject {
 			t.Fatalf("Object(%q) ok = %v, want %v", data, ok, wantObject)

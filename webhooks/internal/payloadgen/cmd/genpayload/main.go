@@ -1,0 +1,42 @@
+// Command genpayload writes package webhooks/payload from GitHub's webhooks
+// description, the npm package @octokit/openapi-webhooks pinned in interop/
+// (`make interop-deps` installs it). It is run by `go generate
+// ./webhooks/payload/`:
+//
+//	go run ../internal/payloadgen/cmd/genpayload -in ../../interop/node_modules/@octokit/openapi-webhooks/generated/api.github.com.json -out payload_gen.go
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/hookline/hookline/webhooks/internal/payloadgen"
+)
+
+func main() {
+	in := flag.String("in", "", "the description: api.github.com.json of @octokit/openapi-webhooks")
+	out := flag.String("out", "payload_gen.go", "Go file to write")
+	pkg := flag.String("pkg", "payload", "package name of the generated file")
+	flag.Parse()
+	if err := run(*in, *out, *pkg); err != nil {
+		fmt.Fprintln(os.Stderr, "genpayload:", err)
+		os.Exit(1)
+	}
+}
+
+func run(in, out, pkg string) error {
+	src, err := os.ReadFile(in)
+	if err != nil {
+		return fmt.Errorf("%w (run make interop-deps first)", err)
+	}
+	source, err := payloadgen.Describe(in)
+	if err != nil {
+		return err
+	}
+	code, _, err := payloadgen.Generate(pkg, source, src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, code, 0o644)
+}
