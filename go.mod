@@ -14,8 +14,17 @@ require (
 )
 
 require (
+	github.com/getkin/kin-openapi v0.153.0
 	github.com/google/go-github/v84 v84.0.0
 	github.com/sendgrid/rest v2.6.9+incompatible
+)
+
+require (
+	github.com/go-openapi/jsonpointer v0.22.5 // indirect
+	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	go.yaml.in/yaml/v4 v4.0.0 // indirect
+	golang.org/x/text v0.14.0 // indirect
 )
 
 require (

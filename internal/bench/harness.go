@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/internal/testenv"
 )
 
 // run is the command: it parses args, measures and prints the report.
@@ -91,12 +93,10 @@ func (h *harness) setup(ctx context.Context) error {
 	o := h.o
 	root := o.moduleRoot
 	if root == "" {
-		out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-		gomod := strings.TrimSpace(string(out))
-		if err != nil || gomod == "" || gomod == os.DevNull {
-			return fmt.Errorf("run this from the hookline module (go env GOMOD: %q, %v)", gomod, err)
+		var err error
+		if root, err = testenv.ModuleRoot(); err != nil {
+			return fmt.Errorf("run this from the hookline module: %w", err)
 		}
-		root = filepath.Dir(gomod)
 	}
 	h.work = o.workDir
 	if h.work == "" {

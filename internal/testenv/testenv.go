@@ -11,9 +11,12 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -54,4 +57,15 @@ func Chromium(t testing.TB, how string) string {
 	}
 	Missing(t, "chromium", how)
 	return ""
+}
+
+// ModuleRoot is the directory of the hookline module's go.mod, found with
+// `go env GOMOD` from the working directory.
+func ModuleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	gomod := strings.TrimSpace(string(out))
+	if err != nil || gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not in the hookline module (go env GOMOD: %q, %v)", gomod, err)
+	}
+	return filepath.Dir(gomod), nil
 }
