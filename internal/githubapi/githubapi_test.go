@@ -199,12 +199,18 @@ func TestErrors(t *testing.T) {
 			is: ErrNotFound, want: []string{"DELETE /repos/octo/hello/hooks/7: 404", "admin:repo_hook"}},
 		{name: "scope", token: githubtest.Token,
 			refusal: &githubtest.Refusal{Status: 403, Body: `{"message":"Resource not accessible by personal access token"}`},
-			call:    func(c *Client) error { _, err := c.CreateHook(ctx, Org("o"), HookConfig{URL: "https://x"}, nil); return err },
-			is:      ErrForbidden, want: []string{"403 Resource not accessible", "admin:org_hook", "admin rights on organisation o"}},
+			call: func(c *Client) error {
+				_, err := c.CreateHook(ctx, Org("o"), HookConfig{URL: "https://x"}, nil)
+				return err
+			},
+			is: ErrForbidden, want: []string{"403 Resource not accessible", "admin:org_hook", "admin rights on organisation o"}},
 		{name: "validation", token: githubtest.Token,
 			refusal: &githubtest.Refusal{Status: 422, Body: `{"message":"Validation Failed","errors":[{"resource":"Hook","code":"custom","message":"Hook already exists on this repository"}]}`},
-			call:    func(c *Client) error { _, err := c.CreateHook(ctx, repo, HookConfig{URL: "https://x"}, nil); return err },
-			is:      ErrInvalid, want: []string{"422 Validation Failed (Hook already exists on this repository)"}},
+			call: func(c *Client) error {
+				_, err := c.CreateHook(ctx, repo, HookConfig{URL: "https://x"}, nil)
+				return err
+			},
+			is: ErrInvalid, want: []string{"422 Validation Failed (Hook already exists on this repository)"}},
 		{name: "rate limit used up", token: githubtest.Token,
 			refusal: &githubtest.Refusal{Status: 403, Header: http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)}}, Body: `{"message":"API rate limit exceeded"}`},
 			call:    func(c *Client) error { _, err := c.Hooks(ctx, repo); return err },

@@ -366,8 +366,8 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 	}
 	var in struct {
 		Config struct{ URL, Secret string } `json:"config"`
-		Events []string                      `json:"events"`
-		Active *bool                         `json:"active"`
+		Events []string                     `json:"events"`
+		Active *bool                        `json:"active"`
 	}
 	_ = json.Unmarshal(body, &in)
 	switch op = op[strings.IndexByte(op, '/')+1:]; op {
