@@ -108,6 +108,7 @@ func newApp(s *streams) *ucli.App {
 			forwardCommand(s),
 			sendCommand(s),
 			replayCommand(s),
+			deliveriesCommand(s),
 			serveCommand(s),
 			signCommand(s),
 			verifyCommand(s),

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -59,6 +60,8 @@ type forwardOptions struct {
 	listen       string
 	channelName  string // --channel
 	health       string // --health ADDR
+	github       githubOptions
+	keepHook     bool
 }
 
 func forwardCommand(s *streams) *ucli.Command {
@@ -73,7 +76,8 @@ relay on this machine and prints its channel URL. The README explains the
 rest: failed folder, state file, plugins, reconnection.
 
    hookline forward --url https://smee.io/abc --target http://127.0.0.1:3000/api/github/webhooks --secret-file .secret
-   hookline forward --target http://127.0.0.1:3000/hook    # a local relay, no internet`,
+   hookline forward --target http://127.0.0.1:3000/hook    # a local relay, no internet
+   hookline forward --repo octo/hello --new --target http://127.0.0.1:3000/hook   # a webhook for this run`,
 		Flags: forwardFlags(),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseForward(c)
@@ -120,6 +124,24 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		return o, err
 	}
 	o.sendHint[0], o.sendHint[1] = sendSecretHint(c)
+	if o.github, err = parseGitHub(c); err != nil {
+		return o, err
+	}
+	o.keepHook = c.Bool("keep-hook")
+	if o.keepHook && !o.github.set() {
+		return o, usageErrorf("--keep-hook keeps the webhook that --repo or --org creates: give one of them")
+	}
+	if o.github.set() {
+		channel := o.url
+		if channel == "" && !o.newChannel {
+			channel = "http://" + o.listen // the embedded relay
+		}
+		if channel != "" {
+			if err := o.github.checkReachable(channel); err != nil {
+				return o, err
+			}
+		}
+	}
 	if o.saveScripts && o.saveDir == "" {
 		return o, usageErrorf("--save-scripts writes its scripts beside the capture files: give --save DIR too")
 	}
@@ -314,6 +336,11 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		keep(u[strings.LastIndexByte(u, '/')+1:])
 	}
 
+	if o.github.set() && o.secret == "" {
+		o.secret = newSecret()
+		fmt.Fprintln(s.err, "webhook secret: a new random one for this run, not shown (give --secret to choose it)")
+	}
+
 	handlers, err := pluginHandlers(o.plugins, logger, s)
 	if err != nil {
 		return err
@@ -352,6 +379,22 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		health = &forwardHealth{}
 		popts.OnState = func(sc proxy.StateChange) { health.onState(sc); tr.state(sc) }
 		popts.OnResult = func(r proxy.Result) { health.onResult(r); tr.result(r) }
+	}
+	// With --repo, the webhook is created once the channel is subscribed
+	// to, so that GitHub's ping does not go to a relay that keeps nothing
+	// (smee.io) before anyone listens.
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	var hook *hookSetup
+	if o.github.set() {
+		hook = &hookSetup{connected: make(chan struct{})}
+		onState := popts.OnState
+		popts.OnState = func(sc proxy.StateChange) {
+			if sc.State == proxy.StateConnected {
+				hook.once.Do(func() { close(hook.connected) })
+			}
+			onState(sc)
+		}
 	}
 	client, err := proxy.New(popts)
 	if err != nil {
@@ -394,7 +437,35 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 			tr.note(fmt.Sprintf("waiting up to %s for %s in flight; Ctrl-C again to quit now", proxy.DefaultDrainTimeout, plural(int(n), "delivery", "deliveries")))
 		}
 	})()
-	err = client.Run(ctx)
+	if hook != nil {
+		hook.done = make(chan struct{})
+		go func() {
+			defer close(hook.done)
+			select {
+			case <-hook.connected:
+			case <-runCtx.Done():
+				return
+			}
+			hook.remove, hook.err = o.github.setUpHook(runCtx, channel, o.secret, hookEvents(o.events), o.keepHook, s, transport)
+			if hook.err != nil {
+				stopRun(hook.err)
+			}
+		}()
+		defer func() {
+			stopRun(nil)
+			<-hook.done
+			if hook.remove != nil {
+				hook.remove()
+			}
+		}()
+	}
+	err = client.Run(runCtx)
+	if hook != nil && context.Cause(runCtx) != nil && ctx.Err() == nil {
+		<-hook.done
+		if hook.err != nil {
+			return hook.err
+		}
+	}
 	tr.summary(client.Stats(), summaryInfo{
 		saveDir: o.saveDir, failedDir: client.FailedDir(), failedAuto: o.failedAuto, target: o.target,
 		stateFile: o.stateFile, checkpoint: client.Checkpoint(),
@@ -411,6 +482,15 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		return fmt.Errorf("%w\nthe relay refused the channel; check --url (a channel URL looks like https://smee.io/AbCdEf123)", err)
 	}
 	return err
+}
+
+// hookSetup is the webhook forward --repo creates once connected.
+type hookSetup struct {
+	once      sync.Once
+	connected chan struct{} // closed at the first connection
+	done      chan struct{} // closed when set up, or given up
+	remove    func()
+	err       error
 }
 
 // embeddedChannel returns the embedded relay's channel name: --channel, else
@@ -573,6 +653,10 @@ func forwardFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},
 		&ucli.DurationFlag{Name: "dedup-window", Value: proxy.DefaultDedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through"},
 	}
+	githubFlagList := append(githubFlags("GitHub",
+		"create a webhook on GitHub repository `OWNER/NAME` that sends to the channel, with a new secret, deleted when forward ends",
+		"the same on GitHub organisation `ORG`"),
+		&ucli.BoolFlag{Name: "keep-hook", Usage: "keep the webhook --repo or --org created when forward ends"})
 	outputFlags := []ucli.Flag{
 		&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
 		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers, the payload and the target's whole answer"},
@@ -583,7 +667,7 @@ func forwardFlags() []ucli.Flag {
 		name  string
 		flags []ucli.Flag
 	}{
-		{"relay", relayFlags}, {"verification", verifyFlags}, {"forwarding", forwardingFlags},
+		{"relay", relayFlags}, {"GitHub", githubFlagList}, {"verification", verifyFlags}, {"forwarding", forwardingFlags},
 		{"plugins", pluginFlags()}, {"state and files", stateFlags}, {"output", outputFlags},
 	} {
 		for _, f := range g.flags {
@@ -606,6 +690,8 @@ func setCategory(f ucli.Flag, category string) {
 	case *ucli.DurationFlag:
 		f.Category = category
 	case *ucli.StringSliceFlag:
+		f.Category = category
+	case *ucli.Int64Flag:
 		f.Category = category
 	}
 }

@@ -56,6 +56,8 @@ type replayOptions struct {
 	verbose     bool
 	plugins     pluginOptions
 	failedDir   string
+	saveDir     string // deliveries only: save each delivery there
+	badSigHint  string // deliveries only: what a bad signature means there
 }
 
 func replayCommand(s *streams) *ucli.Command {
@@ -180,16 +182,22 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 		}
 		return fmt.Errorf("no capture file could be read:\n%w", errors.Join(loadErrs...))
 	}
-	r := &replayer{o: o, s: s, unreadable: len(loadErrs)}
 	red := paint(s.errColor, color.FgRed)
 	for _, err := range loadErrs {
 		fmt.Fprintf(s.err, "%s %v\n", red.Sprint("skipped:"), err)
 	}
+	return replayDeliveries(ctx, o, ds, len(loadErrs), s)
+}
+
+// replayDeliveries runs ds through the pipeline (replay's and deliveries'):
+// unreadable is how many could not be read, for the summary.
+func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.Delivery, unreadable int, s *streams) error {
+	r := &replayer{o: o, s: s, unreadable: unreadable}
 	fopts := proxy.ForwardOptions{NoQuery: o.noQuery, Header: o.header}
 	popts := proxy.Options{
 		Secret: o.secret, Target: o.target, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
 		HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s)),
-		FailedDir:  o.failedDir, DedupSize: -1,
+		FailedDir:  o.failedDir, SaveDir: o.saveDir, DedupSize: -1,
 		Logger: slog.New(slog.DiscardHandler), // every delivery gets its own line
 	}
 	if len(ds) > 1 {
@@ -354,6 +362,9 @@ func (r *replayer) summary(total int) error {
 	}
 	if r.badSigs > 0 {
 		fmt.Fprintf(&b, ", %s", red.Sprint(plural(r.badSigs, "bad signature", "bad signatures")+" (not sent)"))
+		if r.o.badSigHint != "" {
+			b.WriteString(" " + r.o.badSigHint)
+		}
 	}
 	if left := total - r.done; left > 0 {
 		fmt.Fprintf(&b, ", %s", yellow.Sprintf("%d not replayed (interrupted)", left))

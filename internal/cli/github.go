@@ -1,0 +1,474 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/githubapi"
+	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/rest"
+)
+
+// githubOptions are the flags that name a GitHub repository or
+// organisation and the API that serves it.
+type githubOptions struct {
+	owner githubapi.Owner
+	api   string
+}
+
+func (g githubOptions) set() bool { return g.owner != (githubapi.Owner{}) }
+
+// githubFlags are the flags of githubOptions, under category, with the
+// usage of --repo and --org.
+func githubFlags(category, repoUsage, orgUsage string) []ucli.Flag {
+	flags := []ucli.Flag{
+		&ucli.StringFlag{Name: "repo", Usage: repoUsage + " (token: $GITHUB_TOKEN, $GH_TOKEN or gh auth token)"},
+		&ucli.StringFlag{Name: "org", Usage: orgUsage},
+		&ucli.StringFlag{Name: "github-api", Value: githubapi.DefaultBaseURL, Usage: "GitHub's API `URL` (GitHub Enterprise Server: https://HOST/api/v3)", EnvVars: []string{"HOOKLINE_GITHUB_API"}},
+	}
+	for _, f := range flags {
+		setCategory(f, category)
+	}
+	return flags
+}
+
+func parseGitHub(c *ucli.Context) (githubOptions, error) {
+	g := githubOptions{owner: githubapi.Owner{Repo: c.String("repo"), Org: c.String("org")}, api: strings.TrimSuffix(c.String("github-api"), "/")}
+	if !g.set() {
+		return g, nil
+	}
+	if err := g.owner.Check(); err != nil {
+		return g, usageErrorf("--repo/--org: %v", err)
+	}
+	u, err := url.Parse(g.api)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return g, usageErrorf("--github-api %q: want an http or https URL, such as %s", g.api, githubapi.DefaultBaseURL)
+	}
+	return g, nil
+}
+
+// client returns the API client, with a token from the environment or gh.
+func (g githubOptions) client(ctx context.Context, s *streams, transport http.RoundTripper) (*githubapi.Client, error) {
+	token, err := githubToken(ctx, g.api)
+	if err != nil {
+		return nil, err
+	}
+	return &githubapi.Client{
+		BaseURL: g.api, Token: token,
+		REST:   &rest.Client{HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: transport}, Retry: &rest.RetryPolicy{}},
+		Notify: func(msg string) { fmt.Fprintln(s.err, msg) },
+	}, nil
+}
+
+// githubToken finds a token as the gh CLI does: $GITHUB_TOKEN or $GH_TOKEN
+// (for GitHub Enterprise Server, $GITHUB_ENTERPRISE_TOKEN or
+// $GH_ENTERPRISE_TOKEN first), else `gh auth token`. A token is never taken
+// from a flag, so it never shows in ps or shell history.
+func githubToken(ctx context.Context, api string) (string, error) {
+	host := "github.com"
+	if u, err := url.Parse(api); err == nil && u.Host != "api.github.com" {
+		host = u.Host
+	}
+	names := []string{"GITHUB_TOKEN", "GH_TOKEN"}
+	if host != "github.com" {
+		names = append([]string{"GITHUB_ENTERPRISE_TOKEN", "GH_ENTERPRISE_TOKEN"}, names...)
+	}
+	for _, name := range names {
+		if v := strings.TrimSpace(os.Getenv(name)); v != "" {
+			return v, nil
+		}
+	}
+	if gh, err := exec.LookPath("gh"); err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, gh, "auth", "token", "--hostname", host).Output()
+		if tok := strings.TrimSpace(string(out)); err == nil && tok != "" {
+			return tok, nil
+		}
+	}
+	return "", usageErrorf("no GitHub token: set GITHUB_TOKEN (or GH_TOKEN) to a token with the admin:repo_hook scope (admin:org_hook for --org), or install the gh CLI and run gh auth login")
+}
+
+// loopback reports whether rawURL's host is this machine or a private
+// network, which GitHub cannot reach.
+func loopback(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsUnspecified() || ip.IsLinkLocalUnicast())
+}
+
+// checkReachable refuses a channel GitHub cannot POST to: one on this
+// machine or a private network, unless the API is there too (a GitHub
+// Enterprise Server on the same network, or a test).
+func (g githubOptions) checkReachable(channel string) error {
+	if !loopback(channel) || loopback(g.api) {
+		return nil
+	}
+	return usageErrorf("GitHub cannot reach %s: it is on this machine (or a private network). Give --new (a new smee.io channel) or --url with a public channel, such as your own hookline serve with --public-url", redact.URL(channel))
+}
+
+// hookEvents is the webhook's events for forward's --events: the event
+// names, without actions, or "*" for all.
+func hookEvents(events []string) []string {
+	var out []string
+	for _, e := range events {
+		name, _, _ := strings.Cut(e, ".")
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 {
+		return []string{"*"}
+	}
+	return out
+}
+
+// newSecret is a fresh random webhook secret.
+func newSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// setUpHook creates (or takes over, when an earlier run left one with the
+// same URL) the webhook that sends g's deliveries to channel, with secret,
+// and returns what removes it when forward ends.
+func (g githubOptions) setUpHook(ctx context.Context, channel, secret string, events []string, keep bool, s *streams, transport http.RoundTripper) (func(), error) {
+	gh, err := g.client(ctx, s, transport)
+	if err != nil {
+		return nil, err
+	}
+	cfg := githubapi.HookConfig{URL: channel, Secret: secret}
+	hooks, err := gh.Hooks(ctx, g.owner)
+	if err != nil {
+		return nil, err
+	}
+	var hook githubapi.Hook
+	if i := slices.IndexFunc(hooks, func(h githubapi.Hook) bool { return h.Config.URL == channel }); i >= 0 {
+		if hook, err = gh.UpdateHook(ctx, g.owner, hooks[i].ID, cfg, events); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(s.err, "took over webhook %d on %s (same URL, left by an earlier run): new secret, events %s\n", hook.ID, g.owner, strings.Join(events, ","))
+	} else {
+		if hook, err = gh.CreateHook(ctx, g.owner, cfg, events); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(s.err, "created webhook %d on %s → %s (events %s)\n", hook.ID, g.owner, redact.URL(channel), strings.Join(events, ","))
+	}
+	return func() {
+		if keep {
+			fmt.Fprintf(s.err, "kept webhook %d on %s (--keep-hook); the next forward with this URL takes it over\n", hook.ID, g.owner)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		if err := gh.DeleteHook(ctx, g.owner, hook.ID); err != nil && !errors.Is(err, githubapi.ErrNotFound) {
+			fmt.Fprintf(s.err, "could not delete webhook %d from %s (%v); delete it in its settings, Webhooks\n", hook.ID, g.owner, err)
+			return
+		}
+		fmt.Fprintf(s.err, "deleted webhook %d from %s\n", hook.ID, g.owner)
+	}, nil
+}
+
+// deliveriesOptions are the parsed flags of `hookline deliveries`.
+type deliveriesOptions struct {
+	github    githubOptions
+	hookID    int64
+	hookURL   string
+	since     time.Time
+	status    string // "", success, failure
+	events    []string
+	limit     int
+	redeliver bool
+	replay    replayOptions
+}
+
+func deliveriesCommand(s *streams) *ucli.Command {
+	return &ucli.Command{
+		Name:  "deliveries",
+		Usage: "list a GitHub webhook's recent deliveries, and replay them here or have GitHub redeliver them",
+		Description: `Lists the deliveries GitHub made for a repository's or organisation's
+webhook (newest first; GitHub keeps them for 3 days), with --since,
+--status and --events filters. With --target each one is fetched and sent
+through the pipeline of replay (signature check with --secret, plugins,
+--save, the failed folder); with --redeliver GitHub is asked to send each
+again to the webhook's own URL. The webhook is --hook ID, or the one whose
+URL is --url, or the only one there is.
+
+GitHub's API returns a delivery's payload parsed, not its bytes: hookline
+sends it compact, in GitHub's key order. Should a signature not match those
+bytes, --resign signs them with --secret (the API, reached with your token,
+vouches for the delivery).
+
+This is its own command, not an option of replay: replay reads files and
+needs nothing else; this one lists, needs a token, and can also redeliver.
+
+   hookline deliveries --repo octo/hello --status failed
+   hookline deliveries --repo octo/hello --since 2h --target http://127.0.0.1:3000/api/github/webhooks --secret-file .secret
+   hookline deliveries --repo octo/hello --status failed --redeliver`,
+		Flags: append(append(append(githubFlags("", "the webhook's GitHub repository `OWNER/NAME`", "or its GitHub organisation `ORG`"),
+			&ucli.Int64Flag{Name: "hook", Usage: "the webhook's `ID` (default: the one whose URL is --url, or the only one)"},
+			&ucli.StringFlag{Name: "url", Usage: "find the webhook by its `URL` (a relay channel)"},
+			&ucli.StringFlag{Name: "since", Usage: "only deliveries after `TIME`: a duration back from now (2h) or an RFC 3339 time"},
+			&ucli.StringFlag{Name: "status", Usage: "only `failed` or `succeeded` deliveries (GitHub's status code ≥ 400, or below)"},
+			&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)"},
+			&ucli.IntFlag{Name: "limit", Value: 30, Usage: "at most `N` deliveries"},
+			&ucli.BoolFlag{Name: "redeliver", Usage: "ask GitHub to send each listed delivery again"},
+			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "fetch each listed delivery and send it to this `URL`"},
+			&ucli.BoolFlag{Name: "resign", Usage: "with --target, sign each delivery again with --secret"},
+			&ucli.StringFlag{Name: "save", Usage: "with --target, save each delivery as a capture file in `DIR`"},
+			&ucli.StringFlag{Name: "failed-dir", Usage: "with --target, keep deliveries the target did not take in `DIR`"},
+			targetHeaderFlag(),
+			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
+			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient target failure, honouring Retry-After"},
+			insecureFlag(),
+			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery"},
+			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload"},
+		), secretFlags("webhook `SECRET`: with --target, check each delivery's signature, or with --resign sign with it")...), pluginFlags()...),
+		Action: func(c *ucli.Context) error {
+			o, err := parseDeliveries(c)
+			if err != nil {
+				return errRedacted(err, o.replay.secret)
+			}
+			return errRedacted(runDeliveries(c.Context, o, s), o.replay.secret)
+		},
+	}
+}
+
+func parseDeliveries(c *ucli.Context) (deliveriesOptions, error) {
+	var o deliveriesOptions
+	var err error
+	if o.github, err = parseGitHub(c); err != nil {
+		return o, err
+	}
+	if !o.github.set() {
+		return o, usageErrorf("deliveries needs --repo OWNER/NAME or --org ORG")
+	}
+	if c.NArg() > 0 {
+		return o, usageErrorf("deliveries takes no arguments (got %q)", c.Args().First())
+	}
+	o.hookID, o.hookURL, o.limit, o.redeliver = c.Int64("hook"), c.String("url"), c.Int("limit"), c.Bool("redeliver")
+	o.events = splitNames(c.StringSlice("events"))
+	switch st := c.String("status"); st {
+	case "":
+	case "failed", "failure":
+		o.status = "failure"
+	case "succeeded", "success":
+		o.status = "success"
+	default:
+		return o, usageErrorf("--status %q: want failed or succeeded", st)
+	}
+	if since := c.String("since"); since != "" {
+		if d, err := time.ParseDuration(since); err == nil && d > 0 {
+			o.since = time.Now().Add(-d)
+		} else if t, err := time.Parse(time.RFC3339, since); err == nil {
+			o.since = t
+		} else {
+			return o, usageErrorf("--since %q: want a duration back from now (2h, 30m) or an RFC 3339 time (2026-11-24T09:00:00Z)", since)
+		}
+	}
+	if o.limit < 1 {
+		return o, usageErrorf("--limit %d: must be at least 1", o.limit)
+	}
+	secret, err := readSecret(c)
+	if err != nil {
+		return o, err
+	}
+	o.replay = replayOptions{
+		target: c.String("target"), secret: secret, resign: c.Bool("resign"), concurrency: 1,
+		timeout: c.Duration("timeout"), retries: c.Int("retries"), insecure: c.Bool("insecure"),
+		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), plugins: parsePlugins(c),
+		failedDir: c.String("failed-dir"), saveDir: c.String("save"),
+		badSigHint: "(GitHub's API returns payloads parsed: add --resign to sign them with --secret)",
+	}
+	if o.replay.header, err = parseHeaders(c.StringSlice("header")); err != nil {
+		return o, err
+	}
+	switch {
+	case o.redeliver && o.replay.target != "":
+		return o, usageErrorf("--redeliver and --target cannot be used together: GitHub redelivers to the webhook's URL, --target sends from here")
+	case o.replay.target == "" && (o.replay.resign || o.replay.saveDir != "" || o.replay.failedDir != ""):
+		return o, usageErrorf("--resign, --save and --failed-dir go with --target")
+	case o.replay.resign && o.replay.secret == "":
+		return o, usageErrorf("--resign needs the secret to sign with: give --secret, --secret-file or set %s", secretEnv)
+	case o.replay.timeout <= 0:
+		return o, usageErrorf("--timeout %v: must be positive", o.replay.timeout)
+	case o.replay.retries < 0:
+		return o, usageErrorf("--retries %d: must be 0 or more", o.replay.retries)
+	}
+	if o.replay.target != "" {
+		if err := checkTarget("--target", o.replay.target); err != nil {
+			return o, err
+		}
+	}
+	if o.replay.saveDir != "" {
+		if err := os.MkdirAll(o.replay.saveDir, 0o755); err != nil {
+			return o, usageErrorf("--save %s: %v", o.replay.saveDir, err)
+		}
+	}
+	return o, nil
+}
+
+func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
+	gh, err := o.github.client(ctx, s, httpTransport(o.replay.insecure, s))
+	if err != nil {
+		return err
+	}
+	owner := o.github.owner
+	hookID := o.hookID
+	if hookID == 0 {
+		if hookID, err = findHook(ctx, gh, owner, o.hookURL); err != nil {
+			return err
+		}
+	}
+	var list []githubapi.Delivery
+	err = gh.Deliveries(ctx, owner, hookID, o.status, func(d githubapi.Delivery) bool {
+		if !o.since.IsZero() && d.DeliveredAt.Before(o.since) {
+			return false // newest first: the rest are older
+		}
+		if len(o.events) == 0 || slices.Contains(o.events, d.Event) || slices.Contains(o.events, d.Name()) {
+			list = append(list, d)
+		}
+		return len(list) < o.limit
+	})
+	if err != nil {
+		return err
+	}
+	slices.Reverse(list) // oldest first, as they happened
+	fmt.Fprintf(s.err, "%s of webhook %d on %s\n", plural(len(list), "delivery", "deliveries"), hookID, owner)
+	switch {
+	case o.redeliver:
+		for _, d := range list {
+			if err := gh.Redeliver(ctx, owner, hookID, d.ID); err != nil {
+				return fmt.Errorf("redelivering %d (%s): %w", d.ID, d.Name(), err)
+			}
+			fmt.Fprintf(s.out, "asked GitHub to redeliver %d (%s, %s, first answered %d)\n", d.ID, d.Name(), d.GUID, d.StatusCode)
+		}
+		return nil
+	case o.replay.target != "":
+		var ds []capture.Delivery
+		for _, d := range list {
+			detail, err := gh.Delivery(ctx, owner, hookID, d.ID)
+			if err != nil {
+				return fmt.Errorf("fetching delivery %d (%s): %w", d.ID, d.Name(), err)
+			}
+			cd, err := githubCapture(owner, hookID, detail)
+			if err != nil {
+				return err
+			}
+			ds = append(ds, cd)
+		}
+		if len(ds) == 0 {
+			return nil
+		}
+		return replayDeliveries(ctx, o.replay, ds, 0, s)
+	}
+	return printDeliveries(s, list, o.replay.jsonOut)
+}
+
+// findHook is the webhook whose URL is url, or, without url, the only one.
+func findHook(ctx context.Context, gh *githubapi.Client, owner githubapi.Owner, url string) (int64, error) {
+	hooks, err := gh.Hooks(ctx, owner)
+	if err != nil {
+		return 0, err
+	}
+	if url != "" {
+		for _, h := range hooks {
+			if h.Config.URL == url {
+				return h.ID, nil
+			}
+		}
+		return 0, fmt.Errorf("%s has no webhook with URL %s (%s)", owner, redact.URL(url), hookList(hooks))
+	}
+	if len(hooks) == 1 {
+		return hooks[0].ID, nil
+	}
+	return 0, usageErrorf("%s has %s: name one with --hook ID or --url URL (%s)", owner, plural(len(hooks), "webhook", "webhooks"), hookList(hooks))
+}
+
+func hookList(hooks []githubapi.Hook) string {
+	if len(hooks) == 0 {
+		return "it has none"
+	}
+	var parts []string
+	for _, h := range hooks {
+		parts = append(parts, strconv.FormatInt(h.ID, 10)+" → "+redact.URL(h.Config.URL))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// githubCapture is a delivery fetched from the API as a capture, its body
+// the API's payload, compact, in the order GitHub gave it.
+func githubCapture(owner githubapi.Owner, hookID int64, d githubapi.DeliveryDetail) (capture.Delivery, error) {
+	var body bytes.Buffer
+	if err := json.Compact(&body, d.Request.Payload); err != nil {
+		return capture.Delivery{}, fmt.Errorf("delivery %d: GitHub's payload is not JSON: %w", d.ID, err)
+	}
+	h := http.Header{}
+	for k, v := range d.Request.Headers {
+		if s, ok := v.(string); ok {
+			h.Set(k, s)
+		}
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	action := ""
+	if d.Action != nil {
+		action = *d.Action
+	}
+	return capture.Delivery{
+		ID: d.GUID, Event: d.Event, Action: action, ReceivedAt: d.DeliveredAt,
+		Source: fmt.Sprintf("github:%s/hooks/%d/deliveries/%d", owner, hookID, d.ID),
+		Method: http.MethodPost, Headers: h, Body: body.Bytes(),
+	}, nil
+}
+
+// printDeliveries lists deliveries as a table, or one JSON object each.
+func printDeliveries(s *streams, list []githubapi.Delivery, jsonOut bool) error {
+	if jsonOut {
+		enc := json.NewEncoder(s.out)
+		for _, d := range list {
+			if err := enc.Encode(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	w := tabwriter.NewWriter(s.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tDELIVERED\tEVENT\tSTATUS\tGUID\t")
+	for _, d := range list {
+		redelivery := ""
+		if d.Redelivery {
+			redelivery = " (redelivery)"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%d %s\t%s%s\t\n", d.ID, d.DeliveredAt.Local().Format(time.DateTime), d.Name(), d.StatusCode, d.Status, d.GUID, redelivery)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/internal/githubtest"
+	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/relay"
+)
+
+// bodies is what t received, as strings.
+func bodies(t *recordingTarget) []string {
+	var out []string
+	for _, r := range t.requests() {
+		out = append(out, string(r.body))
+	}
+	return out
+}
+
+func sign(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// opsOf is the operations githubtest served, without the tag.
+func opsOf(gh *githubtest.Server) []string {
+	var out []string
+	for _, op := range gh.Calls() {
+		out = append(out, op[strings.IndexByte(op, '/')+1:])
+	}
+	return out
+}
+
+// TestForwardRepo: forward --repo creates a webhook pointing at the channel
+// with a fresh secret, verifies GitHub's ping and a delivery with it,
+// forwards both, and deletes the webhook when it ends; every request is
+// checked against GitHub's description by githubtest.
+func TestForwardRepo(t *testing.T) {
+	gh := githubtest.New(t, "")
+	t.Setenv("GITHUB_TOKEN", githubtest.Token)
+	rl := relaytest.Start(t, relay.Options{})
+	target := newRecordingTarget(t, nil)
+
+	f := startForward(t, "--repo", "octo/hello", "--github-api", gh.URL, "--url", rl.Channel, "--target", target.URL, "--events", "issues.opened,ping")
+	f.waitErr(t, "created webhook")
+	hooks := gh.Hooks()
+	if len(hooks) != 1 || hooks[0].URL != rl.Channel || len(hooks[0].Secret) != 64 || !slices.Equal(hooks[0].Events, []string{"issues", "ping"}) {
+		t.Fatalf("hooks %+v, want one to %s with a 64-hex-digit secret and events [issues ping]", hooks, rl.Channel)
+	}
+	f.waitOutLines(t, 1) // the ping
+	payload := []byte(`{"action":"opened","issue":{"number":1}}`)
+	if _, err := gh.Deliver(hooks[0].ID, "issues", payload); err != nil {
+		t.Fatal(err)
+	}
+	f.waitOutLines(t, 2)
+	if code := f.stop(t); code != ExitOK {
+		t.Errorf("exit code %d, want 0; stderr:\n%s", code, f.err.String())
+	}
+	if out := f.out.String(); strings.Count(out, "verified") != 2 {
+		t.Errorf("trace, want the ping and the delivery verified:\n%s", out)
+	}
+	got := bodies(target)
+	if len(got) != 2 || !strings.Contains(got[0], `"zen"`) || got[1] != string(payload) {
+		t.Errorf("target got %q, want the ping and %s", got, payload)
+	}
+	if len(gh.Hooks()) != 0 {
+		t.Errorf("hooks after forward ended: %+v, want none", gh.Hooks())
+	}
+	errOut := f.err.String()
+	for _, want := range []string{"webhook secret: a new random one", "created webhook", "on octo/hello → ", "deleted webhook"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, hooks[0].Secret) || strings.Contains(f.out.String(), hooks[0].Secret) || strings.Contains(errOut, githubtest.Token) {
+		t.Error("the secret or the token was printed")
+	}
+	if want := []string{"list-webhooks", "create-webhook", "delete-webhook"}; !slices.Equal(opsOf(gh), want) {
+		t.Errorf("operations %v, want %v", opsOf(gh), want)
+	}
+}
+
+// TestForwardRepoTakesOverAndKeeps: a webhook left with the channel's URL
+// (a crashed run) is taken over with a new secret, not duplicated, and
+// --keep-hook keeps it.
+func TestForwardRepoTakesOverAndKeeps(t *testing.T) {
+	gh := githubtest.New(t, "/api/v3") // GitHub Enterprise Server's layout
+	t.Setenv("GITHUB_ENTERPRISE_TOKEN", githubtest.Token)
+	t.Setenv("GITHUB_TOKEN", "not this one")
+	rl := relaytest.Start(t, relay.Options{})
+	id := gh.AddHook(githubtest.Hook{Owner: "/orgs/octo-org", URL: rl.Channel, Secret: "old", Events: []string{"push"}, Active: false})
+
+	f := startForward(t, "--org", "octo-org", "--github-api", gh.URL, "--url", rl.Channel, "--secret", "chosen", "--keep-hook")
+	f.waitErr(t, "took over webhook "+strconv.FormatInt(id, 10))
+	f.stop(t)
+	hooks := gh.Hooks()
+	if len(hooks) != 1 || hooks[0].ID != id || hooks[0].Secret != "chosen" || !hooks[0].Active || !slices.Equal(hooks[0].Events, []string{"*"}) {
+		t.Errorf("hooks %+v, want hook %d kept, active, with the new secret and events [*]", hooks, id)
+	}
+	if !strings.Contains(f.err.String(), "kept webhook") {
+		t.Errorf("stderr:\n%s", f.err.String())
+	}
+	if want := []string{"list-webhooks", "update-webhook"}; !slices.Equal(opsOf(gh), want) {
+		t.Errorf("operations %v, want %v", opsOf(gh), want)
+	}
+}
+
+func TestForwardRepoUsageErrors(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "")
+	t.Setenv("GH_TOKEN", "")
+	t.Setenv("PATH", t.TempDir()) // no gh
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--repo", "octo/hello", "--url", "http://127.0.0.1:9/AbCdEf1234567890"}, "GitHub cannot reach http://127.0.0.1:9/AbCdEf1234567890: it is on this machine"},
+		{[]string{"--repo", "octo/hello"}, "GitHub cannot reach http://127.0.0.1:3333"},
+		{[]string{"--repo", "octo", "--new"}, `repository "octo": want OWNER/NAME`},
+		{[]string{"--keep-hook"}, "--keep-hook keeps the webhook that --repo or --org creates"},
+		{[]string{"--repo", "a/b", "--org", "c", "--new"}, "not both"},
+		{[]string{"--repo", "a/b", "--new", "--github-api", "ftp://x"}, "--github-api"},
+	} {
+		code, _, errOut := run(t, append([]string{"forward", "--no-color"}, tc.args...)...)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("forward %v: exit %d, stderr %q; want 2 and one line with %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	// No token, and no gh to ask: one line saying what to set.
+	gh := githubtest.New(t, "")
+	rl := relaytest.Start(t, relay.Options{})
+	code, _, errOut := run(t, "forward", "--no-color", "--repo", "octo/hello", "--github-api", gh.URL, "--url", rl.Channel)
+	if code != ExitUsage || !strings.Contains(errOut, "no GitHub token: set GITHUB_TOKEN") {
+		t.Errorf("without a token: exit %d, stderr %q", code, errOut)
+	}
+	// A token GitHub refuses: its one-line error, nothing left behind.
+	t.Setenv("GITHUB_TOKEN", "expired")
+	code, _, errOut = run(t, "forward", "--no-color", "--repo", "octo/hello", "--github-api", gh.URL, "--url", rl.Channel)
+	if code != ExitFailure || !strings.Contains(errOut, "401 Bad credentials: set GITHUB_TOKEN or GH_TOKEN to a valid token") {
+		t.Errorf("with a bad token: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestDeliveries lists a webhook's deliveries, replays them to a target
+// (verified with the secret) and asks GitHub to redeliver the failed one.
+func TestDeliveries(t *testing.T) {
+	gh := githubtest.New(t, "")
+	t.Setenv("GITHUB_TOKEN", githubtest.Token)
+	statuses := []int{200, 500, 200}
+	hookURL := newRecordingTarget(t, func(n int, _ recordedRequest) int {
+		if n < len(statuses) {
+			return statuses[n]
+		}
+		return http.StatusOK
+	})
+	id := gh.AddHook(githubtest.Hook{Owner: "/repos/octo/hello", URL: hookURL.URL, Secret: "s3cret", Events: []string{"*"}, Active: true})
+	gh.AddHook(githubtest.Hook{Owner: "/repos/octo/hello", URL: "https://elsewhere.example/hook", Events: []string{"*"}, Active: true})
+	payloads := []string{`{"action":"opened","n":0}`, `{"action":"closed","n":1}`, `{"ref":"refs/heads/main"}`}
+	for i, p := range payloads {
+		event := "issues"
+		if i == 2 {
+			event = "push"
+		}
+		if _, err := gh.Deliver(id, event, []byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := []string{"deliveries", "--no-color", "--repo", "octo/hello", "--github-api", gh.URL}
+
+	// Two webhooks: it asks which.
+	code, _, errOut := run(t, base...)
+	if code != ExitUsage || !strings.Contains(errOut, "has 2 webhooks: name one with --hook ID or --url URL") {
+		t.Errorf("with two hooks: exit %d, stderr %q", code, errOut)
+	}
+	base = append(base, "--url", hookURL.URL)
+
+	code, out, errOut := run(t, base...)
+	if code != ExitOK {
+		t.Fatalf("list: exit %d, stderr %s", code, errOut)
+	}
+	for i, want := range []string{"issues.opened", "issues.closed", "push"} {
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 4 || !strings.Contains(lines[i+1], want) {
+			t.Errorf("list:\n%s\nwant a header and %s on line %d", out, want, i+2)
+		}
+	}
+	code, out, _ = run(t, append(base, "--status", "failed")...)
+	if code != ExitOK || strings.Count(out, "\n") != 2 || !strings.Contains(out, "issues.closed") || !strings.Contains(out, "500") {
+		t.Errorf("--status failed: exit %d:\n%s", code, out)
+	}
+	code, out, _ = run(t, append(base, "--events", "push")...)
+	if code != ExitOK || strings.Count(out, "\n") != 2 || !strings.Contains(out, "push") {
+		t.Errorf("--events push: exit %d:\n%s", code, out)
+	}
+
+	// Replayed here, each checked with the secret, in the order GitHub made them.
+	target := newRecordingTarget(t, nil)
+	code, out, errOut = run(t, append(base, "--target", target.URL, "--secret", "s3cret")...)
+	if code != ExitOK || !slices.Equal(bodies(target), payloads) {
+		t.Errorf("--target: exit %d, target got %q, want %q\n%s%s", code, bodies(target), payloads, out, errOut)
+	}
+	if strings.Count(out, "verified") != 3 || !strings.Contains(errOut, "3 of 3 delivered, 3 verified") {
+		t.Errorf("--target trace:\n%s%s", out, errOut)
+	}
+	// A wrong secret: nothing sent, and the summary says what to do.
+	code, _, errOut = run(t, append(base, "--target", target.URL, "--secret", "wrong")...)
+	if code != ExitFailure || len(bodies(target)) != 3 || !strings.Contains(errOut, "add --resign") {
+		t.Errorf("wrong secret: exit %d, target got %d, stderr:\n%s", code, len(bodies(target)), errOut)
+	}
+	// --resign: signed with the given secret.
+	code, _, _ = run(t, append(base, "--target", target.URL, "--secret", "mine", "--resign", "--events", "push")...)
+	if code != ExitOK || len(bodies(target)) != 4 || target.requests()[3].header.Get("X-Hub-Signature-256") != sign("mine", []byte(payloads[2])) {
+		t.Errorf("--resign: exit %d, %d requests", code, len(target.requests()))
+	}
+
+	// GitHub redelivers the failed one to the webhook's URL.
+	before := len(bodies(hookURL))
+	code, out, _ = run(t, append(base, "--status", "failed", "--redeliver")...)
+	if code != ExitOK || !strings.Contains(out, "asked GitHub to redeliver") {
+		t.Errorf("--redeliver: exit %d:\n%s", code, out)
+	}
+	waitUntil(t, "the redelivery", func() bool { return len(bodies(hookURL)) > before })
+	if got := bodies(hookURL)[before]; got != payloads[1] {
+		t.Errorf("redelivered %s, want %s", got, payloads[1])
+	}
+	want := "list-webhooks,list-webhook-deliveries"
+	if ops := strings.Join(opsOf(gh), ","); !strings.Contains(ops, want) || !strings.Contains(ops, "get-webhook-delivery") || !strings.HasSuffix(ops, "redeliver-webhook-delivery") {
+		t.Errorf("operations %s", ops)
+	}
+}
+
+// waitUntil polls cond (something another process does: GitHub's
+// redelivery) until it holds.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
