@@ -51,7 +51,7 @@ type channel struct {
 // deliveries wait, so that an idle subscriber costs little.
 type subscriber struct {
 	after  int64 // the end of its replay: its queue takes later ids only
-	ext    bool
+	format streamFormat
 	ip     string        // the client's address (clientIP)
 	joined int64         // the order it joined its channel in (channel.joins)
 	notify chan struct{} // capacity 1: pending has deliveries

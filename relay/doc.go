@@ -22,12 +22,22 @@
 //
 // Routes:
 //
-//	GET|HEAD /new                       307, Location: a new channel URL
+//	GET|HEAD /new                       307, Location: a new channel URL; with Accept: text/plain
+//	                                    (or a gosmee User-Agent) 200 and the URL as text, as gosmee
 //	POST     /<channel>                 any body and content type: 200 {"id":N,"subscribers":K} once stored
 //	GET      /<channel>                 Accept: text/event-stream: the stream
 //	GET|HEAD /<channel>                 otherwise: the channel's page
+//	GET      /events/<channel>          the stream in a gosmee server's format, for gosmee's client
 //	POST     /<channel>/redeliver/<id>  publish delivery <id> again
 //	GET      /healthz                   200 {"status":"ok", counts...}; 503 when shutting down or Redis is down
+//	GET      /version                   200 {"server":"hookline"} (gosmee's client asks first)
+//
+// The gosmee format is chmouel/gosmee v0.32's (server.go): lowercase
+// headers, "timestamp" as a string, "bodyB" and no "body"; the stream
+// starts with {"message":"connected"} and {"message":"ready"}, idles with
+// ": keepalive" comments and reports a gap as gosmee-gap. Ids and
+// Last-Event-ID work as on every stream. A channel named "version" is not
+// reachable; "events" is, except for GET /events/<name>.
 //
 // A stream starts with a "ready" event (data {"last":N}, the channel's last
 // id), replays the history after

@@ -200,11 +200,21 @@ func bodyValue(contentType string, body []byte) []byte {
 	return []byte("{}")
 }
 
-// frame returns d's message for a plain (smee.io shape) or an extended
-// (plus bodyB) subscriber.
-func (d *delivery) frame(ext bool) *wire.Frame {
-	if ext {
+// frame returns d's message for a subscriber of format. A gosmee one is
+// encoded for each write (its headers and timestamp; bodyB is encoded as it
+// is written), so that deliveries hold no third frame.
+func (d *delivery) frame(format streamFormat) *wire.Frame {
+	switch format {
+	case formatExtended:
 		return d.ext
+	case formatGosmee:
+		header := d.header
+		if i := slices.IndexFunc(header, func(h wire.Header) bool { return h.Name == "host" }); i >= 0 {
+			// gosmee's server sends the request's headers, which in Go
+			// hold no Host.
+			header = slices.Delete(slices.Clone(header), i, i+1)
+		}
+		return wire.NewGosmeeFrame(wire.Message{Header: header, Timestamp: d.received, BodyB: d.body})
 	}
 	return d.plain
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -525,6 +526,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.serveHealth(w, r)
 		return
+	case path == "/version":
+		// gosmee's client asks before it streams; without a "version" it
+		// goes on (a version it finds newer than its own stops it).
+		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"server": "hookline"})
+		return
 	case strings.HasPrefix(path, "/assets/"):
 		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
 			return
@@ -541,6 +550,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case len(segs) == 1:
 		s.serveChannel(w, r, name)
+	case len(segs) == 2 && name == "events":
+		// gosmee's stream of channel segs[1]; "events" stays a channel.
+		if !allowMethods(w, r, http.MethodGet) {
+			return
+		}
+		if err := ValidChannelName(segs[1]); err != nil {
+			writeError(w, http.StatusNotFound, err.Error())
+			return
+		}
+		s.serveStream(w, r, segs[1], formatGosmee)
 	case len(segs) == 3 && segs[1] == "redeliver":
 		if !allowMethods(w, r, http.MethodPost) {
 			return
@@ -627,16 +646,45 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
 }
 
-// serveNew answers GET|HEAD /new with a 307 to a new channel, as smee.io.
+// serveNew answers GET|HEAD /new with a 307 to a new channel, as smee.io
+// does; a client that asks for text/plain, or says it is gosmee (its
+// User-Agent), gets the URL as a line of text/plain with 200, as a gosmee
+// server answers. (gosmee's --new-url asks a fixed address with Go's
+// default client, no Accept header; hookline's --new sends the same, and
+// reads both answers.)
 func (s *Server) serveNew(w http.ResponseWriter, r *http.Request) {
 	base, err := s.requestBase(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	u := base + "/" + newChannelName()
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Location", base+"/"+newChannelName())
+	if wantsPlainNew(r) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, u+"\n")
+		return
+	}
+	w.Header().Set("Location", u)
 	w.WriteHeader(http.StatusTemporaryRedirect)
+}
+
+// wantsPlainNew reports whether r asks for /new's answer as text: Accept
+// names text/plain, or the User-Agent is gosmee's.
+func wantsPlainNew(r *http.Request) bool {
+	if strings.HasPrefix(r.Header.Get("User-Agent"), "gosmee/") {
+		return true
+	}
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "text/plain") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // requestBase returns the base URL for channel URLs given to r's client.
@@ -739,7 +787,11 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request, name strin
 		s.ingest(w, r, name)
 	case http.MethodGet:
 		if acceptsEventStream(r) {
-			s.serveStream(w, r, name)
+			format := formatSmee
+			if wantsExtended(r) {
+				format = formatExtended
+			}
+			s.serveStream(w, r, name, format)
 			return
 		}
 		servePage(w, r, "channel.html")

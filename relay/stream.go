@@ -3,6 +3,7 @@ package relay
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,19 @@ const (
 	LastEventIDQuery = wire.LastEventIDQuery
 )
 
+// streamFormat is the shape of a stream's messages and control events.
+type streamFormat int
+
+const (
+	formatSmee     streamFormat = iota // smee.io's: headers, body, query, timestamp
+	formatExtended                     // hookline's: smee.io's plus bodyB
+	formatGosmee                       // a gosmee server's, on /events/<channel>
+)
+
+func (f streamFormat) String() string {
+	return [...]string{"smee", "hookline", "gosmee"}[f]
+}
+
 // wantsExtended reports whether the stream asked for hookline's messages.
 func wantsExtended(r *http.Request) bool {
 	truthy := func(v string) bool { return v == "1" || v == "true" }
@@ -44,10 +58,11 @@ func lastEventID(r *http.Request) (string, bool) {
 
 var errCutOff = errors.New("relay: subscriber cut off")
 
-// serveStream serves GET /<name> as an event stream: ready, then the gap and
-// replay after Last-Event-ID, then live deliveries and pings until the
-// client leaves, the subscriber is cut off, or the relay closes.
-func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string) {
+// serveStream serves GET /<name> (or, for gosmee's client, GET
+// /events/<name>) as an event stream: ready, then the gap and replay after
+// Last-Event-ID, then live deliveries and pings until the client leaves,
+// the subscriber is cut off, or the relay closes.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string, format streamFormat) {
 	ip := s.clientIP(r)
 	leave, err := s.admit(ip)
 	if err != nil {
@@ -60,7 +75,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	rc := http.NewResponseController(w)
 	sub := &subscriber{
 		ip:     ip,
-		ext:    wantsExtended(r),
+		format: format,
 		notify: make(chan struct{}, 1),
 		kicked: make(chan struct{}),
 		pins:   s.pinned,
@@ -78,7 +93,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		s.storeFailed(w, "stream's replay", name, err)
 		return
 	}
-	s.log.Info("subscriber connected", "channel", name, "extended", sub.ext, "lastEventId", last, "replayTo", rp.end)
+	s.log.Info("subscriber connected", "channel", name, "format", sub.format, "lastEventId", last, "replayTo", rp.end)
 	if len(name) < GuessableNameLength {
 		s.log.Warn("short channel name: anyone who guesses it reads its deliveries and posts to it; GET /new makes a 22-character one", "channel", name)
 	}
@@ -106,7 +121,11 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	w.WriteHeader(http.StatusOK)
 
 	sw := streamWriter{w: w, rc: rc, sub: sub, timeout: s.opts.WriteTimeout}
-	err = sw.write(wire.Ready{Last: rp.end}.Frame())
+	if format == formatGosmee {
+		err = sw.write(append(slices.Clip(wire.GosmeeConnectedFrame), wire.GosmeeReadyFrame...))
+	} else {
+		err = sw.write(wire.Ready{Last: rp.end}.Frame())
+	}
 	for err == nil {
 		gap, page, done, rerr := rp.next(r.Context())
 		if done || rerr != nil {
@@ -116,7 +135,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		for _, d := range page {
 			sub.hold(d)
 		}
-		if gap != nil {
+		if gap != nil && format == formatGosmee {
+			err = sw.write(wire.GosmeeGapFrame(*gap))
+		} else if gap != nil {
 			err = sw.write(gap.Frame())
 		}
 		err = sw.deliveries(page, err)
@@ -144,7 +165,11 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 			err = send()
 			ping.Reset(s.opts.PingInterval)
 		case <-ping.C:
-			if err = sw.write(wire.PingFrame); err == nil {
+			frame := wire.PingFrame
+			if format == formatGosmee {
+				frame = wire.GosmeeKeepaliveFrame
+			}
+			if err = sw.write(frame); err == nil {
 				err = sw.flush()
 			}
 		case <-sub.kicked:
@@ -221,7 +246,7 @@ func (sw *streamWriter) deliveries(page []*delivery, err error) error {
 }
 
 func (sw *streamWriter) delivery(d *delivery) error {
-	frame := d.frame(sw.sub.ext)
+	frame := d.frame(sw.sub.format)
 	if err := sw.arm(frame.Len()); err != nil {
 		return err
 	}

@@ -623,3 +623,23 @@ func TestForwardSaveScripts(t *testing.T) {
 		t.Errorf("--save-scripts without --save: exit %d, %s", code, errOut)
 	}
 }
+
+// forward --format gosmee reads hookline serve's gosmee stream
+// (/events/<channel>) and forwards byte for byte: the format gosmee's
+// client gets, read by hookline's own gosmee reader.
+func TestForwardGosmeeFormatFromServe(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{})
+	target := newRecordingTarget(t, nil)
+	f := startForward(t, "--url", rl.Channel, "--format", "gosmee", "--target", target.URL)
+	f.waitErr(t, "connected to")
+	if !strings.Contains(f.err.String(), "/events/") {
+		t.Errorf("not subscribed to the gosmee stream:\n%s", f.err.String())
+	}
+	body := []byte("{\n  \"pretty\": true\n}\r\n")
+	rl.Publish(t, nil, 1, body)
+	f.waitOutLines(t, 1)
+	f.stop(t)
+	if reqs := target.requests(); len(reqs) != 1 || !bytes.Equal(reqs[0].body, body) {
+		t.Errorf("target got %d requests, want 1 with %q byte for byte", len(reqs), body)
+	}
+}

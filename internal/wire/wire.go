@@ -184,6 +184,49 @@ func NewFrame(m Message) *Frame {
 	return &Frame{head: head, body: body, tail: tail, bodyB: m.BodyB, copied: copied}
 }
 
+// NewGosmeeFrame encodes m as a gosmee server does (chmouel/gosmee's
+// handleWebhookPost, v0.32): every header (gosmee keeps the first value;
+// these are joined as for NewFrame), "timestamp" as a string of Unix
+// milliseconds, and "bodyB"; no "body" and no "query". m.BodyB must not be
+// nil.
+func NewGosmeeFrame(m Message) *Frame {
+	head := make([]byte, 0, 96)
+	head = append(head, "data: {"...)
+	for _, h := range m.Header {
+		head = AppendJSONString(head, h.Name)
+		head = append(head, ':')
+		head = AppendJSONString(head, h.Value)
+		head = append(head, ',')
+	}
+	head = append(head, `"`+KeyTimestamp+`":"`...)
+	head = strconv.AppendInt(head, m.Timestamp.UnixMilli(), 10)
+	head = append(head, '"')
+	bodyB := m.BodyB
+	if bodyB == nil {
+		bodyB = []byte{}
+	}
+	return &Frame{head: head, bodyB: bodyB}
+}
+
+// Gosmee's control frames: what a gosmee server writes when a stream
+// starts, its keepalive comment, and its history gap (Redis; the client
+// logs it and goes on).
+var (
+	GosmeeConnectedFrame = []byte("data: {\"message\":\"connected\"}\n\n")
+	GosmeeReadyFrame     = []byte("data: {\"message\":\"ready\"}\n\n")
+	GosmeeKeepaliveFrame = []byte(": keepalive\n\n")
+)
+
+// GosmeeGapFrame is gap g as gosmee writes it: "requested_id" the id the
+// client resumed after, "oldest_id" the oldest one still there.
+func GosmeeGapFrame(g Gap) []byte {
+	data, _ := json.Marshal(map[string]string{
+		"error": "missed_history", "requested_id": g.LastEventID, "oldest_id": strconv.FormatInt(g.To+1, 10),
+	})
+	b := append([]byte("event: "+EventGosmeeGap+"\ndata: "), data...)
+	return append(b, "\n\n"...)
+}
+
 const bodyBKey = `,"` + KeyBodyB + `":"`
 
 // Len returns the number of bytes WriteTo writes.
