@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/hookline/hookline/internal/jsonscan"
 )
@@ -114,9 +115,10 @@ func holdsStructs(t reflect.Type) bool {
 	return t.Kind() == reflect.Struct && fieldsOf(t).extra >= 0
 }
 
-// unquote decodes a JSON string literal known to be valid.
+// unquote decodes a JSON string literal known to be valid, as
+// encoding/json does (invalid UTF-8 becomes U+FFFD).
 func unquote(lit []byte) string {
-	if bytes.IndexByte(lit, '\\') < 0 {
+	if bytes.IndexByte(lit, '\\') < 0 && utf8.Valid(lit) {
 		return string(lit[1 : len(lit)-1])
 	}
 	var s string
