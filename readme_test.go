@@ -389,16 +389,17 @@ func TestReadmeGoExamplesCompile(t *testing.T) {
 	}
 }
 
-// cleanEnv is the environment without HOOKLINE_* variables, so a
-// developer's settings cannot change what the README's commands do.
+// cleanEnv is the environment without HOOKLINE_* variables and with no
+// config directory, so a developer's settings (and config file) cannot
+// change what the README's commands do.
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "HOOKLINE_") {
+		if !strings.HasPrefix(kv, "HOOKLINE_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
 			env = append(env, kv)
 		}
 	}
-	return env
+	return append(env, "XDG_CONFIG_HOME="+os.DevNull)
 }
 
 // The quick start runs as written: `hookline forward` in the background,

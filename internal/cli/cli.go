@@ -20,6 +20,7 @@ import (
 
 	"github.com/fatih/color"
 	ucli "github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
 )
 
 // Exit codes returned by Run.
@@ -159,9 +160,10 @@ func newApp(s *streams) *ucli.App {
 		cmd.OnUsageError = func(c *ucli.Context, err error, _ bool) error {
 			return commandUsageError(c.Command, err)
 		}
+		cmd.Flags = withConfigSource(cmd.Flags)
 		cmd.Before = func(c *ucli.Context) error {
 			s.decideColor(noColorSet(c))
-			return nil
+			return applyConfig(c)
 		}
 	}
 	return app
@@ -239,7 +241,9 @@ func commandUsageError(cmd *ucli.Command, err error) error {
 	if m := invalidValue.FindStringSubmatch(err.Error()); m != nil {
 		what := m[3]
 		for _, f := range cmd.Flags {
-			if _, ok := f.(*ucli.DurationFlag); ok && slices.Contains(f.Names(), m[2]) {
+			_, plain := f.(*ucli.DurationFlag)
+			_, configurable := f.(*altsrc.DurationFlag) // see withConfigSource
+			if (plain || configurable) && slices.Contains(f.Names(), m[2]) {
 				what = "want a duration such as 5s, 30s or 2m"
 			}
 		}

@@ -11,8 +11,8 @@ import (
 const asHooklineEnv = "HOOKLINE_CLI_TEST_AS_HOOKLINE"
 
 // TestMain points hookline's state directory (default state files, the
-// default failed folder) at a temporary directory: no test writes to the
-// user's own.
+// default failed folder) and its config directory at a temporary
+// directory: no test writes to the user's own or reads the user's config.
 //
 // With asHooklineEnv set, the test binary is hookline itself (the
 // completion scripts' tests call it by that name).
@@ -26,6 +26,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv("XDG_STATE_HOME", dir)
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	os.Unsetenv(configEnv)
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

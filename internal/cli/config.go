@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	ucli "github.com/urfave/cli/v2"
+	"github.com/urfave/cli/v2/altsrc"
+	"gopkg.in/yaml.v3"
+)
+
+// configEnv names a config file to use instead of the default one.
+const configEnv = "HOOKLINE_CONFIG"
+
+// The config file gives defaults for any command's flags, one section per
+// command, read by urfave/cli's altsrc: a flag on the command line wins,
+// then its environment variable, then the file.
+//
+//	# ~/.config/hookline/config.yaml
+//	forward:
+//	  target: http://127.0.0.1:3000/api/github/webhooks
+//	  secret-file: ~/.config/hookline/secret
+//	  events: [push, pull_request]
+//	serve:
+//	  history: 500
+//
+// It is $HOOKLINE_CONFIG, else config.yaml, config.yml or config.toml in
+// hookline's folder of the user's config directory ($XDG_CONFIG_HOME/hookline
+// or ~/.config/hookline on Linux). A key that is not one of the command's
+// flags is an error, as is "secret": a secret belongs in a file
+// (secret-file).
+
+// configPath returns the config file to read, or "" for none.
+func configPath() (string, error) {
+	if p := os.Getenv(configEnv); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", configEnv, p, err)
+		}
+		return p, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", nil // no home, no config
+	}
+	var found []string
+	for _, name := range []string{"config.yaml", "config.yml", "config.toml"} {
+		p := filepath.Join(dir, "hookline", name)
+		if _, err := os.Stat(p); err == nil {
+			found = append(found, p)
+		}
+	}
+	if len(found) > 1 {
+		return "", fmt.Errorf("two config files, %s: keep one", strings.Join(found, " and "))
+	}
+	if len(found) == 0 {
+		return "", nil
+	}
+	return found[0], nil
+}
+
+// readConfig reads the sections of the config file at path.
+func readConfig(path string) (map[string]map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc map[string]any
+	if strings.HasSuffix(path, ".toml") {
+		err = toml.Unmarshal(data, &doc)
+	} else {
+		err = yaml.Unmarshal(data, &doc)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	sections := map[string]map[string]any{}
+	for name, v := range doc {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: %q is not a section of options (want a command name, such as forward:, with its flags below)", path, name)
+		}
+		sections[name] = m
+	}
+	return sections, nil
+}
+
+// applyConfig sets c's flags that the command line and the environment
+// left unset from the command's section of the config file.
+func applyConfig(c *ucli.Context) error {
+	path, err := configPath()
+	if err != nil {
+		return usageErrorf("config: %v", err)
+	}
+	if path == "" {
+		return nil
+	}
+	sections, err := readConfig(path)
+	if err != nil {
+		return usageErrorf("config: %v", err)
+	}
+	for name := range sections {
+		if c.App.Command(name) == nil {
+			return usageErrorf("config %s: no command %q (sections are commands: forward, replay, deliveries, send, serve...)", path, name)
+		}
+	}
+	section, ok := sections[c.Command.Name]
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, f := range c.Command.Flags {
+		names = append(names, f.Names()...)
+	}
+	values := map[any]any{}
+	for key, v := range section {
+		switch {
+		case key == "secret":
+			return usageErrorf("config %s: %s: keep the secret out of the config file; put it in a file and give secret-file: PATH", path, c.Command.Name)
+		case !slices.Contains(names, key):
+			hint := ""
+			if best := closest(key, names); best != "" {
+				hint = " (did you mean " + best + "?)"
+			}
+			return usageErrorf("config %s: %s has no option %q%s; run 'hookline %s --help'", path, c.Command.Name, key, hint, c.Command.Name)
+		case key == "secret-file" && os.Getenv(secretEnv) != "":
+			continue // the environment's secret wins over the file's
+		}
+		values[key] = configValue(v)
+	}
+	if err := altsrc.ApplyInputSourceValues(c, altsrc.NewMapInputSource(path, values), c.Command.Flags); err != nil {
+		return usageErrorf("config %s: %s: %v", path, c.Command.Name, err)
+	}
+	return nil
+}
+
+// configValue converts a YAML or TOML value to the types altsrc reads: int
+// for every integer, []any for lists, "~/" expanded in strings.
+func configValue(v any) any {
+	switch v := v.(type) {
+	case int64:
+		return int(v)
+	case uint64:
+		return int(v)
+	case string:
+		if rest, ok := strings.CutPrefix(v, "~/"); ok {
+			if home, err := os.UserHomeDir(); err == nil {
+				return filepath.Join(home, rest)
+			}
+		}
+		return v
+	case []string:
+		out := make([]any, len(v))
+		for i, s := range v {
+			out[i] = s
+		}
+		return out
+	}
+	return v
+}
+
+// withConfigSource wraps flags so that altsrc can set them from the config
+// file; the wrappers behave as the flags they hold.
+func withConfigSource(flags []ucli.Flag) []ucli.Flag {
+	out := make([]ucli.Flag, len(flags))
+	for i, f := range flags {
+		switch f := f.(type) {
+		case *ucli.StringFlag:
+			out[i] = altsrc.NewStringFlag(f)
+		case *ucli.BoolFlag:
+			out[i] = altsrc.NewBoolFlag(f)
+		case *ucli.IntFlag:
+			out[i] = altsrc.NewIntFlag(f)
+		case *ucli.Int64Flag:
+			out[i] = altsrc.NewInt64Flag(f)
+		case *ucli.DurationFlag:
+			out[i] = altsrc.NewDurationFlag(f)
+		case *ucli.StringSliceFlag:
+			out[i] = altsrc.NewStringSliceFlag(f)
+		default:
+			out[i] = f
+		}
+	}
+	return out
+}
