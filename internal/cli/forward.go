@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -312,6 +313,7 @@ func (h *traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h *traceHandler) WithGroup(string) slog.Handler { return h }
 
 func runForward(ctx context.Context, o forwardOptions, s *streams) error {
+	oneProc(o)
 	logger := newLogger(s.err)
 	transport := httpTransport(o.insecure, s)
 	channel := o.url
@@ -482,6 +484,18 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		return fmt.Errorf("%w\nthe relay refused the channel; check --url (a channel URL looks like https://smee.io/AbCdEf123)", err)
 	}
 	return err
+}
+
+// oneProc runs a forwarder that handles one delivery at a time on one
+// processor, unless GOMAXPROCS says otherwise: the pipeline is sequential,
+// and on more processors net/http's per-connection goroutines and the
+// stream reader wake each other across CPUs, which costs more than the
+// work itself (docs/PERFORMANCE.md, "Forwarder CPU"). Not with the
+// embedded relay, which serves other clients in the same process.
+func oneProc(o forwardOptions) {
+	if o.concurrency == 1 && (o.url != "" || o.newChannel) && os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
 
 // hookSetup is the webhook forward --repo creates once connected.
