@@ -37,7 +37,8 @@ const (
 	DefaultQueueSize = 256
 	// StreamHeader is sent with every subscription: a hookline relay then
 	// adds the exact body bytes (bodyB) to each message. Other relays
-	// ignore it.
+	// ignore it. With it goes wire.LeanHeader: a hookline relay that knows
+	// it leaves "body" out (bodyB carries the body), half the bytes to read.
 	StreamHeader = wire.StreamHeader
 )
 
@@ -547,6 +548,7 @@ func (c *Client) Run(ctx context.Context) error {
 		so.Header = http.Header{}
 	}
 	so.Header.Set(StreamHeader, "1")
+	so.Header.Set(wire.LeanHeader, "1")
 	err := Subscribe(ctx, c.opts.Transport, so, func(ev SSEEvent) {
 		c.noteID(ev)
 		if d := c.decode(ev); d != nil {

@@ -44,7 +44,7 @@
 // Last-Event-ID (or ?lastEventId=), then sends deliveries as they arrive
 // and a "ping" every 30 s. The message format is smee.io's; a subscriber
 // that sends X-Hookline-Stream: 1 ([StreamHeader]) also gets "bodyB", the
-// exact body. Errors are JSON: {"error":"what went wrong and what to do"}.
+// exact body, and with X-Hookline-Lean: 1 as well, bodyB without "body". Errors are JSON: {"error":"what went wrong and what to do"}.
 //
 // docs/RELAY.md holds the rules the relay follows and why: channel names,
 // message keys, ids and gaps, Idempotency-Key, storage, replicas, limits.

@@ -49,12 +49,15 @@ func FuzzIngest(f *testing.F) {
 		if d == nil {
 			t.Fatal("200 but no delivery recorded")
 		}
-		for _, ext := range []streamFormat{formatSmee, formatExtended} {
+		for _, ext := range []streamFormat{formatSmee, formatExtended, formatLean} {
 			m := decodeFrame(t, d.frame(ext).Bytes())
 			for _, k := range []string{"body", "query", "timestamp"} {
-				if _, ok := m[k]; !ok {
-					t.Fatalf("message (ext %v) has no %q: %v", ext, k, m)
+				if _, ok := m[k]; !ok && (k != "body" || ext != formatLean) {
+					t.Fatalf("message (%v) has no %q: %v", ext, k, m)
 				}
+			}
+			if _, ok := m["body"]; ok && ext == formatLean {
+				t.Fatalf("lean message has a body: %v", m)
 			}
 			for k, v := range m {
 				switch k {
@@ -66,7 +69,7 @@ func FuzzIngest(f *testing.F) {
 				}
 			}
 			b64, has := m["bodyB"].(string)
-			if has != (ext == formatExtended) {
+			if has != (ext != formatSmee) {
 				t.Fatalf("bodyB present = %v in a %v message", has, ext)
 			}
 			if has {
@@ -156,7 +159,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded record does not decode: %v", err)
 		}
-		for _, ext := range []streamFormat{formatSmee, formatExtended, formatGosmee} {
+		for _, ext := range []streamFormat{formatSmee, formatExtended, formatGosmee, formatLean} {
 			if a, b := d.frame(ext).Bytes(), again.frame(ext).Bytes(); !bytes.Equal(a, b) {
 				t.Fatalf("messages differ after a round trip (ext %v):\n%s\n%s", ext, a, b)
 			}

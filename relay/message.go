@@ -207,6 +207,8 @@ func (d *delivery) frame(format streamFormat) *wire.Frame {
 	switch format {
 	case formatExtended:
 		return d.ext
+	case formatLean:
+		return d.ext.Lean()
 	case formatGosmee:
 		header := d.header
 		if i := slices.IndexFunc(header, func(h wire.Header) bool { return h.Name == "host" }); i >= 0 {

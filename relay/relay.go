@@ -787,11 +787,7 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request, name strin
 		s.ingest(w, r, name)
 	case http.MethodGet:
 		if acceptsEventStream(r) {
-			format := formatSmee
-			if wantsExtended(r) {
-				format = formatExtended
-			}
-			s.serveStream(w, r, name, format)
+			s.serveStream(w, r, name, requestedFormat(r))
 			return
 		}
 		servePage(w, r, "channel.html")

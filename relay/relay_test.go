@@ -899,3 +899,33 @@ func TestStreamClientLeaves(t *testing.T) {
 		return st.Subscribers == 0 && st.Channels == 0
 	})
 }
+
+// A stream that also sends X-Hookline-Lean: 1 gets lean messages: the
+// extended message without "body", the bytes in bodyB alone; the same
+// delivery still reaches a plain and an extended stream whole.
+func TestLeanMessages(t *testing.T) {
+	_, ts := newRelay(t, relay.Options{})
+	lean := subscribe(t, ts.URL+"/lean", "X-Hookline-Stream", "1", "X-Hookline-Lean", "1")
+	ext := subscribe(t, ts.URL+"/lean", "X-Hookline-Stream", "1")
+	leanOnly := subscribe(t, ts.URL+"/lean", "X-Hookline-Lean", "1") // lean needs extended: plain
+	for _, s := range []*stream{lean, ext, leanOnly} {
+		s.ready()
+	}
+	body := "{\r\n  \"a\": 1\n}\n"
+	mustPost(t, ts.URL+"/lean?x=1", body, "Content-Type", "application/json", "X-GitHub-Event", "push")
+	for _, tc := range []struct {
+		s                 *stream
+		wantBody, wantB64 bool
+	}{{lean, false, true}, {ext, true, true}, {leanOnly, true, false}} {
+		ev := tc.s.next()
+		m := message(t, ev)
+		_, hasBody := m["body"]
+		b64, hasB64 := m["bodyB"].(string)
+		if hasBody != tc.wantBody || hasB64 != tc.wantB64 || ev.ID != "1" || m["x-github-event"] != "push" || m["query"] == nil || m["timestamp"] == nil {
+			t.Errorf("message %s: body %v bodyB %v, want %v %v, with id, headers, query and timestamp", ev.Data, hasBody, hasB64, tc.wantBody, tc.wantB64)
+		}
+		if got, _ := base64.StdEncoding.DecodeString(b64); hasB64 && string(got) != body {
+			t.Errorf("bodyB %q, want %q", got, body)
+		}
+	}
+}

@@ -32,10 +32,22 @@ const (
 	formatSmee     streamFormat = iota // smee.io's: headers, body, query, timestamp
 	formatExtended                     // hookline's: smee.io's plus bodyB
 	formatGosmee                       // a gosmee server's, on /events/<channel>
+	formatLean                         // hookline's without body: bodyB carries it
 )
 
 func (f streamFormat) String() string {
-	return [...]string{"smee", "hookline", "gosmee"}[f]
+	return [...]string{"smee", "hookline", "gosmee", "lean"}[f]
+}
+
+// requestedFormat is the format a GET /<channel> stream asked for.
+func requestedFormat(r *http.Request) streamFormat {
+	switch {
+	case !wantsExtended(r):
+		return formatSmee
+	case r.Header.Get(wire.LeanHeader) == "1":
+		return formatLean
+	}
+	return formatExtended
 }
 
 // wantsExtended reports whether the stream asked for hookline's messages.

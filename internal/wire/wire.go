@@ -43,6 +43,10 @@ const (
 	StreamHeader     = "X-Hookline-Stream"
 	StreamQuery      = "hookline"
 	LastEventIDQuery = "lastEventId"
+	// LeanHeader, set to "1" with StreamHeader, asks for lean messages:
+	// "bodyB" without "body", half the bytes for a JSON body. A relay that
+	// does not know it sends extended messages, which carry bodyB too.
+	LeanHeader = "X-Hookline-Lean"
 )
 
 // Event names. Deliveries are unnamed ("message") events.
@@ -247,6 +251,15 @@ func (f *Frame) Overhead() int {
 		n += cap(f.body)
 	}
 	return n
+}
+
+// Lean returns f without "body", sharing its parts: the message a lean
+// subscriber gets (LeanHeader), which carries the body in "bodyB" only. f
+// must have "bodyB".
+func (f *Frame) Lean() *Frame {
+	head := f.head[:len(f.head)-len(`"`+KeyBody+`":`)] // "data: {" and the headers, each with its comma
+	tail := f.tail[1:]                                  // the comma before "query"
+	return &Frame{head: head, tail: tail, bodyB: f.bodyB}
 }
 
 // WithoutBodyB returns f without "bodyB", sharing its parts.

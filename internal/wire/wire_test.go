@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
@@ -172,4 +173,23 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 	}
 	w.left -= len(p)
 	return len(p), nil
+}
+
+// Lean is the frame without "body": valid JSON with the other keys, for
+// any headers, bodies with line breaks and queries.
+func TestFrameLean(t *testing.T) {
+	for _, m := range []Message{
+		{Body: []byte("{}"), Query: []byte("{}"), BodyB: []byte{}},
+		{Header: []Header{{"a", "1"}, {"b", "2"}}, Body: []byte("{\n\"x\":\n1}"), Query: []byte(`{"q":"1"}`), Timestamp: time.UnixMilli(5), BodyB: []byte("{\n\"x\":\n1}")},
+	} {
+		ev := NewFrame(m).Lean().Bytes()
+		data := strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(string(ev), "data: "), "\n\n"), "\ndata: ", "\n")
+		var got map[string]any
+		if err := json.Unmarshal([]byte(data), &got); err != nil {
+			t.Fatalf("lean frame %q: %v", ev, err)
+		}
+		if _, ok := got["body"]; ok || got["bodyB"] == nil || got["query"] == nil || got["timestamp"] == nil || len(got) != len(m.Header)+3 {
+			t.Errorf("lean frame %q: want the headers, query, timestamp and bodyB, no body", ev)
+		}
+	}
 }
