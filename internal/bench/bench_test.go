@@ -97,7 +97,7 @@ func TestParseOptions(t *testing.T) {
 		check   func(options) bool
 	}{
 		{nil, false, func(o options) bool {
-			return len(o.scenarios) == len(defaultScenarios) && o.rounds == 3 && len(o.tools) == 3
+			return len(o.scenarios) == len(defaultScenarios) && o.rounds == 3 && len(o.tools) == 4
 		}},
 		{[]string{"--quick"}, false, func(o options) bool { return o.rounds == 1 && o.scenarios[0].Name == "quick-4KiB" }},
 		{[]string{"--n", "500", "--size", "1MiB", "--rate", "50"}, false, func(o options) bool {
@@ -110,7 +110,7 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"--tools", "smee-client,hookline"}, false, func(o options) bool { return strings.Join(o.tools, ",") == "smee,hookline" }},
 		{[]string{"--size", "3GiB"}, true, nil},
 		{[]string{"--quick", "--n", "5"}, true, nil},
-		{[]string{"--tools", "gosmee"}, true, nil},
+		{[]string{"--tools", "gosmee-server"}, true, nil},
 		{[]string{"--scenarios", "huge"}, true, nil},
 		{[]string{"--body", "xml"}, true, nil},
 		{[]string{"extra"}, true, nil},

@@ -53,6 +53,7 @@ type harness struct {
 	self     string   // this program, for --profile
 	node     string
 	smee     string
+	gosmee   string
 }
 
 // measure runs every scenario, round and tool.
@@ -61,6 +62,7 @@ func measure(ctx context.Context, o options, progress io.Writer) (*report, error
 	if err := h.setup(ctx); err != nil {
 		return nil, err
 	}
+	o = h.o // setup may have dropped a tool it cannot run
 	if o.workDir == "" {
 		defer os.RemoveAll(h.work)
 	}
@@ -130,6 +132,23 @@ func (h *harness) setup(ctx context.Context) error {
 			}
 		}
 		h.hookline = []string{bin}
+	}
+	if slices.Contains(o.tools, toolGosmee) {
+		h.gosmee = o.gosmee
+		if h.gosmee == "" {
+			// Built from the Go module proxy if it has it; nothing else is
+			// asked of the network.
+			cmd := exec.CommandContext(ctx, "go", "install", gosmeeModule)
+			cmd.Env = append(os.Environ(), "GOBIN="+h.work, "GOFLAGS=-mod=mod", "GOWORK=off")
+			cmd.Dir = h.work
+			if out, err := cmd.CombinedOutput(); err != nil {
+				fmt.Fprintf(h.log, "gosmee: skipped, it cannot be built from the Go module proxy (go install %s: %s); give --gosmee PATH to a gosmee binary\n",
+					gosmeeModule, strings.TrimSpace(lastLine(string(out))))
+				h.o.tools = slices.DeleteFunc(h.o.tools, func(t string) bool { return t == toolGosmee })
+			} else {
+				h.gosmee = filepath.Join(h.work, "gosmee")
+			}
+		}
 	}
 	if slices.Contains(o.tools, toolSmee) {
 		node, err := exec.LookPath(o.node)
@@ -201,6 +220,9 @@ func (h *harness) trial(ctx context.Context, s scenario, p *payload, tool string
 			}
 		case toolSmee:
 			fargv = []string{h.node, h.smee, "--url", relay.channel, "--target", targetURL}
+		case toolGosmee:
+			// gosmee's client streams from <base>/events/<channel>.
+			fargv = []string{h.gosmee, "client", "--nocolor", relay.channel, targetURL}
 		}
 		fwd, err = startProc(tool, h.work, fargv, fenv, nil)
 		if err != nil {
@@ -265,6 +287,11 @@ wait:
 	}
 	r.fill(l)
 	return r, nil
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 // machineInfo describes where the figures come from.

@@ -16,12 +16,16 @@ const (
 	toolDirect   = "direct"   // the publisher POSTs straight to the target
 	toolHookline = "hookline" // hookline serve + hookline forward
 	toolSmee     = "smee"     // hookline serve + smee-client
+	toolGosmee   = "gosmee"   // hookline serve + gosmee's client (on its gosmee stream)
 	// hookline serve + hookline forward from the --compare binary (an
 	// earlier build, say), alternating with the others.
 	toolCompare = "compare"
 )
 
-var allTools = []string{toolDirect, toolHookline, toolSmee}
+var allTools = []string{toolDirect, toolHookline, toolSmee, toolGosmee}
+
+// gosmeeModule is the gosmee the harness builds when --gosmee is not given.
+const gosmeeModule = "github.com/chmouel/gosmee@v0.32.0"
 
 // scenario is one workload: N deliveries of Size bytes.
 type scenario struct {
@@ -70,6 +74,7 @@ type options struct {
 	compare      string // another hookline binary, measured as the tool "compare"
 	node         string
 	smee         string // smee.js; empty: interop/node_modules/smee-client/bin/smee.js
+	gosmee       string // gosmee binary; empty: built from the module proxy
 	stall        time.Duration
 	profile      string // directory for pprof profiles of the hookline trials
 	jsonOut      string // file for the raw results
@@ -100,7 +105,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		rate     = fs.Float64("rate", 0, "deliveries per second (a custom scenario); 0 publishes as fast as possible")
 		window   = fs.Int("window", 0, "deliveries in flight at most when publishing as fast as possible (default 512, or 1 for bodies of 1 MiB and more)")
 		pubs     = fs.Int("publishers", 0, "concurrent publishing POSTs (default 4, or 1 for bodies of 1 MiB and more)")
-		tools    = fs.String("tools", strings.Join(allTools, ","), "tools to measure, comma-separated: direct (baseline), hookline, smee, compare (the --compare binary)")
+		tools    = fs.String("tools", strings.Join(allTools, ","), "tools to measure, comma-separated: direct (baseline), hookline, smee, gosmee, compare (the --compare binary)")
 		scenName = fs.String("scenarios", "", "run only these default scenarios, comma-separated (4KiB, 4KiB@500/s, 1MiB, 25MiB)")
 	)
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds: every tool runs once per round, in a rotating order")
@@ -111,6 +116,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.compare, "compare", "", "also measure the hookline binary at `PATH` (relay and forwarder), as the tool \"compare\": an earlier build, to see a change's effect under the same load")
 	fs.StringVar(&o.node, "node", "node", "node binary for smee-client")
 	fs.StringVar(&o.smee, "smee", "", "smee-client's bin/smee.js (default: interop/node_modules/smee-client/bin/smee.js)")
+	fs.StringVar(&o.gosmee, "gosmee", "", "gosmee binary for the gosmee tool (default: go install "+gosmeeModule+" from the Go module proxy, or the tool is skipped)")
 	fs.DurationVar(&o.stall, "stall", 30*time.Second, "give up on a trial when the target gets nothing new for this long; what is missing is lost")
 	fs.StringVar(&o.profile, "profile", "", "write CPU and allocation profiles of the relay and the forwarder of each hookline trial to `DIR`")
 	fs.BoolVar(&o.trace, "trace", false, "with --profile, also write execution traces (go tool trace) of the relay and the forwarder")
@@ -183,13 +189,13 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	for _, t := range strings.Split(*tools, ",") {
 		t = strings.TrimSpace(t)
 		switch t {
-		case toolDirect, toolHookline, toolSmee, toolCompare:
+		case toolDirect, toolHookline, toolSmee, toolCompare, toolGosmee:
 			o.tools = append(o.tools, t)
 		case "smee-client":
 			o.tools = append(o.tools, toolSmee)
 		case "":
 		default:
-			return o, fmt.Errorf("--tools: unknown tool %q (want direct, hookline, smee, compare)", t)
+			return o, fmt.Errorf("--tools: unknown tool %q (want direct, hookline, smee, gosmee, compare)", t)
 		}
 	}
 	if o.compare != "" && !slices.Contains(o.tools, toolCompare) {

@@ -167,6 +167,7 @@ var toolNames = map[string]string{
 	toolDirect:   "direct POST (baseline)",
 	toolHookline: "hookline forward",
 	toolSmee:     "smee-client",
+	toolGosmee:   "gosmee client",
 	toolCompare:  "hookline forward (--compare binary)",
 }
 
@@ -206,6 +207,11 @@ func writeReport(w io.Writer, rep *report) {
 			fmt.Fprintf(w, "| hookline / smee-client | %s | %s | %s | %s | %s | | | %s | %s | | |\n",
 				ratio(hl.PerSecond, smee.PerSecond), ratio(hl.P50, smee.P50), ratio(hl.P95, smee.P95), ratio(hl.P99, smee.P99), ratio(hl.Max, smee.Max),
 				ratio(hl.FwdPeakRSS, smee.FwdPeakRSS), ratio(hl.FwdCPU, smee.FwdCPU))
+		}
+		if gs := sr.summary(toolGosmee); hl != nil && gs != nil {
+			fmt.Fprintf(w, "| hookline / gosmee client | %s | %s | %s | %s | %s | | | %s | %s | | |\n",
+				ratio(hl.PerSecond, gs.PerSecond), ratio(hl.P50, gs.P50), ratio(hl.P95, gs.P95), ratio(hl.P99, gs.P99), ratio(hl.Max, gs.Max),
+				ratio(hl.FwdPeakRSS, gs.FwdPeakRSS), ratio(hl.FwdCPU, gs.FwdCPU))
 		}
 		if hl != nil && direct != nil {
 			fmt.Fprintf(w, "| hookline − direct | %s of direct | %s | %s | %s | %s | | | | | | |\n",
