@@ -28,7 +28,7 @@ func floorBody() []byte {
 }
 
 // floorEvent is the message hookline serve writes for a 4 KiB delivery to
-// hookline forward (body and bodyB), with its id line.
+// hookline forward (lean: bodyB without body), with its id line.
 func floorEvent() []byte {
 	body := floorBody()
 	sig, _ := webhooks.Sign("floor", body)
@@ -41,7 +41,7 @@ func floorEvent() []byte {
 		},
 		Body: body, Query: []byte("{}"), Timestamp: time.Unix(1763805600, 0), BodyB: body,
 	})
-	return append([]byte("id: 1\n"), f.Bytes()...)
+	return append([]byte("id: 1\n"), f.Lean().Bytes()...)
 }
 
 // BenchmarkFloorReadEvent reads one 4 KiB delivery's event with r3labs'
