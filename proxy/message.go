@@ -156,8 +156,9 @@ type Delivery struct {
 // as KindGap, never as errors. Everything else must be a delivery; when it
 // cannot be read as one the error wraps ErrMalformedMessage. Decode never
 // panics and is safe for concurrent use. The Delivery's Body may share
-// memory with ev.Data (it is not copied when it needs no decoding), so
-// ev.Data must not be modified while the Delivery is in use.
+// memory with ev.Data (it is not copied: "bodyB" is decoded over its own
+// base64 text, which changes ev.Data), so ev.Data must be the caller's and
+// must not be modified while the Delivery is in use.
 func Decode(ev SSEEvent) (Message, error) {
 	switch ev.Event {
 	case "", "message":

@@ -193,3 +193,21 @@ func TestFrameLean(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBase64InPlace: decoding over the input gives what decoding into new
+// memory gives, and fails where it fails.
+func FuzzBase64InPlace(f *testing.F) {
+	for _, s := range []string{"", "YQ==", "YWI=", "YWJj", "eyJhIjoxfQ==", "!!!!", "YQ", "YQ==YQ==", strings.Repeat("QUJD", 1000)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		want, wantErr := base64.StdEncoding.DecodeString(string(in))
+		got, err := decodeBase64InPlace(bytes.Clone(in))
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("decodeBase64InPlace(%q) error %v, base64 says %v", in, err, wantErr)
+		}
+		if err == nil && !bytes.Equal(got, want) {
+			t.Fatalf("decodeBase64InPlace(%q) = %q, want %q", in, got, want)
+		}
+	})
+}
