@@ -49,50 +49,27 @@ type Member struct {
 // message).
 func Object(b []byte) ([]Member, bool) {
 	s := scanner{b: b}
-	s.ws()
-	if s.i >= len(b) || b[s.i] != '{' {
-		return nil, false
-	}
-	s.i++
 	members := make([]Member, 0, 16)
-	s.ws()
-	if s.i < len(b) && b[s.i] == '}' {
-		s.i++
-	} else {
-		for {
-			start := s.i
-			if s.i >= len(b) || b[s.i] != '"' || !s.str() {
-				return nil, false
-			}
-			key := b[start:s.i]
-			s.ws()
-			if s.i >= len(b) || b[s.i] != ':' {
-				return nil, false
-			}
-			s.i++
-			s.ws()
-			start = s.i
-			if !s.value(0) { // the value on its own: see the doc comment
-				return nil, false
-			}
-			members = append(members, Member{Key: key, Value: b[start:s.i]})
-			s.ws()
-			if s.i >= len(b) {
-				return nil, false
-			}
-			c := b[s.i]
-			s.i++
-			if c == '}' {
-				break
-			}
-			if c != ',' {
-				return nil, false
-			}
-			s.ws()
+	ok := s.whole('{', '}', func() bool {
+		start := s.i
+		if s.i >= len(b) || b[s.i] != '"' || !s.str() {
+			return false
 		}
-	}
-	s.ws()
-	if s.i != len(b) {
+		key := b[start:s.i]
+		s.ws()
+		if s.i >= len(b) || b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		start = s.i
+		if !s.value(0) { // the value on its own: see the doc comment
+			return false
+		}
+		members = append(members, Member{Key: key, Value: b[start:s.i]})
+		return true
+	})
+	if !ok {
 		return nil, false
 	}
 	return members, true
@@ -104,42 +81,55 @@ func Object(b []byte) ([]Member, bool) {
 // member's value, must be valid JSON on its own.
 func Array(b []byte) ([][]byte, bool) {
 	s := scanner{b: b}
-	s.ws()
-	if s.i >= len(b) || b[s.i] != '[' {
+	var elems [][]byte
+	ok := s.whole('[', ']', func() bool {
+		start := s.i
+		if !s.value(0) {
+			return false
+		}
+		elems = append(elems, b[start:s.i])
+		return true
+	})
+	if !ok {
 		return nil, false
 	}
-	s.i++
-	var elems [][]byte
+	return elems, true
+}
+
+// whole reads all of s.b as one object or array, opened by open and closed
+// by close, with white space around it, calling item at each member or
+// element (which reads it and reports whether it was valid).
+func (s *scanner) whole(open, close byte, item func() bool) bool {
 	s.ws()
-	if s.i < len(b) && b[s.i] == ']' {
+	if s.i >= len(s.b) || s.b[s.i] != open {
+		return false
+	}
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == close {
 		s.i++
 	} else {
 		for {
-			start := s.i
-			if !s.value(0) {
-				return nil, false
+			if !item() {
+				return false
 			}
-			elems = append(elems, b[start:s.i])
 			s.ws()
-			if s.i >= len(b) {
-				return nil, false
+			if s.i >= len(s.b) {
+				return false
 			}
-			c := b[s.i]
+			c := s.b[s.i]
 			s.i++
-			if c == ']' {
+			if c == close {
 				break
 			}
 			if c != ',' {
-				return nil, false
+				return false
 			}
 			s.ws()
 		}
 	}
 	s.ws()
-	if s.i != len(b) {
-		return nil, false
-	}
-	return elems, true
+	return s.i == len(s.b)
 }
 
 type scanner struct {

@@ -167,14 +167,7 @@ func NewFrame(m Message) *Frame {
 	for _, h := range m.Header {
 		n += len(h.Name) + len(h.Value) + 8
 	}
-	head := make([]byte, 0, n)
-	head = append(head, "data: {"...)
-	for _, h := range m.Header {
-		head = AppendJSONString(head, h.Name)
-		head = append(head, ':')
-		head = AppendJSONString(head, h.Value)
-		head = append(head, ',')
-	}
+	head := appendHeaders(make([]byte, 0, n), m.Header)
 	head = append(head, `"`+KeyBody+`":`...)
 	body, copied := m.Body, false
 	if IndexLineBreak(body) >= 0 {
@@ -188,20 +181,26 @@ func NewFrame(m Message) *Frame {
 	return &Frame{head: head, body: body, tail: tail, bodyB: m.BodyB, copied: copied}
 }
 
+// appendHeaders appends the start of a message's data line: `data: {` and
+// each header as a key, each followed by a comma.
+func appendHeaders(b []byte, hs []Header) []byte {
+	b = append(b, "data: {"...)
+	for _, h := range hs {
+		b = AppendJSONString(b, h.Name)
+		b = append(b, ':')
+		b = AppendJSONString(b, h.Value)
+		b = append(b, ',')
+	}
+	return b
+}
+
 // NewGosmeeFrame encodes m as a gosmee server does (chmouel/gosmee's
 // handleWebhookPost, v0.32): every header (gosmee keeps the first value;
 // these are joined as for NewFrame), "timestamp" as a string of Unix
 // milliseconds, and "bodyB"; no "body" and no "query". m.BodyB must not be
 // nil.
 func NewGosmeeFrame(m Message) *Frame {
-	head := make([]byte, 0, 96)
-	head = append(head, "data: {"...)
-	for _, h := range m.Header {
-		head = AppendJSONString(head, h.Name)
-		head = append(head, ':')
-		head = AppendJSONString(head, h.Value)
-		head = append(head, ',')
-	}
+	head := appendHeaders(make([]byte, 0, 96), m.Header)
 	head = append(head, `"`+KeyTimestamp+`":"`...)
 	head = strconv.AppendInt(head, m.Timestamp.UnixMilli(), 10)
 	head = append(head, '"')

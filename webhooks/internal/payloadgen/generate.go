@@ -125,11 +125,7 @@ func Generate(pkg, source string, src []byte) ([]byte, []Event, error) {
 			e.structType(h.node, h.Type, doc+": "+h.desc)
 			events = append(events, h.Event)
 			types = append(types, h.Type)
-			if union == nil {
-				union = h.node
-			} else {
-				union = merge(union, h.node, false)
-			}
+			union = mergeInto(union, h.node, false)
 		}
 		if hooks[0].Action == "" {
 			continue

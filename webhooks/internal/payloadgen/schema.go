@@ -138,11 +138,7 @@ func (z *normalizer) norm(s *schema) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n == nil {
-			n = u
-		} else {
-			n = merge(n, u, true)
-		}
+		n = mergeInto(n, u, true)
 	}
 	if n == nil {
 		n = &node{kind: kAny}
@@ -227,11 +223,7 @@ func (z *normalizer) base(s *schema) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		if n == nil {
-			n = one
-		} else {
-			n = merge(n, one, false)
-		}
+		n = mergeInto(n, one, false)
 	}
 	return n, nil
 }
@@ -364,6 +356,14 @@ func merge(a, b *node, all bool) *node {
 		c.enum = union(a.enum, b.enum)
 	}
 	return &c
+}
+
+// mergeInto is merge(a, b, all), or b when a is nil (nothing yet).
+func mergeInto(a, b *node, all bool) *node {
+	if a == nil {
+		return b
+	}
+	return merge(a, b, all)
 }
 
 func mergeKind(a, b kind) kind {
