@@ -164,6 +164,18 @@ func (s *Server) release(c *channel) {
 	}
 }
 
+// keyStoredError is what a shared store's append returns when the
+// delivery's Idempotency-Key was stored by another relay after publish
+// looked it up: the delivery it names, and its body's SHA-256.
+type keyStoredError struct {
+	id  int64
+	sum [sha256.Size]byte
+}
+
+func (e *keyStoredError) Error() string {
+	return fmt.Sprintf("relay: the Idempotency-Key names delivery %d", e.id)
+}
+
 // errKeyReused is the answer to a POST whose Idempotency-Key names a
 // retained delivery with a different body.
 var errKeyReused = errors.New("relay: Idempotency-Key reused for a different body")
@@ -207,7 +219,16 @@ func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey
 	c.mu.Lock()
 	after := c.lastID
 	c.mu.Unlock()
-	if err := s.store.append(ctx, name, d, after); err != nil {
+	d.uniqueKey = checkKey
+	err := s.store.append(ctx, name, d, after)
+	var stored *keyStoredError
+	if errors.As(err, &stored) { // a shared store: another relay took the key meanwhile
+		if stored.sum != sha256.Sum256(d.body) {
+			return published{id: stored.id}, fmt.Errorf("%w: delivery %d had it", errKeyReused, stored.id)
+		}
+		return published{id: stored.id, duplicate: true}, nil
+	}
+	if err != nil {
 		if !errors.Is(err, errStoreClosed) && !errors.Is(err, ErrRedisUnavailable) && ctx.Err() == nil {
 			// /healthz says so (Redis being away, its ping says).
 			s.writeErr.Store(&writeFailure{err: err, at: time.Now()})

@@ -51,6 +51,9 @@ type delivery struct {
 	body     []byte
 	size     int64 // what it counts against the history limits
 	of       int64 // for a redelivery: the id of the first delivery of its content in the channel
+	// uniqueKey, set by publish before the append, asks a shared store not
+	// to append when another relay stored the Idempotency-Key meanwhile.
+	uniqueKey bool
 
 	plain, ext *wire.Frame // its message for plain (smee.io shape) and extended (plus bodyB) subscribers
 

@@ -129,6 +129,14 @@ local function parse(m)
   return tonumber(id), tonumber(sz), tonumber(rv), k
 end
 
+-- For a POST (ARGV[17]): an Idempotency-Key another relay stored since
+-- this one looked it up (two replicas, one POST retried on the other):
+-- nothing is appended.
+if key ~= '' and ARGV[17] == '1' then
+  local prev = redis.call('HGET', K, key)
+  if prev then return {0, redis.call('HGET', G, 'epoch') or '', prev} end
+end
+
 local last = tonumber(redis.call('HGET', M, 'last') or 0)
 local id = math.max(after, last) + 1
 local cbytes = tonumber(redis.call('HGET', M, 'bytes') or 0) + size
@@ -512,6 +520,10 @@ func (s *redisStore) append(ctx context.Context, channel string, d *delivery, af
 	key := headerValue(d.header, idempotencyHeader)
 	sum := sha256.Sum256(d.body)
 	m, st, i, k, h := s.keys(channel)
+	dedup := "0"
+	if d.uniqueKey {
+		dedup = "1"
+	}
 	inline := "0"
 	if len(rec) <= inlineRecordBytes && ref == nil {
 		inline = "1" // a reference is read from the stream, with what it refers to
@@ -522,14 +534,22 @@ func (s *redisStore) append(ctx context.Context, channel string, d *delivery, af
 		[]string{m, st, i, k, h, s.prefix + "g", s.prefix + "lru"},
 		channel, s.prefix, after, d.size, d.received.UnixMilli(), key, hex.EncodeToString(sum[:]), rec,
 		s.lim.chanCount, s.lim.chanBytes, s.lim.totalBytes, s.lim.age.Milliseconds(), inline, newEpoch(),
-		d.of, ref,
+		d.of, ref, dedup,
 	).Slice()
 	var id int64
-	if err == nil && len(v) == 2 {
+	switch {
+	case err == nil && len(v) == 3: // the key was stored meanwhile
+		entry, _ := v[2].(string)
+		id, sum, perr := parseKeyEntry(entry)
+		if perr != nil {
+			return fmt.Errorf("relay: Redis at %s: the Idempotency-Key entry %q of channel %s is damaged", s.where, truncate(entry, 100), channel)
+		}
+		return &keyStoredError{id: id, sum: sum}
+	case err == nil && len(v) == 2:
 		id, _ = v[0].(int64)
 		epoch, _ := v[1].(string)
 		s.sawEpoch(epoch)
-	} else if err == nil {
+	case err == nil:
 		err = fmt.Errorf("an answer of %d values", len(v))
 	}
 	if err != nil {
@@ -665,14 +685,24 @@ func (s *redisStore) findKey(ctx context.Context, channel, key string) (int64, [
 	if err != nil {
 		return 0, sum, false, s.wrap("reading an Idempotency-Key from", err)
 	}
+	id, sum, err := parseKeyEntry(v)
+	if err != nil {
+		return 0, sum, false, fmt.Errorf("relay: Redis at %s: the Idempotency-Key entry %q of channel %s is damaged", s.where, truncate(v, 100), channel)
+	}
+	return id, sum, true, nil
+}
+
+// parseKeyEntry reads an Idempotency-Key entry: "<id> <sha256 hex>".
+func parseKeyEntry(v string) (int64, [sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
 	idText, hexSum, _ := strings.Cut(v, " ")
 	id, err := strconv.ParseInt(idText, 10, 64)
 	b, herr := hex.DecodeString(hexSum)
 	if err != nil || herr != nil || len(b) != sha256.Size {
-		return 0, sum, false, fmt.Errorf("relay: Redis at %s: the Idempotency-Key entry %q of channel %s is damaged", s.where, truncate(v, 100), channel)
+		return 0, sum, errors.New("damaged")
 	}
 	copy(sum[:], b)
-	return id, sum, true, nil
+	return id, sum, nil
 }
 
 func (s *redisStore) persistent() bool { return true }

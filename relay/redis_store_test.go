@@ -1,10 +1,15 @@
 package relay
 
 import (
+	"context"
+	"crypto/sha256"
+	"errors"
 	"log/slog"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/internal/wire"
 
 	"github.com/hookline/hookline/internal/redistest"
 )
@@ -130,5 +135,35 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: still not the case after 20s", what)
 		}
 		time.Sleep(5 * time.Millisecond) // polls the real redis-server
+	}
+}
+
+// An Idempotency-Key that another relay stored after this one looked it up
+// (TestRedisReplicaKilledMidStream's race: a POST retried on the other
+// replica while the first one's append was still on its way to Redis) is
+// found by the append itself: nothing is appended, and publish answers
+// with the first delivery. Before, the append stored the delivery again
+// under a new id.
+func TestRedisAppendFindsAKeyStoredMeanwhile(t *testing.T) {
+	url := redistest.Start(t).URL()
+	a, b := openTestRedis(t, url, roomy), openTestRedis(t, url, roomy)
+	ctx := context.Background()
+	key := wire.Header{Name: idempotencyHeader, Value: "seq-61"}
+	first := testDelivery(61, 0, key)
+	mustAppend(t, a, "c", first, 0)
+	// b looked the key up before a's append: it appends straight away.
+	again := testDelivery(61, 0, key)
+	again.uniqueKey = true // as publish sets it for a POST
+	err := b.append(ctx, "c", again, 0)
+	var stored *keyStoredError
+	if !errors.As(err, &stored) || stored.id != first.id || stored.sum != sha256.Sum256(first.body) {
+		t.Fatalf("second append with the same key = %v, want a keyStoredError naming delivery %d", err, first.id)
+	}
+	if d, err := b.get(ctx, "c", first.id+1); err != nil || d != nil {
+		t.Errorf("a delivery %d exists (%v, %v): the retried POST was stored twice", first.id+1, d, err)
+	}
+	// A redelivery keeps its key and is appended.
+	if err := b.append(ctx, "c", first.redelivery(time.Unix(5, 0)), 0); err != nil {
+		t.Errorf("redelivery: %v", err)
 	}
 }
