@@ -313,7 +313,7 @@ func (h *traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h *traceHandler) WithGroup(string) slog.Handler { return h }
 
 func runForward(ctx context.Context, o forwardOptions, s *streams) error {
-	oneProc(o)
+	defer oneProc(o)()
 	logger := newLogger(s.err)
 	transport := httpTransport(o.insecure, s)
 	channel := o.url
@@ -487,15 +487,18 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 }
 
 // oneProc runs a forwarder that handles one delivery at a time on one
-// processor, unless GOMAXPROCS says otherwise: the pipeline is sequential,
-// and on more processors net/http's per-connection goroutines and the
-// stream reader wake each other across CPUs, which costs more than the
-// work itself (docs/PERFORMANCE.md, "Forwarder CPU"). Not with the
-// embedded relay, which serves other clients in the same process.
-func oneProc(o forwardOptions) {
+// processor, unless GOMAXPROCS says otherwise, and returns what restores
+// the setting (for a Run inside a longer-lived process, such as a test):
+// the pipeline is sequential, and on more processors net/http's
+// per-connection goroutines and the stream reader wake each other across
+// CPUs (docs/PERFORMANCE.md, "With r3labs as the one reader"). Not with
+// the embedded relay, which serves other clients in the same process.
+func oneProc(o forwardOptions) (restore func()) {
 	if o.concurrency == 1 && (o.url != "" || o.newChannel) && os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
+		prev := runtime.GOMAXPROCS(1)
+		return func() { runtime.GOMAXPROCS(prev) }
 	}
+	return func() {}
 }
 
 // hookSetup is the webhook forward --repo creates once connected.
