@@ -134,12 +134,13 @@ func (g githubOptions) checkReachable(channel string) error {
 }
 
 // hookEvents is the webhook's events for forward's --events: the event
-// names, without actions, or "*" for all.
+// names, without actions and without ping (GitHub pings every new webhook
+// and does not take ping as an event to subscribe to), or "*" for all.
 func hookEvents(events []string) []string {
 	var out []string
 	for _, e := range events {
 		name, _, _ := strings.Cut(e, ".")
-		if !slices.Contains(out, name) {
+		if name != "ping" && !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}
