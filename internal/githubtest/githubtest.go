@@ -168,8 +168,8 @@ func New(t testing.TB, prefix string) *Server {
 		t.Fatalf("githubtest: %v", err)
 	}
 	t.Cleanup(func() {
-		s.sending.Wait()
-		hs.Close()
+		hs.Close()       // waits for the requests, the last to start a delivery
+		s.sending.Wait() // then for the deliveries
 	})
 	return s
 }
@@ -325,7 +325,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	owner := strings.TrimPrefix(r.URL.Path, strings.TrimPrefix(s.URL, hostOf(s.URL)))
 	owner = owner[:strings.Index(owner, "/hooks")]
-	status, fill, next := s.operate(op, owner, params, body, r.URL.Query())
+	var then func() // what GitHub does after it has answered
+	status, fill, next := s.operate(op, owner, params, body, r.URL.Query(), &then)
+	if then != nil {
+		defer func() {
+			http.NewResponseController(w).Flush() // the answer first
+			s.sending.Add(1)
+			go func() {
+				defer s.sending.Done()
+				then()
+			}()
+		}()
+	}
 	if next != nil {
 		u := *r.URL
 		u.Scheme, u.Host = "http", r.Host
@@ -354,7 +365,7 @@ func hostOf(u string) string {
 // operate does what operation op does to the server's state and returns
 // the status, how to fill the description's example (nil: no body) and the
 // query of the next page, if any.
-func (s *Server) operate(op, owner string, params map[string]string, body []byte, query map[string][]string) (status int, fill func(ex any) any, next map[string]string) {
+func (s *Server) operate(op, owner string, params map[string]string, body []byte, query map[string][]string, then *func()) (status int, fill func(ex any) any, next map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hookID, _ := strconv.ParseInt(params["hook_id"], 10, 64)
@@ -390,16 +401,13 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 		s.nextID++
 		h := &Hook{ID: s.nextID, Owner: owner, URL: in.Config.URL, Secret: in.Config.Secret, Events: in.Events, Active: in.Active == nil || *in.Active}
 		s.hooks[h.ID] = h
-		// GitHub pings a new hook.
-		s.sending.Add(1)
-		go func() {
-			defer s.sending.Done()
-			time.Sleep(10 * time.Millisecond) // after the answer, as GitHub does
+		// GitHub pings a new hook once it has answered.
+		*then = func() {
 			payload, _ := json.Marshal(map[string]any{"zen": "Keep it logically awesome.", "hook_id": h.ID,
 				"hook": map[string]any{"type": "Repository", "id": h.ID, "name": "web", "active": true, "events": h.Events,
 					"config": map[string]any{"content_type": "json", "insecure_ssl": "0", "url": h.URL}}})
 			s.Deliver(h.ID, "ping", payload)
-		}()
+		}
 		hook := *h
 		return http.StatusCreated, func(ex any) any { return hookJSON(ex, &hook) }, nil
 	case "update-webhook":
@@ -458,10 +466,7 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 		for _, d := range s.deliveries {
 			if d.ID == id && d.HookID == hookID {
 				dc := *d
-				s.sending.Add(1)
-				go func() {
-					defer s.sending.Done()
-					time.Sleep(10 * time.Millisecond)
+				*then = func() {
 					if nd, err := s.Deliver(dc.HookID, dc.Event, dc.Payload); err == nil {
 						s.mu.Lock()
 						for _, x := range s.deliveries {
@@ -471,7 +476,7 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 						}
 						s.mu.Unlock()
 					}
-				}()
+				}
 				return http.StatusAccepted, func(any) any { return map[string]any{} }, nil
 			}
 		}
