@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/rest"
+	"github.com/hookline/hookline/rest/backoff"
 	"github.com/hookline/hookline/rest/header"
 )
 
@@ -193,7 +194,7 @@ func (c *Client) do(ctx context.Context, o Owner, method, path string, query map
 			}
 			sleep := c.sleep
 			if sleep == nil {
-				sleep = sleepCtx
+				sleep = backoff.Sleep
 			}
 			if err := sleep(ctx, wait); err != nil {
 				return resp, err
@@ -201,17 +202,6 @@ func (c *Client) do(ctx context.Context, o Owner, method, path string, query map
 			continue
 		}
 		return resp, e
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
