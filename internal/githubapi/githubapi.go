@@ -100,6 +100,11 @@ func (o Owner) path() string {
 	return "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name)
 }
 
+// hookPath is the path of o's webhook id.
+func (o Owner) hookPath(id int64) string {
+	return o.path() + "/hooks/" + strconv.FormatInt(id, 10)
+}
+
 // scope is the classic token scope that manages o's webhooks.
 func (o Owner) scope() string {
 	if o.Org != "" {
@@ -345,13 +350,13 @@ func (c *Client) UpdateHook(ctx context.Context, o Owner, id int64, cfg HookConf
 	}
 	in := map[string]any{"active": true, "events": events, "config": cfg}
 	var h Hook
-	_, err := c.do(ctx, o, http.MethodPatch, o.path()+"/hooks/"+strconv.FormatInt(id, 10), nil, in, &h)
+	_, err := c.do(ctx, o, http.MethodPatch, o.hookPath(id), nil, in, &h)
 	return h, err
 }
 
 // DeleteHook deletes webhook id.
 func (c *Client) DeleteHook(ctx context.Context, o Owner, id int64) error {
-	_, err := c.do(ctx, o, http.MethodDelete, o.path()+"/hooks/"+strconv.FormatInt(id, 10), nil, nil, nil)
+	_, err := c.do(ctx, o, http.MethodDelete, o.hookPath(id), nil, nil, nil)
 	return err
 }
 
@@ -394,7 +399,7 @@ func (c *Client) Deliveries(ctx context.Context, o Owner, hookID int64, status s
 	}
 	for {
 		var page []Delivery
-		resp, err := c.do(ctx, o, http.MethodGet, o.path()+"/hooks/"+strconv.FormatInt(hookID, 10)+"/deliveries", query, nil, &page)
+		resp, err := c.do(ctx, o, http.MethodGet, o.hookPath(hookID)+"/deliveries", query, nil, &page)
 		if err != nil {
 			return err
 		}
@@ -414,13 +419,13 @@ func (c *Client) Deliveries(ctx context.Context, o Owner, hookID int64, status s
 // Delivery fetches delivery id of o's webhook hookID with its request.
 func (c *Client) Delivery(ctx context.Context, o Owner, hookID, id int64) (DeliveryDetail, error) {
 	var d DeliveryDetail
-	_, err := c.do(ctx, o, http.MethodGet, o.path()+"/hooks/"+strconv.FormatInt(hookID, 10)+"/deliveries/"+strconv.FormatInt(id, 10), nil, nil, &d)
+	_, err := c.do(ctx, o, http.MethodGet, o.hookPath(hookID)+"/deliveries/"+strconv.FormatInt(id, 10), nil, nil, &d)
 	return d, err
 }
 
 // Redeliver asks GitHub to send delivery id of o's webhook hookID again.
 func (c *Client) Redeliver(ctx context.Context, o Owner, hookID, id int64) error {
-	_, err := c.do(ctx, o, http.MethodPost, o.path()+"/hooks/"+strconv.FormatInt(hookID, 10)+"/deliveries/"+strconv.FormatInt(id, 10)+"/attempts", nil, nil, nil)
+	_, err := c.do(ctx, o, http.MethodPost, o.hookPath(hookID)+"/deliveries/"+strconv.FormatInt(id, 10)+"/attempts", nil, nil, nil)
 	return err
 }
 

@@ -119,6 +119,28 @@ func TestHookLifecycle(t *testing.T) {
 	}
 }
 
+// TestHooksPages: Hooks follows the Link header's next page to the end.
+func TestHooksPages(t *testing.T) {
+	gh := githubtest.New(t, "")
+	var want []int64
+	for i := range 5 {
+		want = append(want, gh.AddHook(githubtest.Hook{Owner: "/repos/octo/hello", URL: "https://relay.example/" + strconv.Itoa(i), Events: []string{"*"}, Active: true}))
+	}
+	gh.AddHook(githubtest.Hook{Owner: "/repos/octo/other", URL: "https://relay.example/x"})
+	c := &Client{BaseURL: gh.URL, Token: githubtest.Token, PerPage: 2} // three pages
+	hooks, err := c.Hooks(context.Background(), Repo("octo/hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, h := range hooks {
+		got = append(got, h.ID)
+	}
+	if !slices.Equal(got, want) || len(gh.Calls()) != 3 {
+		t.Errorf("Hooks = %v in %d requests, want %v in 3", got, len(gh.Calls()), want)
+	}
+}
+
 func TestDeliveries(t *testing.T) {
 	gh := githubtest.New(t, "")
 	recv := newReceiver(t, http.StatusOK)

@@ -389,6 +389,15 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 				list = append(list, s.hooks[id])
 			}
 		}
+		perPage, page := pageParams(query)
+		if from := (page - 1) * perPage; from < len(list) {
+			list = list[from:]
+		} else {
+			list = nil
+		}
+		if len(list) > perPage {
+			list, next = list[:perPage], map[string]string{"page": strconv.Itoa(page + 1)}
+		}
 		return http.StatusOK, func(ex any) any {
 			tmpl := ex.([]any)[0]
 			out := []any{}
@@ -396,7 +405,7 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 				out = append(out, hookJSON(tmpl, h))
 			}
 			return out
-		}, nil
+		}, next
 	case "create-webhook":
 		s.nextID++
 		h := &Hook{ID: s.nextID, Owner: owner, URL: in.Config.URL, Secret: in.Config.Secret, Events: in.Events, Active: in.Active == nil || *in.Active}
@@ -436,10 +445,7 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 				list = append(list, *d)
 			}
 		}
-		perPage, err := strconv.Atoi(first(query["per_page"]))
-		if err != nil || perPage < 1 {
-			perPage = 30
-		}
+		perPage, _ := pageParams(query)
 		if len(list) > perPage {
 			next = map[string]string{"cursor": strconv.FormatInt(list[perPage].ID, 10)}
 			list = list[:perPage]
@@ -496,6 +502,19 @@ func deliveryMatches(d *Delivery, query map[string][]string) bool {
 		return d.Status >= 400
 	}
 	return true
+}
+
+// pageParams reads per_page (GitHub's default 30) and page (from 1).
+func pageParams(query map[string][]string) (perPage, page int) {
+	perPage, err := strconv.Atoi(first(query["per_page"]))
+	if err != nil || perPage < 1 {
+		perPage = 30
+	}
+	page, err = strconv.Atoi(first(query["page"]))
+	if err != nil || page < 1 {
+		page = 1
+	}
+	return perPage, page
 }
 
 func first(v []string) string {
