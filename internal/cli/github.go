@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,13 +146,6 @@ func hookEvents(events []string) []string {
 		return []string{"*"}
 	}
 	return out
-}
-
-// newSecret is a fresh random webhook secret.
-func newSecret() string {
-	b := make([]byte, 32)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // setUpHook creates (or takes over, when an earlier run left one with the

@@ -53,8 +53,8 @@ func TestForwardRepo(t *testing.T) {
 	f := startForward(t, "--repo", "octo/hello", "--github-api", gh.URL, "--url", rl.Channel, "--target", target.URL, "--events", "issues.opened,ping")
 	f.waitErr(t, "created webhook")
 	hooks := gh.Hooks()
-	if len(hooks) != 1 || hooks[0].URL != rl.Channel || len(hooks[0].Secret) != 64 || !slices.Equal(hooks[0].Events, []string{"issues"}) {
-		t.Fatalf("hooks %+v, want one to %s with a 64-hex-digit secret and events [issues]", hooks, rl.Channel)
+	if len(hooks) != 1 || hooks[0].URL != rl.Channel || len(hooks[0].Secret) != 26 || !slices.Equal(hooks[0].Events, []string{"issues"}) {
+		t.Fatalf("hooks %+v, want one to %s with a 26-character random secret and events [issues]", hooks, rl.Channel)
 	}
 	f.waitOutLines(t, 1) // the ping
 	payload := []byte(`{"action":"opened","issue":{"number":1}}`)

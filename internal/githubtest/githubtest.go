@@ -228,7 +228,7 @@ func (s *Server) Deliver(hookID int64, event string, payload []byte) (Delivery, 
 	}
 	var head struct{ Action string }
 	_ = json.Unmarshal(payload, &head)
-	d := Delivery{ID: id, HookID: hookID, GUID: newGUID(), Event: event, Action: head.Action, Payload: payload, At: time.Now().UTC().Truncate(time.Second)}
+	d := Delivery{ID: id, HookID: hookID, GUID: rand.Text(), Event: event, Action: head.Action, Payload: payload, At: time.Now().UTC().Truncate(time.Second)}
 	mac := hmac.New(sha256.New, []byte(hook.Secret))
 	mac.Write(payload)
 	d.Header = map[string]string{
@@ -272,12 +272,6 @@ func (s *Server) Deliveries() []Delivery {
 		out = append(out, *d)
 	}
 	return out
-}
-
-func newGUID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
