@@ -137,8 +137,9 @@ func applyConfig(c *ucli.Context) error {
 	return nil
 }
 
-// configValue converts a YAML or TOML value to the types altsrc reads: int
-// for every integer, []any for lists, "~/" expanded in strings.
+// configValue converts a YAML or TOML value to the types altsrc reads (int
+// for every integer; both give lists as []any), with "~/" expanded in
+// strings.
 func configValue(v any) any {
 	switch v := v.(type) {
 	case int64:
@@ -152,12 +153,6 @@ func configValue(v any) any {
 			}
 		}
 		return v
-	case []string:
-		out := make([]any, len(v))
-		for i, s := range v {
-			out[i] = s
-		}
-		return out
 	}
 	return v
 }

@@ -68,6 +68,24 @@ func TestConfigFile(t *testing.T) {
 	}
 }
 
+// TestConfigFileHome: "~/" in a value is the home directory.
+func TestConfigFileHome(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.WriteFile(filepath.Join(home, "secret"), []byte("at-home\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := newRecordingTarget(t, nil)
+	writeConfig(t, "config.yaml", "send:\n  url: "+target.URL+"\n  secret-file: ~/secret\n")
+	if code, _, errOut := run(t, "send", "--event", "ping"); code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	r := target.requests()[0]
+	if ok, _ := webhooks.Verify("at-home", r.body, r.header.Get("X-Hub-Signature-256")); !ok {
+		t.Errorf("not signed with ~/secret's secret")
+	}
+}
+
 // TestConfigFileEnvironmentWins: a flag's environment variable beats the
 // config file.
 func TestConfigFileEnvironmentWins(t *testing.T) {
