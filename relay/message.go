@@ -56,6 +56,7 @@ type delivery struct {
 	uniqueKey bool
 
 	plain, ext *wire.Frame // its message for plain (smee.io shape) and extended (plus bodyB) subscribers
+	lean       *wire.Frame // ext without body (sharing ext's parts), for lean subscribers
 
 	// refs counts who holds the delivery: its history in memory (one,
 	// taken by memStore) and subscribers (subscriber.hold). Once no
@@ -82,6 +83,7 @@ func makeDelivery(header []wire.Header, query string, body []byte, now time.Time
 	m := wire.Message{Header: header, Body: bodyValue(contentType, body), Query: wire.AppendQuery(nil, q), Timestamp: now, BodyB: body}
 	d.ext = wire.NewFrame(m)
 	d.plain = d.ext.WithoutBodyB()
+	d.lean = d.ext.Lean()
 	if slices.ContainsFunc(header, unsafeForSmee) {
 		m.Header = slices.DeleteFunc(slices.Clone(header), unsafeForSmee)
 		d.plain = wire.NewFrame(m).WithoutBodyB()
@@ -211,7 +213,7 @@ func (d *delivery) frame(format streamFormat) *wire.Frame {
 	case formatExtended:
 		return d.ext
 	case formatLean:
-		return d.ext.Lean()
+		return d.lean
 	case formatGosmee:
 		header := d.header
 		if i := slices.IndexFunc(header, func(h wire.Header) bool { return h.Name == "host" }); i >= 0 {
