@@ -673,18 +673,7 @@ func (s *Server) serveNew(w http.ResponseWriter, r *http.Request) {
 // wantsPlainNew reports whether r asks for /new's answer as text: Accept
 // names text/plain, or the User-Agent is gosmee's.
 func wantsPlainNew(r *http.Request) bool {
-	if strings.HasPrefix(r.Header.Get("User-Agent"), "gosmee/") {
-		return true
-	}
-	for _, v := range r.Header.Values("Accept") {
-		for part := range strings.SplitSeq(v, ",") {
-			mt, _, _ := strings.Cut(part, ";")
-			if strings.EqualFold(strings.TrimSpace(mt), "text/plain") {
-				return true
-			}
-		}
-	}
-	return false
+	return strings.HasPrefix(r.Header.Get("User-Agent"), "gosmee/") || accepts(r, "text/plain")
 }
 
 // requestBase returns the base URL for channel URLs given to r's client.
@@ -786,7 +775,7 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request, name strin
 	case http.MethodPost:
 		s.ingest(w, r, name)
 	case http.MethodGet:
-		if acceptsEventStream(r) {
+		if accepts(r, "text/event-stream") {
 			s.serveStream(w, r, name, requestedFormat(r))
 			return
 		}
@@ -798,12 +787,12 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request, name strin
 	}
 }
 
-// acceptsEventStream reports whether r's Accept lists text/event-stream.
-func acceptsEventStream(r *http.Request) bool {
+// accepts reports whether r's Accept lists the media type mt.
+func accepts(r *http.Request, mt string) bool {
 	for _, v := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, _ := strings.Cut(part, ";")
-			if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
+		for part := range strings.SplitSeq(v, ",") {
+			t, _, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(t), mt) {
 				return true
 			}
 		}
