@@ -142,8 +142,10 @@ func (h *harness) setup(ctx context.Context) error {
 			cmd.Env = append(os.Environ(), "GOBIN="+h.work, "GOFLAGS=-mod=mod", "GOWORK=off")
 			cmd.Dir = h.work
 			if out, err := cmd.CombinedOutput(); err != nil {
+				msg := strings.TrimSpace(string(out))
+				msg = strings.TrimSpace(msg[strings.LastIndexByte(msg, '\n')+1:]) // go's last line says why
 				fmt.Fprintf(h.log, "gosmee: skipped, it cannot be built from the Go module proxy (go install %s: %s); give --gosmee PATH to a gosmee binary\n",
-					gosmeeModule, strings.TrimSpace(lastLine(string(out))))
+					gosmeeModule, msg)
 				h.o.tools = slices.DeleteFunc(h.o.tools, func(t string) bool { return t == toolGosmee })
 			} else {
 				h.gosmee = filepath.Join(h.work, "gosmee")
@@ -287,11 +289,6 @@ wait:
 	}
 	r.fill(l)
 	return r, nil
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }
 
 // machineInfo describes where the figures come from.

@@ -263,17 +263,6 @@ func (s *Server) Deliver(hookID int64, event string, payload []byte) (Delivery, 
 	return d, err
 }
 
-// Deliveries returns the deliveries made, oldest first.
-func (s *Server) Deliveries() []Delivery {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Delivery
-	for _, d := range s.deliveries {
-		out = append(out, *d)
-	}
-	return out
-}
-
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
