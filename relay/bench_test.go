@@ -109,15 +109,17 @@ func BenchmarkIngestToSubscriber(b *testing.B) {
 	}{{"sequential", false}, {"parallel", true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			srv, ts := newRelay(b, relay.Options{})
-			u, _ := url.Parse(ts.URL)
-			conn, err := dialStream(u.Host, "/bench")
+			req, _ := http.NewRequest(http.MethodGet, ts.URL+"/bench", nil)
+			req.Header.Set("Accept", "text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				b.Fatal(err)
 			}
-			defer conn.Close()
+			defer resp.Body.Close()
 			var got atomic.Int64
 			go func() {
-				br := bufio.NewReaderSize(conn, 64<<10)
+				// Through net/http's reader: the stream is chunked.
+				br := bufio.NewReaderSize(resp.Body, 64<<10)
 				for {
 					line, err := br.ReadSlice('\n')
 					if err != nil && err != bufio.ErrBufferFull {

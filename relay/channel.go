@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,9 +59,9 @@ type subscriber struct {
 
 	mu           sync.Mutex
 	pending      []*delivery
-	pendingBytes int64                    // of pending, for the queue's limit
-	held         int64                    // of the deliveries it holds: pending, and those being written
-	rc           *http.ResponseController // not to be used once done
+	pendingBytes int64     // of pending, for the queue's limit
+	held         int64     // of the deliveries it holds: pending, and those being written
+	out          streamOut // not to be used once done
 	done         bool
 }
 
@@ -120,6 +119,14 @@ func (sub *subscriber) take(buf []*delivery) []*delivery {
 	return out
 }
 
+// setOut makes out the stream's destination, once its connection is
+// hijacked.
+func (sub *subscriber) setOut(out streamOut) {
+	sub.mu.Lock()
+	sub.out = out
+	sub.mu.Unlock()
+}
+
 // cut ends a slow subscriber's stream: the handler sees kicked before its
 // next write, and a write already blocked fails at once. What waited in its
 // queue is let go.
@@ -129,7 +136,7 @@ func (sub *subscriber) cut() {
 	pending := sub.pending
 	sub.pending = nil
 	if !sub.done {
-		sub.rc.SetWriteDeadline(time.Now()) // ErrNotSupported: the handler still sees kicked
+		sub.out.SetWriteDeadline(time.Now()) // ErrNotSupported: the handler still sees kicked
 	}
 	sub.mu.Unlock()
 	for _, d := range pending {

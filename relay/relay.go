@@ -220,6 +220,7 @@ type Server struct {
 	streamsByIP map[string]int // of them, by client address
 	redeliver   *rateLimits    // of redeliveries, by channel and client address
 	closing     chan struct{}  // closed by Close
+	hijacked    sync.WaitGroup // streams served on hijacked connections (see serveStream)
 
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
@@ -475,6 +476,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	err := srv.Shutdown(sctx)
 	if err != nil {
 		srv.Close()
+	}
+	if !s.waitStreams(sctx) && err == nil {
+		err = sctx.Err()
+	}
+	if err != nil {
 		err = fmt.Errorf("relay: shutdown: requests still running after %s were cut: %w", s.opts.ShutdownTimeout, err)
 	}
 	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
@@ -484,6 +490,40 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = fmt.Errorf("relay: closing the history: %w", cerr)
 	}
 	return err
+}
+
+// waitStreams waits for the streams served on hijacked connections, which
+// http.Server.Shutdown does not see, to end after Close; at ctx's end it
+// cuts off those left (their writes fail at once) and reports false.
+func (s *Server) waitStreams(ctx context.Context) bool {
+	done := make(chan struct{})
+	go func() {
+		s.hijacked.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	chans := make([]*channel, 0, len(s.channels))
+	for _, c := range s.channels {
+		c.refs++
+		chans = append(chans, c)
+	}
+	s.mu.Unlock()
+	for _, c := range chans {
+		c.mu.Lock()
+		for sub := range c.subs {
+			s.removeSub(c, sub)
+			sub.cut()
+		}
+		c.mu.Unlock()
+		s.release(c)
+	}
+	<-done
+	return false
 }
 
 // ListenURL returns the base URL of a listener's address, http://addr,

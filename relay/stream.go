@@ -1,11 +1,16 @@
 package relay
 
 import (
+	"bufio"
+	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookline/hookline/internal/wire"
@@ -74,6 +79,12 @@ var errCutOff = errors.New("relay: subscriber cut off")
 // /events/<name>) as an event stream: ready, then the gap and replay after
 // Last-Event-ID, then live deliveries and pings until the client leaves,
 // the subscriber is cut off, or the relay closes.
+//
+// Once the response's head is out, an HTTP/1.1 stream takes its connection
+// from net/http (see hijack) and is served by a goroutine of its own, so
+// that an idle subscriber holds neither net/http's buffers (10 KiB) nor its
+// connection goroutine's stack; elsewhere (HTTP/2, HTTP/1.0) the handler
+// serves it through the ResponseWriter. Both run the same stream.run.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string, format streamFormat) {
 	ip := s.clientIP(r)
 	leave, err := s.admit(ip)
@@ -83,25 +94,27 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		writeError(w, http.StatusServiceUnavailable, strings.TrimPrefix(err.Error(), "relay: ")+"; retry later")
 		return
 	}
-	defer leave()
 	rc := http.NewResponseController(w)
+	out := responseOut{w: w, rc: rc}
 	sub := &subscriber{
 		ip:     ip,
 		format: format,
 		notify: make(chan struct{}, 1),
 		kicked: make(chan struct{}),
 		pins:   s.pinned,
-		rc:     rc,
+		out:    out,
 	}
 	last, resume := lastEventID(r)
 
 	c, rp, err := s.join(r.Context(), name, sub, last, resume)
 	switch {
 	case errors.Is(err, errClosing):
+		leave()
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusServiceUnavailable, "the relay is shutting down; reconnect in a moment")
 		return
 	case err != nil:
+		leave()
 		s.storeFailed(w, "stream's replay", name, err)
 		return
 	}
@@ -109,16 +122,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	if len(name) < GuessableNameLength {
 		s.log.Warn("short channel name: anyone who guesses it reads its deliveries and posts to it; GET /new makes a 22-character one", "channel", name)
 	}
-
-	defer func() {
-		s.leave(c, sub)
-		sub.mu.Lock()
-		sub.done = true
-		sub.mu.Unlock()
-		for _, d := range sub.take(nil) {
-			sub.release(d)
-		}
-	}()
+	st := &stream{s: s, c: c, sub: sub, rp: rp, leave: leave}
 
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -129,17 +133,90 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	// A stream outlives the server's read timeout; writes get their own
 	// deadlines below.
 	rc.SetReadDeadline(time.Time{})
-	rc.SetWriteDeadline(time.Time{})
+	rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	w.WriteHeader(http.StatusOK)
+	if conn := hijack(r, rc); conn != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		co := &connOut{conn: conn}
+		sub.setOut(co)
+		s.hijacked.Add(1)
+		go watch(conn, cancel)
+		go func() {
+			defer s.hijacked.Done()
+			err := st.run(ctx, co)
+			co.end(!errors.Is(err, errCutOff), s.opts.WriteTimeout)
+			cancel()
+		}()
+		return
+	}
+	rc.SetWriteDeadline(time.Time{})
+	st.run(r.Context(), out)
+}
 
-	sw := streamWriter{w: w, rc: rc, sub: sub, timeout: s.opts.WriteTimeout}
-	if format == formatGosmee {
+// hijack takes r's connection from net/http once the response's head (with
+// chunked transfer encoding, as net/http sends a streamed HTTP/1.1
+// response) is out, and returns it; or nil where a stream stays with
+// net/http: HTTP/2 (which cannot be hijacked), HTTP/1.0 (no chunks), HEAD
+// (no body), a ResponseWriter wrapped without Unwrap.
+func hijack(r *http.Request, rc *http.ResponseController) net.Conn {
+	if r.Method != http.MethodGet || r.ProtoMajor != 1 || r.ProtoMinor < 1 {
+		return nil
+	}
+	if err := rc.Flush(); err != nil {
+		return nil
+	}
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		return nil
+	}
+	return conn
+}
+
+// watch reads (and drops) what a hijacked stream's client sends, which
+// should be nothing, and cancels the stream once the connection ends.
+func watch(conn net.Conn, cancel context.CancelFunc) {
+	defer cancel()
+	var b [64]byte
+	for {
+		if _, err := conn.Read(b[:]); err != nil {
+			return
+		}
+	}
+}
+
+// stream is one subscriber's stream being served.
+type stream struct {
+	s     *Server
+	c     *channel
+	sub   *subscriber
+	rp    *replay
+	leave func() // admit's
+}
+
+// run writes the stream to out until ctx ends (the client left), the
+// subscriber is cut off (errCutOff) or the relay closes (errClosing), or
+// a write fails; it returns why.
+func (st *stream) run(ctx context.Context, out streamOut) (err error) {
+	s, c, sub, rp := st.s, st.c, st.sub, st.rp
+	defer st.leave()
+	defer func() {
+		s.leave(c, sub)
+		sub.mu.Lock()
+		sub.done = true
+		sub.mu.Unlock()
+		for _, d := range sub.take(nil) {
+			sub.release(d)
+		}
+	}()
+
+	sw := streamWriter{out: out, sub: sub, timeout: s.opts.WriteTimeout}
+	if sub.format == formatGosmee {
 		err = sw.write(append(slices.Clip(wire.GosmeeConnectedFrame), wire.GosmeeReadyFrame...))
 	} else {
 		err = sw.write(wire.Ready{Last: rp.end}.Frame())
 	}
 	for err == nil {
-		gap, page, done, rerr := rp.next(r.Context())
+		gap, page, done, rerr := rp.next(ctx)
 		if done || rerr != nil {
 			err = rerr // the client resumes from what it got
 			break
@@ -147,7 +224,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		for _, d := range page {
 			sub.hold(d)
 		}
-		if gap != nil && format == formatGosmee {
+		if gap != nil && sub.format == formatGosmee {
 			err = sw.write(wire.GosmeeGapFrame(*gap))
 		} else if gap != nil {
 			err = sw.write(gap.Frame())
@@ -155,7 +232,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		err = sw.deliveries(page, err)
 	}
 	if err == nil {
-		err = sw.flush()
+		err = out.Flush()
 	}
 
 	ping := time.NewTicker(s.opts.PingInterval)
@@ -167,7 +244,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		err := sw.deliveries(batch, nil)
 		clear(batch) // hold no delivery longer than needed
 		if err == nil {
-			err = sw.flush()
+			err = out.Flush()
 		}
 		return err
 	}
@@ -178,16 +255,16 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 			ping.Reset(s.opts.PingInterval)
 		case <-ping.C:
 			frame := wire.PingFrame
-			if format == formatGosmee {
+			if sub.format == formatGosmee {
 				frame = wire.GosmeeKeepaliveFrame
 			}
 			if err = sw.write(frame); err == nil {
-				err = sw.flush()
+				err = out.Flush()
 			}
 		case <-sub.kicked:
 			err = errCutOff
-		case <-r.Context().Done():
-			err = r.Context().Err()
+		case <-ctx.Done():
+			err = ctx.Err()
 		case <-s.closing:
 			// What was queued before Close goes out before the end.
 			if err = send(); err == nil {
@@ -200,22 +277,109 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		// Make sure the connection of a cut-off subscriber closes: its
 		// response must not complete (a write may have pushed the deadline
 		// cut set back into the future).
-		rc.SetWriteDeadline(time.Now())
+		out.SetWriteDeadline(time.Now())
 		err = errCutOff
 	default:
 		// Leave no stale deadline on a connection that may serve more
 		// requests.
-		rc.SetWriteDeadline(time.Time{})
+		out.SetWriteDeadline(time.Time{})
 	}
-	s.log.Info("subscriber disconnected", "channel", name, "reason", err.Error())
+	s.log.Info("subscriber disconnected", "channel", c.name, "reason", err.Error())
+	return err
+}
+
+// streamOut is where a stream's events go: net/http's ResponseWriter
+// (responseOut), or the connection itself (connOut).
+type streamOut interface {
+	io.Writer
+	Flush() error
+	SetWriteDeadline(time.Time) error
+}
+
+// responseOut writes a stream through net/http's ResponseWriter.
+type responseOut struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (o responseOut) Write(b []byte) (int, error) { return o.w.Write(b) }
+
+func (o responseOut) Flush() error {
+	err := o.rc.Flush()
+	if errors.Is(err, http.ErrNotSupported) {
+		return nil
+	}
+	return err
+}
+
+func (o responseOut) SetWriteDeadline(t time.Time) error { return o.rc.SetWriteDeadline(t) }
+
+// connOut writes a stream's chunks on its hijacked connection. It holds a
+// buffer (from outBuffers) only from a write to the next Flush: between
+// events, a stream costs its connection and little else.
+type connOut struct {
+	conn net.Conn
+	bw   *bufio.Writer // nil between events
+}
+
+var outBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+
+func (o *connOut) Write(b []byte) (int, error) {
+	if o.bw == nil {
+		o.bw = outBuffers.Get().(*bufio.Writer)
+		o.bw.Reset(chunkWriter{o.conn})
+	}
+	return o.bw.Write(b)
+}
+
+func (o *connOut) Flush() error {
+	if o.bw == nil {
+		return nil
+	}
+	err := o.bw.Flush()
+	o.bw.Reset(nil)
+	outBuffers.Put(o.bw)
+	o.bw = nil
+	return err
+}
+
+func (o *connOut) SetWriteDeadline(t time.Time) error { return o.conn.SetWriteDeadline(t) }
+
+// end ends the response with its last chunk when complete (else the client
+// sees it broken off, as a cut-off subscriber must), and closes the
+// connection.
+func (o *connOut) end(complete bool, timeout time.Duration) {
+	if complete {
+		o.conn.SetWriteDeadline(time.Now().Add(timeout))
+		io.WriteString(o.conn, "0\r\n\r\n")
+	}
+	o.conn.Close()
+}
+
+// chunkWriter writes each Write as one HTTP/1.1 chunk, with one writev
+// (net/http/httputil's chunked writer makes three writes of each, which
+// only suits a buffered destination).
+type chunkWriter struct{ conn net.Conn }
+
+var crlf = []byte("\r\n")
+
+func (cw chunkWriter) Write(b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	size := strconv.AppendInt(make([]byte, 0, 18), int64(len(b)), 16)
+	bufs := net.Buffers{append(size, crlf...), b, crlf}
+	if _, err := bufs.WriteTo(cw.conn); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 var errClosing = errors.New("relay: closing")
 
 // streamWriter writes events to one subscriber with a deadline per event.
 type streamWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
+	out     streamOut
 	sub     *subscriber
 	timeout time.Duration
 }
@@ -226,7 +390,7 @@ type streamWriter struct {
 // overwritten unnoticed.
 func (sw *streamWriter) arm(n int) error {
 	d := sw.timeout + time.Duration(n>>20)*time.Second
-	sw.rc.SetWriteDeadline(time.Now().Add(d)) // ErrNotSupported: no deadline
+	sw.out.SetWriteDeadline(time.Now().Add(d)) // ErrNotSupported: no deadline
 	select {
 	case <-sw.sub.kicked:
 		return errCutOff
@@ -239,7 +403,7 @@ func (sw *streamWriter) write(b []byte) error {
 	if err := sw.arm(len(b)); err != nil {
 		return err
 	}
-	_, err := sw.w.Write(b)
+	_, err := sw.out.Write(b)
 	return err
 }
 
@@ -266,17 +430,9 @@ func (sw *streamWriter) delivery(d *delivery) error {
 	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, d.id, 10)
 	b = append(b, '\n')
-	if _, err := sw.w.Write(b); err != nil {
+	if _, err := sw.out.Write(b); err != nil {
 		return err
 	}
-	_, err := frame.WriteTo(sw.w)
-	return err
-}
-
-func (sw *streamWriter) flush() error {
-	err := sw.rc.Flush()
-	if errors.Is(err, http.ErrNotSupported) {
-		return nil
-	}
+	_, err := frame.WriteTo(sw.out)
 	return err
 }

@@ -1,0 +1,125 @@
+package relay_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/relay"
+)
+
+// An idle subscriber costs the relay little: its connection, its place in
+// the channel and two small goroutines, not net/http's connection buffers
+// and serving goroutine (which took 26 KiB of heap and stack each).
+func TestIdleSubscriberCost(t *testing.T) {
+	const n = 300
+	srv, ts := newRelay(t, relay.Options{MaxStreams: n, MaxStreamsPerIP: n, MaxSubscribers: n, MaxSubscribersPerIP: n})
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	conns := make([]net.Conn, 0, n)
+	for range n {
+		c, err := dialStream(addr(ts), "/idle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	waitFor(t, "the subscribers", func() bool { return srv.Stats().Subscribers == n })
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	// The clients' side (a connection and a 512-byte reader each) is in
+	// this process too: about 1 KiB of the figure.
+	perSub := (int64(after.HeapAlloc) - int64(before.HeapAlloc) + int64(after.StackInuse) - int64(before.StackInuse)) / n
+	if perSub > 12<<10 {
+		t.Errorf("an idle subscriber costs %d bytes of heap and stack, want at most 12 KiB", perSub)
+	}
+	// They still get deliveries.
+	mustPost(t, ts.URL+"/idle", `{"n":1}`)
+	for _, c := range conns[:3] {
+		c.SetReadDeadline(time.Now().Add(wait))
+		br := bufio.NewReader(c)
+		for line := ""; line != "id: 1\n"; { // the chunks' sizes come between
+			var err error
+			if line, err = br.ReadString('\n'); err != nil {
+				t.Fatalf("an idle subscriber's stream: %v before id: 1", err)
+			}
+		}
+	}
+}
+
+// An HTTP/1.0 client, which cannot read chunks, gets its stream through
+// net/http, delimited by the connection's end.
+func TestStreamHTTP10(t *testing.T) {
+	srv, ts := newRelay(t, relay.Options{})
+	conn, err := net.Dial("tcp", addr(ts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(wait))
+	io.WriteString(conn, "GET /old HTTP/1.0\r\nAccept: text/event-stream\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || len(resp.TransferEncoding) != 0 {
+		t.Fatalf("HTTP/1.0 stream: %d %v, want 200 without chunks", resp.StatusCode, resp.TransferEncoding)
+	}
+	waitFor(t, "the subscriber", func() bool { return srv.Stats().Subscribers == 1 })
+	mustPost(t, ts.URL+"/old", `{"old":true}`)
+	srv.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || !strings.Contains(string(b), "event: ready\n") || !strings.Contains(string(b), "id: 1\n") {
+		t.Errorf("HTTP/1.0 stream read %q, %v; want ready and id 1, then EOF", b, err)
+	}
+}
+
+// Serve's shutdown waits for streams only until its timeout: a subscriber
+// that does not read is then cut off, and Serve says so.
+func TestServeShutdownCutsStuckStreams(t *testing.T) {
+	srv := mustNew(t, relay.Options{ShutdownTimeout: 50 * time.Millisecond, WriteTimeout: time.Hour, HistoryBytes: 1 << 30, TotalHistoryBytes: 1 << 30, SubscriberQueue: 1000})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	base := "http://" + ln.Addr().String()
+
+	stuck, err := dialStream(ln.Addr().String(), "/stuck?hookline=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	// A small receive buffer, so that the relay's writes soon block.
+	stuck.(*bufferedConn).Conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	waitFor(t, "the subscriber", func() bool { return srv.Stats().Subscribers == 1 })
+	// More than the sockets' buffers hold (the relay's is 4 MiB at most
+	// here): its write blocks.
+	body := `"` + strings.Repeat("x", 1<<20) + `"`
+	for range 16 {
+		mustPost(t, base+"/stuck", body, "Content-Type", "application/json")
+	}
+	if st := srv.Stats(); st.Subscribers != 1 {
+		t.Fatalf("stats %+v, want the stuck subscriber still there", st)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "were cut") {
+			t.Errorf("Serve = %v, want an error saying requests were cut", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("Serve did not return at its shutdown timeout")
+	}
+}
