@@ -197,7 +197,12 @@ func TestFrameLean(t *testing.T) {
 // FuzzBase64InPlace: decoding over the input gives what decoding into new
 // memory gives, and fails where it fails.
 func FuzzBase64InPlace(f *testing.F) {
-	for _, s := range []string{"", "YQ==", "YWI=", "YWJj", "eyJhIjoxfQ==", "!!!!", "YQ", "YQ==YQ==", strings.Repeat("QUJD", 1000)} {
+	for _, s := range []string{"", "YQ==", "YWI=", "YWJj", "eyJhIjoxfQ==", "!!!!", "YQ", "YQ==YQ==", strings.Repeat("QUJD", 1000),
+		// Longer than decodeBase64InPlace's 16 KiB block: several blocks,
+		// padding that ends a block before the last, a bad byte in the
+		// second block, line breaks.
+		strings.Repeat("QUJD", 5000), strings.Repeat("QUJD", 4095) + "QQ==" + "QUJD",
+		strings.Repeat("QUJD", 4500) + "!" + strings.Repeat("QUJD", 10), strings.Repeat("QUJD", 4096) + "\r\n" + "QQ=="} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -210,4 +215,19 @@ func FuzzBase64InPlace(f *testing.F) {
 			t.Fatalf("decodeBase64InPlace(%q) = %q, want %q", in, got, want)
 		}
 	})
+}
+
+// BenchmarkBase64InPlace decodes a 20 MiB body's bodyB over itself:
+//
+//	go test -run '^$' -bench Base64InPlace -count 6 ./internal/wire/
+func BenchmarkBase64InPlace(b *testing.B) {
+	text := []byte(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("hookline"), 20<<20/8)))
+	work := make([]byte, len(text))
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		copy(work, text)
+		if _, err := decodeBase64InPlace(work); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
