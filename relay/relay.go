@@ -174,7 +174,8 @@ type Options struct {
 	// its context ends. If zero, DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 
-	// Logger receives one record per delivery, subscriber and cut-off.
+	// Logger receives one record per subscriber and cut-off (info), and
+	// one per delivery (debug).
 	// If nil, nothing is logged.
 	Logger *slog.Logger
 
@@ -880,7 +881,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		writeJSON(w, http.StatusOK, map[string]any{"id": p.id, "duplicate": true})
 		return
 	}
-	s.log.Info("delivery", "channel", name, "id", p.id, "bytes", len(body), "subscribers", p.queued, "event", headerValue(d.header, "x-github-event"))
+	s.log.Debug("delivery", "channel", name, "id", p.id, "bytes", len(body), "subscribers", p.queued, "event", headerValue(d.header, "x-github-event"))
 	answer := map[string]int64{"id": p.id}
 	if s.shared == nil {
 		// How many streams got it: 0 tells a sender nobody is listening

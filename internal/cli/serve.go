@@ -26,8 +26,9 @@ import (
 
 // serveOptions are the parsed flags of `hookline serve`.
 type serveOptions struct {
-	addr  string
-	relay relay.Options
+	addr    string
+	verbose bool
+	relay   relay.Options
 }
 
 func serveCommand(s *streams) *ucli.Command {
@@ -135,6 +136,11 @@ func serveCommand(s *streams) *ucli.Command {
 				Usage:   "`address` or CIDR of a reverse proxy in front of the relay, whose X-Forwarded-For names the client that per-client limits count (repeatable)",
 				EnvVars: []string{"HOOKLINE_TRUSTED_PROXY"},
 			},
+			&ucli.BoolFlag{
+				Name:    "verbose",
+				Aliases: []string{"v"},
+				Usage:   "also log every delivery (channel, id, size, subscribers, event) and Redis's own messages",
+			},
 		},
 		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
 			return usageErrorf("%v; run 'hookline serve --help' for usage", err)
@@ -201,6 +207,7 @@ func parseServe(c *ucli.Context) (serveOptions, error) {
 			return serveOptions{}, usageErrorf("--%s %d must be at least %d", f.name, *f.dst, max(f.min, 1))
 		}
 	}
+	opts.verbose = c.Bool("verbose")
 	for _, v := range c.StringSlice("trusted-proxy") {
 		p, err := parsePrefix(v)
 		if err != nil {
@@ -352,7 +359,13 @@ func parseByteSize(s string) (int64, error) {
 // runServe runs the relay until ctx ends (SIGINT, SIGTERM), then shuts it
 // down gracefully.
 func runServe(ctx context.Context, opts serveOptions, s *streams) error {
-	opts.relay.Logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// A line per delivery is for --verbose (debug): on a busy relay it
+	// costs a write per delivery, and forward's trace shows them anyway.
+	level := slog.LevelInfo
+	if opts.verbose {
+		level = slog.LevelDebug
+	}
+	opts.relay.Logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
 	if opts.relay.RedisURL != "" {
 		// go-redis logs to stderr process-wide; every failure it reports
 		// also reaches the relay as an error, which the relay logs and

@@ -116,8 +116,21 @@ func TestServeRelaysAndStops(t *testing.T) {
 	if !strings.Contains(out, "hookline relay stopped after") || !strings.Contains(out, "1 deliveries relayed") {
 		t.Errorf("output lacks the summary:\n%s", out)
 	}
-	if !strings.Contains(errOut, "msg=delivery") {
-		t.Errorf("stderr lacks the delivery log:\n%s", errOut)
+	if strings.Contains(errOut, "msg=delivery") {
+		t.Errorf("stderr logs a delivery without --verbose:\n%s", errOut)
+	}
+}
+
+// With --verbose, the relay logs every delivery.
+func TestServeVerbose(t *testing.T) {
+	_, channel, stop := startServe(t, "--addr", "127.0.0.1:0", "-v")
+	resp, err := http.Post(channel, "application/json", strings.NewReader(`{"zen":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, _, errOut := stop(); !strings.Contains(errOut, "msg=delivery") || !strings.Contains(errOut, "id=1") {
+		t.Errorf("stderr lacks the delivery's line:\n%s", errOut)
 	}
 }
 
