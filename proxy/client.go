@@ -418,7 +418,7 @@ func New(opts Options) (*Client, error) {
 			t.DisableCompression = true
 			hc = &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: t}, Retry: retry}
 		}
-		c.fwd = &forwarder{Target: target, HTTPClient: hc, Options: ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Header: opts.TargetHeader}}
+		c.fwd = newForwarder(target, hc, ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Header: opts.TargetHeader})
 	}
 	return c, nil
 }
@@ -743,6 +743,18 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 		}
 	}
 
+	var note string
+	switch {
+	case r.Verification == VerificationFailed:
+		note = "not passed on: " + r.VerifyNote + " (replay it with the right secret)"
+	case r.Target != nil && r.Target.Failed():
+		note = "the target answered " + r.Target.Summary()
+	}
+	if c.opts.SaveDir == "" && (note == "" || c.failedDir == "") {
+		// Nothing to save: no capture record to build.
+		c.noteLost(r, d)
+		return r
+	}
 	cd := capture.Delivery{
 		ID: d.ID, Event: captureEvent(d), Action: r.Action, ReceivedAt: r.Received,
 		Source: c.source, Method: d.Method, Query: d.Query.Encode(),
@@ -759,12 +771,7 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 			c.stats.saved.Add(1)
 		}
 	}
-	switch {
-	case r.Verification == VerificationFailed:
-		cd.Note = "not passed on: " + r.VerifyNote + " (replay it with the right secret)"
-	case r.Target != nil && r.Target.Failed():
-		cd.Note = "the target answered " + r.Target.Summary()
-	}
+	cd.Note = note
 	if cd.Note != "" && c.failedDir != "" {
 		r.FailedFile, r.FailedErr = c.saveFailed(cd)
 		if r.FailedErr != nil {
@@ -773,12 +780,17 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 			c.stats.failedSaved.Add(1)
 		}
 	}
+	c.noteLost(r, d)
+	return r
+}
+
+// noteLost counts and logs d when r says it was lost.
+func (c *Client) noteLost(r Result, d *Delivery) {
 	if r.Lost() {
 		c.stats.lost.Add(1)
 		c.logger.Warn("the target did not take a delivery and it was not saved; the relay may still have it",
 			"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
 	}
-	return r
 }
 
 // keepSkipped leaves a note in the failed folder for an event too large to

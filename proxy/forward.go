@@ -132,6 +132,22 @@ type forwarder struct {
 	HTTPClient *rest.Client
 	// Options adjust each request (query, re-signing).
 	Options ForwardOptions
+
+	shown string // Target redacted (newForwarder)
+}
+
+// newForwarder returns a forwarder to target.
+func newForwarder(target *url.URL, hc *rest.Client, o ForwardOptions) *forwarder {
+	return &forwarder{Target: target, HTTPClient: hc, Options: o, shown: redact.URL(target.String())}
+}
+
+// shownURL returns u redacted for results: Target's, redacted once, when
+// the delivery added no query to it.
+func (f *forwarder) shownURL(u *url.URL) string {
+	if u.RawQuery == f.Target.RawQuery && u.Path == f.Target.Path {
+		return f.shown
+	}
+	return redact.URL(u.String())
 }
 
 // Forward sends d to f.Target and returns the outcome: the final status,
@@ -140,13 +156,13 @@ type forwarder struct {
 // returns nil.
 func (f *forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
 	client := f.HTTPClient
-	res := &TargetResult{URL: redact.URL(f.Target.String())}
+	res := &TargetResult{URL: f.shownURL(f.Target)}
 	req, err := ForwardRequest(ctx, f.Target, d, f.Options)
 	if err != nil {
 		res.Err = err
 		return res
 	}
-	res.URL = redact.URL(req.URL.String())
+	res.URL = f.shownURL(req.URL)
 	// Every attempt the client's retries make asks for a connection.
 	var attempts atomic.Int32
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
