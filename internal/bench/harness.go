@@ -198,7 +198,7 @@ func (h *harness) trial(ctx context.Context, s scenario, p *payload, tool string
 			}
 		}
 		total := int64(s.N) * int64(s.Size+2048)
-		relay, err = startRelay(ctx, h.work, argv, env, s.N+h.o.relayHistory, 2*total+64<<20)
+		relay, err = startRelay(ctx, h.work, argv, env, 2*total+64<<20)
 		if err != nil {
 			return r, err
 		}

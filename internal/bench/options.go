@@ -65,26 +65,25 @@ var quickScenarios = []scenario{
 
 // options are the parsed flags.
 type options struct {
-	scenarios    []scenario
-	tools        []string
-	rounds       int
-	body         string // "json" or "binary"
-	concurrency  int    // hookline forward --concurrency
-	hookline     string // a prebuilt hookline binary; empty builds one
-	compare      string // another hookline binary, measured as the tool "compare"
-	node         string
-	smee         string // smee.js; empty: interop/node_modules/smee-client/bin/smee.js
-	gosmee       string // gosmee binary; empty: built from the module proxy
-	stall        time.Duration
-	profile      string // directory for pprof profiles of the hookline trials
-	jsonOut      string // file for the raw results
-	workDir      string
-	verbose      bool
-	trace        bool // with profile: execution traces too
-	quick        bool
-	moduleRoot   string // found with `go env GOMOD` when empty
-	secret       string
-	relayHistory int // extra deliveries the relay keeps beyond N
+	scenarios   []scenario
+	tools       []string
+	rounds      int
+	body        string // "json" or "binary"
+	concurrency int    // hookline forward --concurrency
+	hookline    string // a prebuilt hookline binary; empty builds one
+	compare     string // another hookline binary, measured as the tool "compare"
+	node        string
+	smee        string // smee.js; empty: interop/node_modules/smee-client/bin/smee.js
+	gosmee      string // gosmee binary; empty: built from the module proxy
+	stall       time.Duration
+	profile     string // directory for pprof profiles of the hookline trials
+	jsonOut     string // file for the raw results
+	workDir     string
+	verbose     bool
+	trace       bool // with profile: execution traces too
+	quick       bool
+	moduleRoot  string // found with `go env GOMOD` when empty
+	secret      string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -130,7 +129,6 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected argument %q; see --help", fs.Arg(0))
 	}
 	o.secret = "hookline-bench-secret"
-	o.relayHistory = 100
 
 	custom := *n != 0 || *size != "" || *rate != 0 || *window != 0 || *pubs != 0
 	switch {
