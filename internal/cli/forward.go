@@ -357,6 +357,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		}
 	}
 	tr := newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose, nil)
+	defer tr.flush()
 	tr.secrets = []string{o.secret, o.targetSecret}
 	tr.forward = true
 	dedupWindow := o.dedupWindow

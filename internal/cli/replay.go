@@ -230,6 +230,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.Deliver
 	r.c = c
 	// In a dry run the request block below replaces the tracer's details.
 	r.tr = newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose && !r.dry, traceZone)
+	defer r.tr.flush()
 	r.tr.secrets = []string{o.secret}
 	if len(ds) > progressMin && stderrIsTerminal(s) {
 		r.bar = &progressBar{w: s.err, total: len(ds), label: "replaying"}
@@ -315,7 +316,7 @@ func (r *replayer) writeDryRun(d *proxy.Delivery, fopts proxy.ForwardOptions) {
 	req, err := proxy.ForwardRequest(context.Background(), dryRunTarget, d, fopts)
 	if err != nil {
 		fmt.Fprintf(&b, "    %s\n", paint(r.s.outColor, color.FgRed).Sprint("cannot build the request: "+err.Error()))
-		io.WriteString(r.s.out, b.String())
+		r.tr.write(b.String())
 		return
 	}
 	fmt.Fprintf(&b, "    %s %s", dim.Sprint("would send"), req.Method)
@@ -332,7 +333,7 @@ func (r *replayer) writeDryRun(d *proxy.Delivery, fopts proxy.ForwardOptions) {
 			fmt.Fprintf(&b, "    %q\n", shorten(string(d.Body), 2048))
 		}
 	}
-	io.WriteString(r.s.out, b.String())
+	r.tr.write(b.String())
 }
 
 // summary prints the counts on stderr and returns the command's error: nil

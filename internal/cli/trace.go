@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -25,8 +26,10 @@ import (
 // the connection state changes. It is safe for concurrent use.
 type tracer struct {
 	mu      sync.Mutex
-	out     io.Writer // the trace
-	info    io.Writer // state changes and the summary
+	out     io.Writer // the trace: buf, when there is one
+	buf     *bufio.Writer
+	flushAt *time.Timer // set while buf holds lines
+	info    io.Writer   // state changes and the summary
 	json    bool
 	verbose bool
 	loc     *time.Location
@@ -47,6 +50,47 @@ type tracer struct {
 	forward bool
 }
 
+// traceFlushDelay is the longest a trace line waits in the buffer when
+// the trace goes to a file or a pipe: a busy forwarder then makes one write
+// a burst rather than one a delivery, and a reader of the pipe still sees
+// each line within a tenth of a second.
+const traceFlushDelay = 100 * time.Millisecond
+
+// written arranges for what was just written to t.out to be flushed. The
+// caller holds t.mu.
+func (t *tracer) written() {
+	if t.buf != nil && t.flushAt == nil {
+		t.flushAt = time.AfterFunc(traceFlushDelay, t.flush)
+	}
+}
+
+// write adds text of the command's own to the trace, in order with its
+// lines.
+func (t *tracer) write(text string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	io.WriteString(t.out, text)
+	t.written()
+}
+
+// flush writes out the buffered trace lines. Commands call it before they
+// return.
+func (t *tracer) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushLocked()
+}
+
+func (t *tracer) flushLocked() {
+	if t.flushAt != nil {
+		t.flushAt.Stop()
+		t.flushAt = nil
+	}
+	if t.buf != nil {
+		t.buf.Flush()
+	}
+}
+
 // maxListedFailed bounds the failed captures the summary lists by name.
 const maxListedFailed = 20
 
@@ -61,6 +105,12 @@ func newTracer(out, info io.Writer, colorOut bool, jsonLines, verbose bool, loc 
 		red:    paint(colorOut, color.FgRed, color.Bold),
 		dim:    paint(colorOut, color.Faint),
 		bold:   paint(colorOut, color.Bold),
+	}
+	if !isTerminal(out) {
+		// A file or a pipe gets the trace a burst at a time (see
+		// traceFlushDelay); a terminal, line by line.
+		t.buf = bufio.NewWriterSize(out, 32<<10)
+		t.out = t.buf
 	}
 	t.families = map[string]*color.Color{
 		"issues":   paint(colorOut, color.FgCyan),
@@ -152,6 +202,7 @@ func (t *tracer) result(r proxy.Result) {
 	if r.Duplicate {
 		fmt.Fprintf(&b, " %s\n", t.yellow.Sprint("duplicate, skipped"))
 		io.WriteString(t.out, b.String())
+		t.written()
 		return
 	}
 	switch r.Verification {
@@ -263,6 +314,7 @@ func (t *tracer) result(r proxy.Result) {
 		}
 	}
 	io.WriteString(t.out, b.String())
+	t.written()
 }
 
 func (t *tracer) writeDetails(b *strings.Builder, r proxy.Result) {
@@ -409,6 +461,7 @@ func (t *tracer) writeJSON(r proxy.Result) {
 	enc := json.NewEncoder(t.out)
 	enc.SetEscapeHTML(false)
 	enc.Encode(j)
+	t.written()
 }
 
 // state prints a connection state change.
@@ -482,6 +535,7 @@ type summaryInfo struct {
 func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.flushLocked() // the trace before the summary
 	fmt.Fprintf(t.info, "%s %d received", t.bold.Sprint("summary:"), s.Received)
 	parts := []struct {
 		n     int64

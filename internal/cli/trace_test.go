@@ -228,3 +228,57 @@ func TestTraceConnectionFailures(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkTraceToFile measures a trace line written to a file, as a
+// forwarder writing to a pipe or a log does:
+//
+//	go test -run '^$' -bench TraceToFile -count 6 ./internal/cli/
+func BenchmarkTraceToFile(b *testing.B) {
+	f, err := os.CreateTemp(b.TempDir(), "trace")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	tr := newTracer(f, io.Discard, false, false, false, time.UTC)
+	r := traceResults()[0]
+	for b.Loop() {
+		tr.result(r)
+	}
+	tr.flush()
+}
+
+// A trace to a file or a pipe is buffered, and reaches it at the latest
+// traceFlushDelay after a line, or when the command flushes it.
+func TestTraceBufferedToFile(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f, err := os.CreateTemp(t.TempDir(), "trace")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		tr := newTracer(f, io.Discard, false, false, false, time.UTC)
+		size := func() int64 {
+			st, err := f.Stat()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.Size()
+		}
+		tr.result(traceResults()[0])
+		tr.result(traceResults()[0])
+		if n := size(); n != 0 {
+			t.Errorf("the file holds %d bytes at once, want the lines buffered", n)
+		}
+		time.Sleep(traceFlushDelay)
+		synctest.Wait()
+		first := size()
+		if first == 0 {
+			t.Fatalf("nothing written %s after the lines", traceFlushDelay)
+		}
+		tr.result(traceResults()[0])
+		tr.flush()
+		if n := size(); n <= first {
+			t.Errorf("flush wrote nothing: %d bytes, %d before", n, first)
+		}
+	})
+}
