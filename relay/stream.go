@@ -172,16 +172,14 @@ func hijack(r *http.Request, rc *http.ResponseController) net.Conn {
 	return conn
 }
 
-// watch reads (and drops) what a hijacked stream's client sends, which
-// should be nothing, and cancels the stream once the connection ends.
+// watch cancels a hijacked stream once its connection ends, or its client
+// sends anything: a stream's client has nothing to say, and one that talks
+// (a second request, bytes from an attacker) is not read at the relay's
+// expense.
 func watch(conn net.Conn, cancel context.CancelFunc) {
-	defer cancel()
-	var b [64]byte
-	for {
-		if _, err := conn.Read(b[:]); err != nil {
-			return
-		}
-	}
+	var b [1]byte
+	conn.Read(b[:])
+	cancel()
 }
 
 // stream is one subscriber's stream being served.

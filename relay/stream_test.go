@@ -123,3 +123,23 @@ func TestServeShutdownCutsStuckStreams(t *testing.T) {
 		t.Fatal("Serve did not return at its shutdown timeout")
 	}
 }
+
+// A stream's client that sends anything after its request (a pipelined
+// request, junk) is disconnected: the relay does not read for it.
+func TestStreamClientThatTalksIsDisconnected(t *testing.T) {
+	srv, ts := newRelay(t, relay.Options{})
+	conn, err := dialStream(addr(ts), "/talk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	waitFor(t, "the subscriber", func() bool { return srv.Stats().Subscribers == 1 })
+	io.WriteString(conn, "GET /talk HTTP/1.1\r\nHost: x\r\n\r\n")
+	waitFor(t, "the talking subscriber to be gone", func() bool { return srv.Stats().Subscribers == 0 })
+	conn.SetReadDeadline(time.Now().Add(wait))
+	// EOF, or a reset (the relay closes with the client's bytes unread);
+	// not a timeout.
+	if _, err := io.Copy(io.Discard, conn); err != nil && strings.Contains(err.Error(), "timeout") {
+		t.Errorf("the connection did not end: %v", err)
+	}
+}
