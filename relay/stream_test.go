@@ -36,10 +36,12 @@ func TestIdleSubscriberCost(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	// The clients' side (a connection and a 512-byte reader each) is in
-	// this process too: about 1 KiB of the figure.
+	// this process too: about 1 KiB of the figure; the race detector adds
+	// 4 or 5 KiB (10 KiB in all without it, 14 with it; 27.5 before the
+	// streams left net/http).
 	perSub := (int64(after.HeapAlloc) - int64(before.HeapAlloc) + int64(after.StackInuse) - int64(before.StackInuse)) / n
-	if perSub > 12<<10 {
-		t.Errorf("an idle subscriber costs %d bytes of heap and stack, want at most 12 KiB", perSub)
+	if perSub > 18<<10 {
+		t.Errorf("an idle subscriber costs %d bytes of heap and stack, want at most 18 KiB (the goal is under 20)", perSub)
 	}
 	// They still get deliveries.
 	mustPost(t, ts.URL+"/idle", `{"n":1}`)
