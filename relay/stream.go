@@ -135,11 +135,10 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	w.WriteHeader(http.StatusOK)
-	if conn := hijack(r, rc); conn != nil {
+	if conn := s.hijack(r, rc); conn != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		co := &connOut{conn: conn}
 		sub.setOut(co)
-		s.hijacked.Add(1)
 		go watch(conn, cancel)
 		go func() {
 			defer s.hijacked.Done()
@@ -158,15 +157,30 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 // response) is out, and returns it; or nil where a stream stays with
 // net/http: HTTP/2 (which cannot be hijacked), HTTP/1.0 (no chunks), HEAD
 // (no body), a ResponseWriter wrapped without Unwrap.
-func hijack(r *http.Request, rc *http.ResponseController) net.Conn {
+//
+// A stream it returns counts in s.hijacked, for Serve's shutdown: added
+// under s.mu, and never once the relay is closed (the stream then stays
+// with net/http, whose Shutdown waits for it), so that waitStreams, which
+// runs after Close, sees every one.
+func (s *Server) hijack(r *http.Request, rc *http.ResponseController) net.Conn {
 	if r.Method != http.MethodGet || r.ProtoMajor != 1 || r.ProtoMinor < 1 {
 		return nil
 	}
-	if err := rc.Flush(); err != nil {
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.hijacked.Add(1)
+	}
+	s.mu.Unlock()
+	if closed {
 		return nil
 	}
-	conn, _, err := rc.Hijack()
+	conn, err := net.Conn(nil), rc.Flush()
+	if err == nil {
+		conn, _, err = rc.Hijack()
+	}
 	if err != nil {
+		s.hijacked.Done()
 		return nil
 	}
 	return conn
