@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -549,9 +550,20 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	so.Header.Set(StreamHeader, "1")
 	so.Header.Set(wire.LeanHeader, "1")
+	so.Header.Set(wire.LinkHeader, "1")
 	err := Subscribe(ctx, c.opts.Transport, so, func(ev SSEEvent) {
 		c.noteID(ev)
 		if d := c.decode(ev); d != nil {
+			if d.link != "" {
+				if err := c.fetchBody(ctx, d); err != nil && ctx.Err() != nil {
+					c.logger.Warn("shutting down: delivery received but its body not fetched; it stays in the relay's history",
+						"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
+					return
+				} else if err != nil {
+					c.keepSkipped(ev, "whose body could not be fetched", err)
+					return
+				}
+			}
 			it := c.classify(d)
 			select {
 			case queue <- it:
@@ -571,6 +583,52 @@ func (c *Client) Run(ctx context.Context) error {
 	return err
 }
 
+// fetchBody reads the body of a delivery the relay sent by link
+// (wire.LinkHeader) into one buffer of its Content-Length, with the
+// stream's HTTP client and rest's retries. The link is a reference relative
+// to the stream's URL; the relay answers it once.
+func (c *Client) fetchBody(ctx context.Context, d *Delivery) error {
+	ref, err := url.Parse(d.link)
+	if err != nil || ref.Scheme != "" || ref.Host != "" {
+		return fmt.Errorf("%w: bodyLink %q is not a relative URL reference", ErrMalformedMessage, d.link)
+	}
+	base, err := url.Parse(c.streamURL)
+	if err != nil {
+		return err
+	}
+	hc := http.DefaultClient
+	max := DefaultMaxEventSize
+	if t, ok := c.opts.Transport.(*SSETransport); ok {
+		if t.Client != nil {
+			hc = t.Client
+		}
+		if t.MaxEventSize > 0 {
+			max = t.MaxEventSize
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.ResolveReference(ref).String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := (&rest.Client{HTTPClient: hc, Retry: &rest.RetryPolicy{}}).MakeRequest(req)
+	if err != nil {
+		return fmt.Errorf("fetching the body of delivery %s: %w", d.ID, redactErr(err))
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("fetching the body of delivery %s: the relay answered %s", d.ID, resp.Status)
+	case resp.ContentLength < 0 || resp.ContentLength > int64(max):
+		return fmt.Errorf("fetching the body of delivery %s: %d bytes announced, more than the %d an event may have", d.ID, resp.ContentLength, max)
+	}
+	body := make([]byte, resp.ContentLength)
+	if _, err := io.ReadFull(resp.Body, body); err != nil {
+		return fmt.Errorf("fetching the body of delivery %s: %w", d.ID, err)
+	}
+	d.Body, d.link = body, ""
+	return nil
+}
+
 // decode reads one relay event, counting and logging what is not a
 // delivery. It returns nil for those.
 func (c *Client) decode(ev SSEEvent) *Delivery {
@@ -578,7 +636,7 @@ func (c *Client) decode(ev SSEEvent) *Delivery {
 	if err != nil {
 		c.stats.malformed.Add(1)
 		if errors.Is(err, bufio.ErrTooLong) {
-			c.keepSkipped(ev, err)
+			c.keepSkipped(ev, "too large to receive", err)
 		}
 		if ok, hidden := c.warnings.allow(time.Now()); ok {
 			if hidden > 0 {
@@ -793,19 +851,20 @@ func (c *Client) noteLost(r Result, d *Delivery) {
 	}
 }
 
-// keepSkipped leaves a note in the failed folder for an event too large to
-// receive: the client goes on past it (its id counts as read, or every
+// keepSkipped leaves a note in the failed folder for a delivery that could
+// not be received (why: "too large to receive", or "whose body could not
+// be fetched"): the client goes on past it (its id counts as read, or every
 // reconnect would receive it again), so the note is what tells the user
 // that a delivery the relay acknowledged did not arrive, and how to get it.
-func (c *Client) keepSkipped(ev SSEEvent, cause error) {
+func (c *Client) keepSkipped(ev SSEEvent, why string, cause error) {
 	if c.failedDir == "" {
 		c.stats.lost.Add(1)
-		c.logger.Error("a delivery too large to receive was skipped; the relay still has it", "event_id", ev.ID, "err", cause)
+		c.logger.Error("a delivery "+why+" was skipped; the relay still has it", "event_id", ev.ID, "err", cause)
 		return
 	}
 	// Named as a capture file would be, but .txt: replay reads only .json.
 	name := strings.TrimSuffix(capture.FileName(capture.Delivery{ReceivedAt: time.Now(), Event: "skipped", ID: ev.ID}), ".json") + ".txt"
-	text := fmt.Sprintf("hookline skipped event %q of %s: %v.\nThe relay still has it while its history keeps it: raise the limit and resume before that id (--last-event-id), or on a hookline relay POST %s/redeliver/%s.\n",
+	text := fmt.Sprintf("hookline skipped event %q of %s: %v.\nThe relay still has it while its history keeps it: resume before that id (--last-event-id; for an event over the size limit, raise the limit first), or on a hookline relay POST %s/redeliver/%s.\n",
 		ev.ID, c.source, cause, c.source, ev.ID)
 	path := filepath.Join(c.failedDir, name)
 	err := os.MkdirAll(c.failedDir, 0o700)
@@ -814,10 +873,10 @@ func (c *Client) keepSkipped(ev SSEEvent, cause error) {
 	}
 	if err != nil {
 		c.stats.lost.Add(1)
-		c.logger.Error("a delivery too large to receive was skipped, and the note about it could not be written", "event_id", ev.ID, "err", err)
+		c.logger.Error("a delivery "+why+" was skipped, and the note about it could not be written", "event_id", ev.ID, "err", err)
 		return
 	}
-	c.logger.Error("a delivery too large to receive was skipped; a note about it is in the failed folder", "event_id", ev.ID, "file", path)
+	c.logger.Error("a delivery "+why+" was skipped; a note about it is in the failed folder", "event_id", ev.ID, "file", path)
 }
 
 // saveFailed writes a delivery the target did not take to the failed

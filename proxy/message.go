@@ -99,11 +99,17 @@ const (
 	// BodyNone means the message had no body field (or a null one): the
 	// body is empty.
 	BodyNone BodySource = wire.SourceNone
+	// BodyLinked is "bodyLink": hookline's relay sent a large body by link
+	// (to a Client, which asks for it) and the Client fetched its exact
+	// bytes. A Delivery from Decode has no Body yet.
+	BodyLinked BodySource = wire.SourceLink
 )
 
 // Exact reports whether the body bytes are the sender's bytes (bodyB,
-// rawdata, a capture file) rather than a relay's re-serialisation.
-func (s BodySource) Exact() bool { return s == BodyBase64 || s == BodyRaw || s == BodyCapture }
+// rawdata, a link, a capture file) rather than a relay's re-serialisation.
+func (s BodySource) Exact() bool {
+	return s == BodyBase64 || s == BodyRaw || s == BodyLinked || s == BodyCapture
+}
 
 // Delivery is a webhook delivery as a relay passed it on.
 type Delivery struct {
@@ -148,6 +154,8 @@ type Delivery struct {
 	// milliseconds since the epoch as a number or a string); zero when the
 	// message has none or it is not a number.
 	Timestamp time.Time
+
+	link string // "bodyLink" (BodyLinked), until Client fetches the body
 }
 
 // Decode reads one relay event. Control events (smee's "ready" and "ping",
@@ -196,6 +204,7 @@ func Decode(ev SSEEvent) (Message, error) {
 		EventID: ev.ID, Format: Format(wd.Format), Method: wd.Method,
 		ContentType: wd.Header.Get("Content-Type"), Headers: wd.Header, Query: wd.Query,
 		Body: wd.Body, BodySource: BodySource(wd.BodySource), Timestamp: wd.Timestamp,
+		link: wd.Link,
 	}
 	d.identify()
 	return Message{Kind: KindDelivery, Delivery: d}, nil

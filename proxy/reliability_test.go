@@ -28,6 +28,7 @@ import (
 
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/rest"
@@ -91,14 +92,15 @@ func TestFaultConnectionCutMidEvent(t *testing.T) {
 	ts := httptestServer(t, target)
 
 	// A loopback TCP proxy between the client and the relay that drops
-	// the first connection after 1 MiB from the relay: inside the 2 MiB
-	// delivery 4 (about 4.7 MiB as an event).
+	// the first connection after 1 MiB from the relay: inside delivery 4,
+	// just under the size the relay sends by link (wire.LinkMin), about
+	// 1.3 MiB as an event.
 	proxyAddr, cuts := startCutProxy(t, strings.TrimPrefix(rl.Base, "http://"), 1<<20)
 	channel := strings.Replace(rl.Channel, strings.TrimPrefix(rl.Base, "http://"), proxyAddr, 1)
 
 	body := func(n int) []byte {
 		if n == 4 {
-			return relaytest.Body(n, 2<<20)
+			return relaytest.Body(n, wire.LinkMin-100) // with its JSON, under LinkMin
 		}
 		return relaytest.Body(n, 100)
 	}

@@ -40,6 +40,7 @@ type channel struct {
 	mu       sync.Mutex
 	lastID   int64                    // the newest id queued for subscribers, or seen without any
 	subs     map[*subscriber]struct{} // made by the first join
+	linkers  map[string]*subscriber   // subscribers taking bodies by link, by token (see wire.LinkHeader)
 	nsubs    atomic.Int32             // len(subs), for Stats without mu
 	joins    int64                    // subscribers that joined so far
 	catching bool                     // a catch-up (catchUpLater) is running
@@ -56,6 +57,11 @@ type subscriber struct {
 	notify chan struct{} // capacity 1: pending has deliveries
 	kicked chan struct{} // closed when the subscriber is cut off
 	pins   *atomic.Int64 // Server.pinned
+
+	// token, when the stream takes large bodies by link, names it in
+	// their links; linked holds those written and not yet fetched.
+	token  string
+	linked map[int64]*delivery
 
 	mu           sync.Mutex
 	pending      []*delivery
@@ -117,6 +123,50 @@ func (sub *subscriber) take(buf []*delivery) []*delivery {
 	sub.pending = buf[:0]
 	sub.pendingBytes = 0
 	return out
+}
+
+// link keeps d, just written by link, for its fetch (the subscriber goes on
+// holding it: see hold).
+func (sub *subscriber) link(d *delivery) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.linked == nil {
+		sub.linked = map[int64]*delivery{}
+	}
+	sub.linked[d.id] = d // each delivery is written once (see channel.mu)
+}
+
+// fetch returns the linked delivery id (nil if none), and takes those
+// linked before it, which the caller releases: the client fetches in
+// order, so it has them. A delivery is kept after its own fetch, so that a
+// fetch cut off midway can be made again, until a later one or the end of
+// the stream.
+func (sub *subscriber) fetch(id int64) (d *delivery, before []*delivery) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	d = sub.linked[id]
+	if d == nil {
+		return nil, nil
+	}
+	for k, o := range sub.linked {
+		if k < id {
+			before = append(before, o)
+			delete(sub.linked, k)
+		}
+	}
+	return d, before
+}
+
+// unlinkAll takes every linked delivery: the stream has ended.
+func (sub *subscriber) unlinkAll() []*delivery {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	ds := make([]*delivery, 0, len(sub.linked))
+	for _, d := range sub.linked {
+		ds = append(ds, d)
+	}
+	sub.linked = nil
+	return ds
 }
 
 // setOut makes out the stream's destination, once its connection is
@@ -349,6 +399,7 @@ func (s *Server) removeSub(c *channel, sub *subscriber) {
 		return
 	}
 	delete(c.subs, sub)
+	delete(c.linkers, sub.token)
 	c.nsubs.Add(-1)
 	s.subscribers.Add(-1)
 	if len(c.subs) == 0 && s.shared != nil {
@@ -576,6 +627,12 @@ func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEve
 		c.subs = map[*subscriber]struct{}{}
 	}
 	c.subs[sub] = struct{}{}
+	if sub.token != "" {
+		if c.linkers == nil {
+			c.linkers = map[string]*subscriber{}
+		}
+		c.linkers[sub.token] = sub
+	}
 	c.nsubs.Add(1)
 	s.subscribers.Add(1)
 	if len(c.subs) == 1 && s.shared != nil {

@@ -601,6 +601,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.serveStream(w, r, segs[1], formatGosmee)
+	case len(segs) == 3 && segs[1] == "body":
+		if !allowMethods(w, r, http.MethodGet) {
+			return
+		}
+		s.serveBody(w, r, name, segs[2])
 	case len(segs) == 3 && segs[1] == "redeliver":
 		if !allowMethods(w, r, http.MethodPost) {
 			return

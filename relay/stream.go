@@ -104,6 +104,9 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		pins:   s.pinned,
 		out:    out,
 	}
+	if format == formatLean && r.Header.Get(wire.LinkHeader) == "1" {
+		sub.token = newChannelName() // 128 random bits
+	}
 	last, resume := lastEventID(r)
 
 	c, rp, err := s.join(r.Context(), name, sub, last, resume)
@@ -216,12 +219,15 @@ func (st *stream) run(ctx context.Context, out streamOut) (err error) {
 		sub.mu.Lock()
 		sub.done = true
 		sub.mu.Unlock()
-		for _, d := range sub.take(nil) {
+		for _, d := range append(sub.take(nil), sub.unlinkAll()...) {
 			sub.release(d)
 		}
 	}()
 
 	sw := streamWriter{out: out, sub: sub, timeout: s.opts.WriteTimeout}
+	if sub.token != "" {
+		sw.linkBase = c.name + "/body/"
+	}
 	if sub.format == formatGosmee {
 		err = sw.write(append(slices.Clip(wire.GosmeeConnectedFrame), wire.GosmeeReadyFrame...))
 	} else {
@@ -391,9 +397,10 @@ var errClosing = errors.New("relay: closing")
 
 // streamWriter writes events to one subscriber with a deadline per event.
 type streamWriter struct {
-	out     streamOut
-	sub     *subscriber
-	timeout time.Duration
+	out      streamOut
+	sub      *subscriber
+	linkBase string // "<channel>/body/" when the stream takes large bodies by link
+	timeout  time.Duration
 }
 
 // arm sets the deadline for writing n bytes and reports errCutOff once the
@@ -425,26 +432,74 @@ func (sw *streamWriter) write(b []byte) error {
 // a replay page it holds meanwhile.
 func (sw *streamWriter) deliveries(page []*delivery, err error) error {
 	for _, d := range page {
+		linked := false
 		if err == nil {
-			err = sw.delivery(d)
+			linked, err = sw.delivery(d)
 		}
-		sw.sub.release(d)
+		if linked && err == nil {
+			sw.sub.link(d) // held until fetched (serveBody) or the stream ends
+		} else {
+			sw.sub.release(d)
+		}
 	}
 	return err
 }
 
-func (sw *streamWriter) delivery(d *delivery) error {
+// delivery writes d, and reports whether it wrote its body by link.
+func (sw *streamWriter) delivery(d *delivery) (linked bool, err error) {
 	frame := d.frame(sw.sub.format)
+	if sw.linkBase != "" && len(d.body) >= wire.LinkMin {
+		linked = true
+		frame = frame.Linked(sw.linkBase + strconv.FormatInt(d.id, 10) + "?s=" + sw.sub.token)
+	}
 	if err := sw.arm(frame.Len()); err != nil {
-		return err
+		return linked, err
 	}
 	b := make([]byte, 0, 32)
 	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, d.id, 10)
 	b = append(b, '\n')
 	if _, err := sw.out.Write(b); err != nil {
-		return err
+		return linked, err
 	}
-	_, err := frame.WriteTo(sw.out)
-	return err
+	_, err = frame.WriteTo(sw.out)
+	return linked, err
+}
+
+// serveBody answers GET /<name>/body/<id>?s=<token>: the exact bytes of a
+// delivery that the stream named by token sent by link (wire.LinkHeader),
+// while that stream lasts and until a later link of it is fetched. Anything
+// else is a 404 saying where the delivery still is.
+func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText string) {
+	var sub *subscriber
+	var d *delivery
+	id, err := strconv.ParseInt(idText, 10, 64)
+	if token := r.URL.Query().Get("s"); err == nil && token != "" {
+		s.mu.Lock()
+		c := s.channels[name]
+		s.mu.Unlock()
+		if c != nil {
+			c.mu.Lock()
+			sub = c.linkers[token]
+			c.mu.Unlock()
+		}
+	}
+	if sub != nil {
+		var before []*delivery
+		d, before = sub.fetch(id)
+		for _, o := range before {
+			sub.release(o)
+		}
+	}
+	if d == nil {
+		writeError(w, http.StatusNotFound, "no body at this link: its stream has ended, or a later link was fetched; the delivery stays in the channel's history (resume before its id, or POST /"+name+"/redeliver/<id>)")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.Itoa(len(d.body)))
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout + time.Duration(len(d.body)>>20)*time.Second))
+	w.Write(d.body)
 }

@@ -47,6 +47,16 @@ const (
 	// "bodyB" without "body", half the bytes for a JSON body. A relay that
 	// does not know it sends extended messages, which carry bodyB too.
 	LeanHeader = "X-Hookline-Lean"
+	// LinkHeader, set to "1" with LeanHeader, asks for large bodies by
+	// link: the lean message of a body of LinkMin bytes or more carries
+	// "bodyLink" instead of "bodyB", a URL reference (relative to the
+	// stream's URL) that a GET answers with the body's exact bytes. The
+	// relay keeps the body for the stream until the client fetches a
+	// later link (it fetches in order) or the stream ends, so that a fetch
+	// cut off midway can be made again. The client reads the body with one
+	// copy, not through the SSE reader, base64 and JSON.
+	LinkHeader = "X-Hookline-Link"
+	LinkMin    = 1 << 20
 )
 
 // Event names. Deliveries are unnamed ("message") events.
@@ -61,6 +71,7 @@ const (
 const (
 	KeyBody      = "body"
 	KeyBodyB     = "bodyB"
+	KeyBodyLink  = "bodyLink"
 	KeyRawData   = "rawdata"
 	KeyQuery     = "query"
 	KeyTimestamp = "timestamp"
@@ -261,6 +272,16 @@ func (f *Frame) Lean() *Frame {
 	return &Frame{head: head, tail: tail, bodyB: f.bodyB}
 }
 
+// Linked returns the lean frame of f with "bodyLink" set to link in place
+// of "bodyB" (see LinkHeader). f must be a lean frame.
+func (f *Frame) Linked(link string) *Frame {
+	tail := make([]byte, 0, len(f.tail)+len(link)+len(KeyBodyLink)+8)
+	tail = append(tail, f.tail...)
+	tail = append(tail, `,"`+KeyBodyLink+`":`...)
+	tail = AppendJSONString(tail, link)
+	return &Frame{head: f.head, tail: tail}
+}
+
 // WithoutBodyB returns f without "bodyB", sharing its parts.
 func (f *Frame) WithoutBodyB() *Frame {
 	g := *f
@@ -441,6 +462,7 @@ func AppendJSONString(b []byte, s string) []byte {
 // the body bytes came from.
 const (
 	SourceBodyB   = KeyBodyB    // exact bytes
+	SourceLink    = KeyBodyLink // exact bytes, to be fetched (Delivery.Link)
 	SourceRawData = KeyRawData  // the exact body as a JSON string
 	SourceBody    = KeyBody     // the JSON text as the relay wrote it
 	SourceText    = "body-text" // "body" holding a string for a non-JSON content type
@@ -462,6 +484,7 @@ type Delivery struct {
 	Query      url.Values  // nil when the message had none
 	Body       []byte      // may alias the event data
 	BodySource string      // one of the Source constants
+	Link       string      // "bodyLink" (BodySource SourceLink): where to GET the body
 	Timestamp  time.Time   // zero when absent or not a number
 }
 
@@ -598,9 +621,10 @@ func decodeDelivery(obj map[string]json.RawMessage) (*Delivery, error) {
 	_, hasBody := obj[KeyBody]
 	_, hasQuery := obj[KeyQuery]
 	_, hasBodyB := obj[KeyBodyB]
+	_, hasLink := obj[KeyBodyLink]
 	stringTime := len(obj[KeyTimestamp]) > 0 && obj[KeyTimestamp][0] == '"'
 	switch {
-	case hasBodyB && (hasBody || hasQuery):
+	case hasLink || hasBodyB && (hasBody || hasQuery):
 		d.Format = FormatHookline
 	case hasBodyB || stringTime:
 		d.Format = FormatGosmee
@@ -629,8 +653,17 @@ func decodeMethod(raw []byte) string {
 	return ""
 }
 
-// decodeBody picks the body by fidelity: bodyB, then rawdata, then body.
+// decodeBody picks the body by fidelity: bodyLink (to fetch), bodyB,
+// rawdata, body.
 func (d *Delivery) decodeBody(obj map[string]json.RawMessage) error {
+	if raw, ok := obj[KeyBodyLink]; ok && !isNull(raw) {
+		link, err := String(raw)
+		if err != nil || len(link) == 0 {
+			return errors.New(`"bodyLink" is not a URL reference`)
+		}
+		d.Link, d.BodySource = string(link), SourceLink
+		return nil
+	}
 	if raw, ok := obj[KeyBodyB]; ok && !isNull(raw) {
 		s, err := String(raw)
 		if err != nil {

@@ -1,0 +1,126 @@
+package proxy_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/wire"
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/webhooks"
+)
+
+// A body large enough for hookline's relay to send by link reaches the
+// target byte-exact, its signature verified, between small ones that come
+// inline, in order.
+func TestBodyByLinkForwarded(t *testing.T) {
+	const secret = "link-secret"
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{}
+	ts := httptestServer(t, target)
+	var mu sync.Mutex
+	var results []proxy.Result
+	onResult := func(r proxy.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		results = append(results, r)
+	}
+	startClient(t, proxy.Options{URL: rl.Channel, Target: ts, Secret: secret, OnResult: onResult})
+
+	big := append(relaytest.Body(2, wire.LinkMin), "\r\n\xff\x00"...) // not even JSON
+	bodies := [][]byte{relaytest.Body(1, 10), big, relaytest.Body(3, 10)}
+	for i, b := range bodies {
+		sig, err := webhooks.Sign(secret, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rl.Publish(t, nil, i+1, b, webhooks.HeaderSignature256, sig)
+	}
+	got := target.WaitFor(t, 3)
+	for i, a := range got {
+		if a.ID != relaytest.ID(i+1) || !bytes.Equal(a.Body, bodies[i]) {
+			t.Errorf("arrival %d: %s, %d bytes; want %s, %d bytes, exact", i, a.ID, len(a.Body), relaytest.ID(i+1), len(bodies[i]))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range results {
+		if r.Verification != proxy.VerificationPassed {
+			t.Errorf("delivery %s: verification %v, want passed", r.Delivery.ID, r.Verification)
+		}
+		if r.Delivery.ID == relaytest.ID(2) && r.Delivery.BodySource != proxy.BodyLinked {
+			t.Errorf("the large delivery's body came from %q, want %q", r.Delivery.BodySource, proxy.BodyLinked)
+		}
+	}
+}
+
+// A bodyLink that is not a reference on the relay (another host), or that
+// the relay does not answer, is not fetched: the delivery is reported
+// skipped, with a note in the failed folder, and the stream goes on.
+func TestBodyLinkRefused(t *testing.T) {
+	for _, tc := range []struct{ name, link, logged string }{
+		{"another host", "http://attacker.example/x", "not a relative URL reference"},
+		{"not found", "nowhere/body/2?s=x", "the relay answered 404"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			frames := "event: ready\ndata: {}\n\n" +
+				"id: 2\ndata: " + message(with(hostileHeaders("linked"), wire.KeyBodyLink, tc.link), nil) + "\n\n" +
+				fmt.Sprintf("id: 3\ndata: %s\n\n", message(hostileHeaders(relaytest.ID(3)), relaytest.Body(3, 10)))
+			relaySrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/chan") {
+					http.NotFound(w, r)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.Write([]byte(frames))
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			}))
+			relaySrv.Start()
+			t.Cleanup(relaySrv.Close) // after the client's end (cleanups run last first)
+			target := &relaytest.Sink{}
+			ts := httptestServer(t, target)
+			var logs strings.Builder
+			var logMu sync.Mutex
+			failed := t.TempDir()
+			c, _, _ := startClient(t, proxy.Options{URL: relaySrv.URL + "/chan", Target: ts, FailedDir: failed,
+				Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))})
+			if got := target.WaitFor(t, 1); got[0].ID != relaytest.ID(3) {
+				t.Errorf("the target got %s, want the delivery after the link", got[0].ID)
+			}
+			notes, _ := filepath.Glob(filepath.Join(failed, "*-skipped-2.txt"))
+			if len(notes) != 1 {
+				t.Fatalf("failed folder notes = %v, want one for event 2", notes)
+			}
+			note, _ := os.ReadFile(notes[0])
+			logMu.Lock()
+			defer logMu.Unlock()
+			if !strings.Contains(string(note), tc.logged) || !strings.Contains(logs.String(), "whose body could not be fetched") {
+				t.Errorf("note %q, log:\n%s\nwant them to say %q and that the body could not be fetched", note, logs.String(), tc.logged)
+			}
+			if s := c.Stats(); s.Forwarded != 1 {
+				t.Errorf("stats %+v, want 1 forwarded", s)
+			}
+		})
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,126 @@
+package relay_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/hookline/hookline/internal/wire"
+	"github.com/hookline/hookline/relay"
+)
+
+// subscribeLinked opens a lean stream that takes large bodies by link.
+func subscribeLinked(t *testing.T, url string) *stream {
+	t.Helper()
+	s := subscribe(t, url, wire.StreamHeader, "1", wire.LeanHeader, "1", wire.LinkHeader, "1")
+	s.ready()
+	return s
+}
+
+// fetch GETs a bodyLink, resolved against the channel's URL.
+func fetch(t *testing.T, channel, link string) (int, []byte) {
+	t.Helper()
+	base, _ := url.Parse(channel)
+	ref, err := url.Parse(link)
+	if err != nil || ref.IsAbs() || ref.Host != "" {
+		t.Fatalf("bodyLink %q is not a relative reference", link)
+	}
+	resp, err := http.Get(base.ResolveReference(ref).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+// A stream that asks for links gets a large body as "bodyLink", which a GET
+// answers with the exact bytes, even once the history let the delivery go,
+// until a later link is fetched; other streams, and small bodies, carry
+// bodyB as before.
+func TestBodyByLink(t *testing.T) {
+	srv, ts := newRelay(t, relay.Options{HistoryCount: 1})
+	channel := ts.URL + "/linked"
+	linked := subscribeLinked(t, channel)
+	lean := subscribe(t, channel, wire.StreamHeader, "1", wire.LeanHeader, "1")
+	lean.ready()
+
+	big := bytes.Repeat([]byte("ab\r\n\xff"), wire.LinkMin/5+1) // not JSON, not UTF-8
+	mustPost(t, channel, string(big), "Content-Type", "application/octet-stream")
+	mustPost(t, channel, `{"small":true}`, "Content-Type", "application/json") // id 1 leaves the history
+
+	m := message(t, linked.next())
+	link, _ := m[wire.KeyBodyLink].(string)
+	if _, hasB := m[wire.KeyBodyB]; link == "" || hasB || m["body"] != nil || m["query"] == nil || m["content-type"] != "application/octet-stream" {
+		t.Fatalf("large body's message %v, want bodyLink, no bodyB, no body, with headers and query", m)
+	}
+	if m := message(t, linked.next()); m[wire.KeyBodyB] == nil || m[wire.KeyBodyLink] != nil {
+		t.Errorf("small body's message %v, want bodyB", m)
+	}
+	if m := message(t, lean.next()); m[wire.KeyBodyB] == nil || m[wire.KeyBodyLink] != nil {
+		t.Errorf("a stream without %s got %v, want bodyB", wire.LinkHeader, m)
+	}
+	if st := srv.Stats(); st.PinnedBytes == 0 {
+		t.Errorf("stats %+v: the linked delivery, out of the history, should be pinned", st)
+	}
+	for range 2 { // a fetch cut off can be made again
+		if code, got := fetch(t, channel, link); code != http.StatusOK || !bytes.Equal(got, big) {
+			t.Fatalf("GET %s = %d, %d bytes; want 200 and the %d bytes posted", link, code, len(got), len(big))
+		}
+	}
+
+	mustPost(t, channel, string(big), "Content-Type", "application/octet-stream")
+	link3, _ := message(t, linked.next())[wire.KeyBodyLink].(string)
+	if code, got := fetch(t, channel, link3); code != http.StatusOK || !bytes.Equal(got, big) {
+		t.Fatalf("GET %s = %d, %d bytes", link3, code, len(got))
+	}
+	if code, _ := fetch(t, channel, link); code != http.StatusNotFound {
+		t.Errorf("GET %s after a later link = %d, want 404", link, code)
+	}
+	if st := srv.Stats(); st.PinnedBytes != 0 {
+		t.Errorf("stats %+v: nothing should be pinned once a later link was fetched", st)
+	}
+
+	u, _ := url.Parse(link3)
+	q := u.Query()
+	for name, bad := range map[string]string{
+		"another token":   "body/3?s=" + url.QueryEscape(srv.NewChannel()),
+		"no token":        "body/3",
+		"not an id":       "body/x?" + q.Encode(),
+		"another channel": "../other/body/3?" + q.Encode(),
+	} {
+		if code, _ := fetch(t, channel+"/", bad); code != http.StatusNotFound {
+			t.Errorf("%s: GET %s = %d, want 404", name, bad, code)
+		}
+	}
+	if code, _ := post(t, ts.URL+"/"+link3, "{}"); code != http.StatusMethodNotAllowed {
+		t.Errorf("POST on a link = %d, want 405", code)
+	}
+
+	linked.close()
+	waitFor(t, "the stream to end", func() bool { return srv.Stats().Subscribers == 1 })
+	if code, _ := fetch(t, channel, link3); code != http.StatusNotFound {
+		t.Errorf("GET %s after its stream ended = %d, want 404", link3, code)
+	}
+}
+
+// A stream that ends with links not fetched lets their deliveries go.
+func TestUnfetchedLinksAreReleased(t *testing.T) {
+	srv, ts := newRelay(t, relay.Options{HistoryCount: 1})
+	channel := ts.URL + "/unfetched"
+	linked := subscribeLinked(t, channel)
+	mustPost(t, channel, string(bytes.Repeat([]byte("x"), wire.LinkMin)), "Content-Type", "text/plain")
+	mustPost(t, channel, "small", "Content-Type", "text/plain")
+	linked.next()
+	linked.next()
+	if st := srv.Stats(); st.PinnedBytes == 0 {
+		t.Fatalf("stats %+v: the linked delivery should be pinned", st)
+	}
+	linked.close()
+	waitFor(t, "the linked delivery to be let go", func() bool { return srv.Stats().PinnedBytes == 0 })
+}
