@@ -58,16 +58,14 @@ type subscriber struct {
 	kicked chan struct{} // closed when the subscriber is cut off
 	pins   *atomic.Int64 // Server.pinned
 
-	// token, when the stream takes large bodies by link, names it in
-	// their links; linked holds those written and not yet fetched.
-	token  string
-	linked map[int64]*delivery
+	token string // names the stream in its links, when it takes large bodies by link
 
 	mu           sync.Mutex
 	pending      []*delivery
-	pendingBytes int64     // of pending, for the queue's limit
-	held         int64     // of the deliveries it holds: pending, and those being written
-	out          streamOut // not to be used once done
+	pendingBytes int64               // of pending, for the queue's limit
+	held         int64               // of the deliveries it holds: pending, being written, linked
+	linked       map[int64]*delivery // written by link, kept for their fetch (see link)
+	out          streamOut           // not to be used once done
 	done         bool
 }
 
