@@ -583,10 +583,16 @@ func (c *Client) Run(ctx context.Context) error {
 	return err
 }
 
+// linkFetchTimeout bounds fetching one body by link, retries included: a
+// relay that stalls must not stop the stream for good (25 MiB in it is
+// 200 KiB/s).
+const linkFetchTimeout = 2 * time.Minute
+
 // fetchBody reads the body of a delivery the relay sent by link
 // (wire.LinkHeader) into one buffer of its Content-Length, with the
 // stream's HTTP client and rest's retries. The link is a reference relative
-// to the stream's URL; the relay answers it once.
+// to the stream's URL; the relay keeps the body for it until a later link
+// is fetched or the stream ends.
 func (c *Client) fetchBody(ctx context.Context, d *Delivery) error {
 	ref, err := url.Parse(d.link)
 	if err != nil || ref.Scheme != "" || ref.Host != "" {
@@ -597,15 +603,17 @@ func (c *Client) fetchBody(ctx context.Context, d *Delivery) error {
 		return err
 	}
 	hc := http.DefaultClient
-	max := DefaultMaxEventSize
+	limit := DefaultMaxEventSize
 	if t, ok := c.opts.Transport.(*SSETransport); ok {
 		if t.Client != nil {
 			hc = t.Client
 		}
 		if t.MaxEventSize > 0 {
-			max = t.MaxEventSize
+			limit = t.MaxEventSize
 		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, linkFetchTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.ResolveReference(ref).String(), nil)
 	if err != nil {
 		return err
@@ -618,8 +626,8 @@ func (c *Client) fetchBody(ctx context.Context, d *Delivery) error {
 	switch {
 	case resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("fetching the body of delivery %s: the relay answered %s", d.ID, resp.Status)
-	case resp.ContentLength < 0 || resp.ContentLength > int64(max):
-		return fmt.Errorf("fetching the body of delivery %s: %d bytes announced, more than the %d an event may have", d.ID, resp.ContentLength, max)
+	case resp.ContentLength < 0 || resp.ContentLength > int64(limit):
+		return fmt.Errorf("fetching the body of delivery %s: %d bytes announced, not 0 to the %d an event may have", d.ID, resp.ContentLength, limit)
 	}
 	body := make([]byte, resp.ContentLength)
 	if _, err := io.ReadFull(resp.Body, body); err != nil {

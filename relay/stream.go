@@ -436,20 +436,21 @@ func (sw *streamWriter) deliveries(page []*delivery, err error) error {
 		if err == nil {
 			linked, err = sw.delivery(d)
 		}
-		if linked && err == nil {
-			sw.sub.link(d) // held until fetched (serveBody) or the stream ends
-		} else {
+		if !linked {
 			sw.sub.release(d)
 		}
 	}
 	return err
 }
 
-// delivery writes d, and reports whether it wrote its body by link.
+// delivery writes d, and reports whether it wrote its body by link: the
+// subscriber then keeps d for the fetch (see subscriber.link), from before
+// the link can reach the client until a later fetch or the stream's end.
 func (sw *streamWriter) delivery(d *delivery) (linked bool, err error) {
 	frame := d.frame(sw.sub.format)
 	if sw.linkBase != "" && len(d.body) >= wire.LinkMin {
 		linked = true
+		sw.sub.link(d)
 		frame = frame.Linked(sw.linkBase + strconv.FormatInt(d.id, 10) + "?s=" + sw.sub.token)
 	}
 	if err := sw.arm(frame.Len()); err != nil {
