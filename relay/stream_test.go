@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -143,5 +144,42 @@ func TestStreamClientThatTalksIsDisconnected(t *testing.T) {
 	// not a timeout.
 	if _, err := io.Copy(io.Discard, conn); err != nil && strings.Contains(err.Error(), "timeout") {
 		t.Errorf("the connection did not end: %v", err)
+	}
+}
+
+// An HTTP/2 stream, whose connection cannot be hijacked, stays on the
+// ResponseWriter and works as before.
+func TestStreamHTTP2(t *testing.T) {
+	srv := mustNew(t, relay.Options{})
+	ts := httptest.NewUnstartedServer(srv)
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/two", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.ProtoMajor != 2 || resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream over %s: %d, want HTTP/2 200", resp.Proto, resp.StatusCode)
+	}
+	waitFor(t, "the subscriber", func() bool { return srv.Stats().Subscribers == 1 })
+	post, err := ts.Client().Post(ts.URL+"/two", "application/json", strings.NewReader(`{"h2":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for line := ""; line != "id: 1\n"; {
+		if line, err = br.ReadString('\n'); err != nil {
+			t.Fatalf("HTTP/2 stream: %v before id: 1", err)
+		}
+	}
+	srv.Close()
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		t.Errorf("HTTP/2 stream ended with %v, want a clean end", err)
 	}
 }
