@@ -138,6 +138,15 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	rc.SetReadDeadline(time.Time{})
 	rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	w.WriteHeader(http.StatusOK)
+	// The ready event goes out with the response's head, in one write: a
+	// client that counts itself connected on the head has the ready
+	// event's last id too, which it resumes after if the connection drops
+	// before its first delivery.
+	ready := wire.Ready{Last: rp.end}.Frame()
+	if format == formatGosmee {
+		ready = append(slices.Clip(wire.GosmeeConnectedFrame), wire.GosmeeReadyFrame...)
+	}
+	w.Write(ready)
 	if conn := s.hijack(r, rc); conn != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		co := &connOut{conn: conn}
@@ -228,11 +237,7 @@ func (st *stream) run(ctx context.Context, out streamOut) (err error) {
 	if sub.token != "" {
 		sw.linkBase = c.name + "/body/"
 	}
-	if sub.format == formatGosmee {
-		err = sw.write(append(slices.Clip(wire.GosmeeConnectedFrame), wire.GosmeeReadyFrame...))
-	} else {
-		err = sw.write(wire.Ready{Last: rp.end}.Frame())
-	}
+	// The ready event is written (see serveStream).
 	for err == nil {
 		gap, page, done, rerr := rp.next(ctx)
 		if done || rerr != nil {
