@@ -133,6 +133,11 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if r.ProtoMajor == 1 {
+		// The connection ends with the stream (a hijacked one is closed
+		// then): a client must not pool it for another request.
+		h.Set("Connection", "close")
+	}
 	// A stream outlives the server's read timeout; writes get their own
 	// deadlines below.
 	rc.SetReadDeadline(time.Time{})
