@@ -347,13 +347,7 @@ func (s *Server) shed() {
 		sub  *subscriber
 		held int64
 	}
-	s.mu.Lock()
-	chans := make([]*channel, 0, len(s.channels))
-	for _, c := range s.channels {
-		c.refs++
-		chans = append(chans, c)
-	}
-	s.mu.Unlock()
+	chans := s.holdChannels()
 	var holders []holder
 	for _, c := range chans {
 		c.mu.Lock()
@@ -388,6 +382,19 @@ func (s *Server) shed() {
 	if cut > 0 {
 		s.log.Warn("streams that fall behind hold more than the total history limit; those holding the most were cut off, to resume with Last-Event-ID", "cutOff", cut, "limit", s.opts.TotalHistoryBytes)
 	}
+}
+
+// holdChannels returns the channels in use, each held (see channel.refs)
+// until the caller releases it.
+func (s *Server) holdChannels() []*channel {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	chans := make([]*channel, 0, len(s.channels))
+	for _, c := range s.channels {
+		c.refs++
+		chans = append(chans, c)
+	}
+	return chans
 }
 
 // removeSub unregisters sub from c, and stops watching c in a shared store

@@ -507,14 +507,7 @@ func (s *Server) waitStreams(ctx context.Context) bool {
 		return true
 	case <-ctx.Done():
 	}
-	s.mu.Lock()
-	chans := make([]*channel, 0, len(s.channels))
-	for _, c := range s.channels {
-		c.refs++
-		chans = append(chans, c)
-	}
-	s.mu.Unlock()
-	for _, c := range chans {
+	for _, c := range s.holdChannels() {
 		c.mu.Lock()
 		for sub := range c.subs {
 			s.removeSub(c, sub)
