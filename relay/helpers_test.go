@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,21 @@ func newRelay(t testing.TB, opts relay.Options) (*relay.Server, *httptest.Server
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close)
 	return srv, ts
+}
+
+// serve runs srv.Serve on a loopback listener until cancel (or the test's
+// end), and returns the listener's address and Serve's result.
+func serve(t testing.TB, srv *relay.Server) (addr string, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx, ln) }()
+	return ln.Addr().String(), cancel, errc
 }
 
 // mustNew returns relay.New(opts) or fails the test.

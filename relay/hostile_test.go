@@ -3,7 +3,6 @@ package relay_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -499,15 +498,9 @@ func TestRelayMakesNoOutboundRequests(t *testing.T) {
 func TestSlowSendersAreCut(t *testing.T) {
 	t.Parallel()
 	srv := mustNew(t, relay.Options{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	addr, cancel, done := serve(t, srv)
 	t.Cleanup(func() { cancel(); <-done })
-	base := "http://" + ln.Addr().String()
+	base := "http://" + addr
 	sub := subscribe(t, base+"/slow")
 	sub.ready()
 
@@ -516,7 +509,7 @@ func TestSlowSendersAreCut(t *testing.T) {
 		{"body stops", "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", ln.Addr().String())
+			conn, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,6 @@ package relay_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -86,15 +85,9 @@ func TestURLAndNewChannel(t *testing.T) {
 	if got := srv.URL(); got != "" {
 		t.Errorf("URL() before Serve = %q, want empty", got)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	addr, cancel, done := serve(t, srv)
 	waitFor(t, "URL set by Serve", func() bool { return srv.URL() != "" })
-	if want := "http://" + ln.Addr().String(); srv.URL() != want {
+	if want := "http://" + addr; srv.URL() != want {
 		t.Errorf("URL() = %q, want %q", srv.URL(), want)
 	}
 	ch := srv.NewChannel()
@@ -830,19 +823,12 @@ func TestCloseEndsStreamsAndRefusesNewOnes(t *testing.T) {
 // finish, then returns nil.
 func TestServeShutdown(t *testing.T) {
 	srv := mustNew(t, relay.Options{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	base := "http://" + ln.Addr().String()
+	addr, cancel, done := serve(t, srv)
+	base := "http://" + addr
 
 	sub := subscribe(t, base+"/down")
 	sub.ready()
-	conn, err := net.Dial("tcp", ln.Addr().String())
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -880,7 +866,7 @@ func TestServeShutdown(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("Serve did not return after its context ended")
 	}
-	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+	if _, err := net.Dial("tcp", addr); err == nil {
 		t.Error("the listener still accepts connections after Serve returned")
 	}
 }

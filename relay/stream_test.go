@@ -2,7 +2,6 @@ package relay_test
 
 import (
 	"bufio"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -89,17 +88,10 @@ func TestStreamHTTP10(t *testing.T) {
 // that does not read is then cut off, and Serve says so.
 func TestServeShutdownCutsStuckStreams(t *testing.T) {
 	srv := mustNew(t, relay.Options{ShutdownTimeout: 50 * time.Millisecond, WriteTimeout: time.Hour, HistoryBytes: 1 << 30, TotalHistoryBytes: 1 << 30, SubscriberQueue: 1000})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	base := "http://" + ln.Addr().String()
+	addr, cancel, done := serve(t, srv)
+	base := "http://" + addr
 
-	stuck, err := dialStream(ln.Addr().String(), "/stuck?hookline=1")
+	stuck, err := dialStream(addr, "/stuck?hookline=1")
 	if err != nil {
 		t.Fatal(err)
 	}
