@@ -1,6 +1,6 @@
 # hookline: one command checks everything.
 #
-#   make check   gofmt, go vet, staticcheck, the rest module's Go 1.14 language
+#   make check   no stray large file, gofmt, go vet, staticcheck, the rest module's Go 1.14 language
 #                check, and the whole test suite with -race (interop included)
 #   make test    the test suite only (installs the interop node packages and
 #                Debian's chromium and redis-server for the relay tests
@@ -30,12 +30,17 @@ GORELEASER      := $(BIN)/goreleaser-$(GORELEASER_VER)
 MODULE          := github.com/hookline/hookline
 NODE_MODULES    := interop/node_modules/.package-lock.json
 
-.PHONY: redis oldgo fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
+.PHONY: large-files redis oldgo fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
 
-check: fmt-check vet staticcheck lang-check test fuzz-short
+check: large-files fmt-check vet staticcheck lang-check test fuzz-short
 
 test: interop-deps browser redis oldgo
 	for m in $(MODULES); do (cd $$m && $(GO) test -race -count=1 ./...) || exit 1; done
+
+# No tracked file over 2 MiB unless .ci/large-files lists it (build outputs
+# and binaries never belong in the repository).
+large-files:
+	.ci/large-files
 
 fmt-check:
 	@out="$$(gofmt -l $$(find . -name '*.go' -not -path '*/node_modules/*' -not -path './.bin/*'))"; \
