@@ -162,6 +162,26 @@ func startClient(t *testing.T, opts proxy.Options) (c *proxy.Client, cancel cont
 	return c, cancel, wait
 }
 
+// startConnected is startClient that returns once the client is
+// subscribed. A test that publishes to a relay right after starting a client
+// must use it: a subscriber that resumes after no id gets only what is
+// published once it has joined, and on a loaded machine the subscription
+// can come after the first Publish.
+func startConnected(t *testing.T, opts proxy.Options) *proxy.Client {
+	t.Helper()
+	cw := newConnWatch()
+	onState := opts.OnState
+	opts.OnState = func(s proxy.StateChange) {
+		cw.on(s)
+		if onState != nil {
+			onState(s)
+		}
+	}
+	c, _, _ := startClient(t, opts)
+	cw.waitConnected(t)
+	return c
+}
+
 // A delivery signed by GitHub's secret reaches a target running our
 // middleware with the same secret and verifies: the body is byte-exact.
 // With a different target secret, ResignSecret makes it verify too.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/internal/wire"
@@ -34,7 +35,7 @@ func TestBodyByLinkForwarded(t *testing.T) {
 		defer mu.Unlock()
 		results = append(results, r)
 	}
-	startClient(t, proxy.Options{URL: rl.Channel, Target: ts, Secret: secret, OnResult: onResult})
+	startConnected(t, proxy.Options{URL: rl.Channel, Target: ts, Secret: secret, OnResult: onResult})
 
 	big := append(relaytest.Body(2, wire.LinkMin), "\r\n\xff\x00"...) // not even JSON
 	bodies := [][]byte{relaytest.Body(1, 10), big, relaytest.Body(3, 10)}
@@ -92,10 +93,22 @@ func TestBodyLinkRefused(t *testing.T) {
 			var logs strings.Builder
 			var logMu sync.Mutex
 			failed := t.TempDir()
+			// Done when the client reports it, not when the target has it:
+			// the counts move once the target's answer is back.
+			results := make(chan proxy.Result, 4)
 			c, _, _ := startClient(t, proxy.Options{URL: relaySrv.URL + "/chan", Target: ts, FailedDir: failed,
-				Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil))})
-			if got := target.WaitFor(t, 1); got[0].ID != relaytest.ID(3) {
-				t.Errorf("the target got %s, want the delivery after the link", got[0].ID)
+				Logger:   slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil)),
+				OnResult: func(r proxy.Result) { results <- r }})
+			select {
+			case r := <-results:
+				if r.Delivery.ID != relaytest.ID(3) {
+					t.Errorf("the client handled %s first, want the delivery after the link", r.Delivery.ID)
+				}
+			case <-time.After(relaytest.HangGuard):
+				t.Fatal("no delivery was handled")
+			}
+			if got := target.Arrivals(); len(got) != 1 || got[0].ID != relaytest.ID(3) {
+				t.Errorf("the target got %v, want only the delivery after the link", got)
 			}
 			notes, _ := filepath.Glob(filepath.Join(failed, "*-skipped-2.txt"))
 			if len(notes) != 1 {
