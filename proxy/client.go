@@ -49,6 +49,10 @@ var (
 	ErrInvalidTarget = errors.New("invalid target URL")
 	// ErrInvalidOptions reports other unusable Options.
 	ErrInvalidOptions = errors.New("invalid options")
+	// ErrLoop is returned by Run when the target posts deliveries back to
+	// the channel they came from (see loopGuard): forwarding them would go
+	// on for ever.
+	ErrLoop = errors.New("forwarding loop")
 )
 
 // Options configure a Client. Only URL is required.
@@ -346,6 +350,7 @@ type Client struct {
 		duplicates, redeliveries, failedSaved, lost, stateFails, inFlight atomic.Int64
 	}
 	warnings warnLimit                          // for malformed messages
+	loops    loopGuard                          // deliveries forwarded lately, to see them come back
 	stop     atomic.Pointer[context.CancelFunc] // ends Run's work (Stop)
 }
 
@@ -551,9 +556,18 @@ func (c *Client) Run(ctx context.Context) error {
 	so.Header.Set(StreamHeader, "1")
 	so.Header.Set(wire.LeanHeader, "1")
 	so.Header.Set(wire.LinkHeader, "1")
-	err := Subscribe(ctx, c.opts.Transport, so, func(ev SSEEvent) {
+	subCtx, stopSub := context.WithCancelCause(ctx)
+	defer stopSub(nil)
+	err := Subscribe(subCtx, c.opts.Transport, so, func(ev SSEEvent) {
 		c.noteID(ev)
 		if d := c.decode(ev); d != nil {
+			if n := c.loops.cameBack(d.ID, d.EventID, time.Now()); n >= loopLimit {
+				err := fmt.Errorf("%w: delivery %s came back to the channel %d times within %s of being sent to the target; is the target the channel's own URL, or does it post deliveries back to it?",
+					ErrLoop, d.ID, n, loopWindow)
+				c.logger.Error("stopping: the target sends deliveries back to the channel", "delivery", d.ID, "event_id", d.EventID)
+				stopSub(err)
+				return
+			}
 			if d.link != "" {
 				if err := c.fetchBody(ctx, d); err != nil && ctx.Err() != nil {
 					c.logger.Warn("shutting down: delivery received but its body not fetched; it stays in the relay's history",
@@ -577,10 +591,81 @@ func (c *Client) Run(ctx context.Context) error {
 	})
 	close(queue)
 	wg.Wait()
+	if cause := context.Cause(subCtx); errors.Is(cause, ErrLoop) {
+		return cause
+	}
 	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return nil
 	}
 	return err
+}
+
+// A forwarding loop: the target posts what it receives to the channel the
+// client reads (the target is the channel's URL, or a server that relays
+// to it), and every delivery comes back as a new event with the same
+// delivery id, for ever (thousands a second on loopback). A delivery id
+// that comes back loopLimit times, each within loopWindow of the client
+// sending it to the target, is a loop: GitHub's own redeliveries of one id
+// are a person's clicks, never three within seconds of each forward.
+const (
+	loopWindow = 10 * time.Second
+	loopLimit  = 3
+)
+
+// loopGuard remembers the deliveries sent to the target lately. It is safe
+// for concurrent use.
+type loopGuard struct {
+	mu   sync.Mutex
+	sent map[string]*sentDelivery // by delivery id
+}
+
+type sentDelivery struct {
+	at      time.Time // when it was last sent to the target
+	eventID string    // the relay's event id it was sent as
+	back    int       // how often it came back as a new event
+}
+
+// forwarding records that delivery id, read as event eventID, is being
+// sent to the target.
+func (g *loopGuard) forwarding(id, eventID string, now time.Time) {
+	if id == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sent == nil {
+		g.sent = map[string]*sentDelivery{}
+	}
+	if len(g.sent) >= 4096 {
+		for k, s := range g.sent {
+			if now.Sub(s.at) >= loopWindow {
+				delete(g.sent, k)
+			}
+		}
+	}
+	s := g.sent[id]
+	if s == nil {
+		s = &sentDelivery{}
+		g.sent[id] = s
+	}
+	s.at, s.eventID = now, eventID
+}
+
+// cameBack reports how many times delivery id has come back as a new
+// event (not eventID, the one it was sent as) within loopWindow of being
+// sent to the target; 0 when it has not.
+func (g *loopGuard) cameBack(id, eventID string, now time.Time) int {
+	if id == "" {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.sent[id]
+	if s == nil || now.Sub(s.at) >= loopWindow || s.eventID == eventID {
+		return 0
+	}
+	s.back++
+	return s.back
 }
 
 // linkFetchTimeout bounds fetching one body by link, retries included: a
@@ -793,6 +878,7 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 			}()
 		}
 		if c.fwd != nil {
+			c.loops.forwarding(d.ID, d.EventID, time.Now())
 			r.Target = c.fwd.Forward(ctx, d)
 			r.Target.Interrupted = r.Target.Err != nil && ctx.Err() != nil
 		}

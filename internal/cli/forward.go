@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -338,6 +339,9 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		channel = u
 		keep(u[strings.LastIndexByte(u, '/')+1:])
 	}
+	if o.target != "" && sameChannel(channel, o.target) {
+		return usageErrorf("--target %s is the relay channel itself: every delivery would come back and be forwarded again, for ever; give your server's URL (http://127.0.0.1:PORT/PATH)", redact.URL(o.target))
+	}
 
 	if o.github.set() && o.secret == "" {
 		o.secret = rand.Text() // 26 characters, 130 random bits
@@ -486,6 +490,38 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		return fmt.Errorf("%w\nthe relay refused the channel; check --url (a channel URL looks like https://smee.io/AbCdEf123)", err)
 	}
 	return err
+}
+
+// sameChannel reports whether target is a URL of the relay channel itself:
+// the same host and port (every loopback name counts as one: 127.0.0.1,
+// localhost, [::1]) and the channel's path, or gosmee's /events/<name> for
+// it. Forwarding there would loop; proxy stops a loop that gets past this
+// (a server that posts to the channel) at run time.
+func sameChannel(channel, target string) bool {
+	cu, err1 := url.Parse(channel)
+	tu, err2 := url.Parse(target)
+	if err1 != nil || err2 != nil || cu.Host == "" || tu.Host == "" {
+		return false
+	}
+	hostPort := func(u *url.URL) (string, string) {
+		host, port := strings.ToLower(u.Hostname()), u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+			host = "loopback"
+		}
+		return host, port
+	}
+	ch, cp := hostPort(cu)
+	th, tp := hostPort(tu)
+	if ch != th || cp != tp {
+		return false
+	}
+	name := path.Base(strings.TrimRight(cu.Path, "/"))
+	tpath := strings.TrimRight(tu.Path, "/")
+	return name != "" && name != "/" && (strings.TrimRight(cu.Path, "/") == tpath ||
+		tpath == "/"+name || tpath == "/events/"+name)
 }
 
 // oneProc runs a forwarder that handles one delivery at a time on one
