@@ -32,6 +32,11 @@ import (
 const (
 	DefaultTargetTimeout = 30 * time.Second
 	DefaultDrainTimeout  = 10 * time.Second
+	// GitHubTimeout is how long GitHub waits for a webhook's answer: a
+	// delivery answered later, or with a status other than 2xx, is recorded
+	// as failed on GitHub's side (and GitHub does not send it again on its
+	// own). TargetResult.GitHubWouldFail applies it to the target's answer.
+	GitHubTimeout = 10 * time.Second
 	// DefaultQueueSize is how many received deliveries may wait for a
 	// worker before the client stops reading the stream (the relay then
 	// holds them).
@@ -222,6 +227,9 @@ type Result struct {
 	// relay sent it as a new event (a deliberate redelivery): it was
 	// handled as usual.
 	Redelivery bool
+	// Waited is how long the delivery waited, once read from the stream,
+	// for the deliveries before it (in order, behind a slow target).
+	Waited time.Duration
 
 	Verification Verification
 	// VerifyNote explains a failed verification (or warns about a legacy
@@ -291,6 +299,12 @@ func (t *TargetResult) Summary() string {
 	return strconv.Itoa(t.Status) + " " + http.StatusText(t.Status)
 }
 
+// GitHubWouldFail reports whether GitHub would record this answer as a
+// failed delivery: a status other than 2xx, no answer, or an answer that
+// took longer than GitHubTimeout (GitHub stops waiting then, whatever the
+// handler goes on to answer).
+func (t *TargetResult) GitHubWouldFail() bool { return !t.OK() || t.Duration > GitHubTimeout }
+
 // OK reports whether the target answered 2xx.
 func (t *TargetResult) OK() bool { return t.Err == nil && t.Status >= 200 && t.Status < 300 }
 
@@ -310,6 +324,8 @@ type Stats struct {
 	HandlerFails int64 // a local handler failed
 	Forwarded    int64 // the target answered 2xx
 	TargetFails  int64 // the target answered non-2xx or could not be reached
+	GitHubFailed int64 // answers GitHub would record as failed (TargetResult.GitHubWouldFail)
+	Slow         int64 // 2xx answers that took longer than GitHubTimeout (counted in GitHubFailed too)
 	Saved        int64 // capture files written
 	SaveFails    int64 // capture files that could not be written
 	Malformed    int64 // relay messages that could not be read
@@ -346,7 +362,7 @@ type Client struct {
 
 	stats struct {
 		received, filtered, verified, verifyFailed, unverified, handlerFails,
-		forwarded, targetFails, saved, saveFails, malformed, gaps,
+		forwarded, targetFails, githubFailed, slow, saved, saveFails, malformed, gaps,
 		duplicates, redeliveries, failedSaved, lost, stateFails, inFlight atomic.Int64
 	}
 	warnings warnLimit                          // for malformed messages
@@ -357,6 +373,7 @@ type Client struct {
 // item is a delivery on its way to a worker.
 type item struct {
 	d          *Delivery
+	read       time.Time // when it was read from the stream
 	seq        uint64
 	duplicate  bool
 	redelivery bool
@@ -472,7 +489,7 @@ func (c *Client) Stats() Stats {
 		Received: s.received.Load(), Filtered: s.filtered.Load(), Verified: s.verified.Load(),
 		VerifyFailed: s.verifyFailed.Load(), Unverified: s.unverified.Load(),
 		HandlerFails: s.handlerFails.Load(), Forwarded: s.forwarded.Load(),
-		TargetFails: s.targetFails.Load(), Saved: s.saved.Load(), SaveFails: s.saveFails.Load(),
+		TargetFails: s.targetFails.Load(), GitHubFailed: s.githubFailed.Load(), Slow: s.slow.Load(), Saved: s.saved.Load(), SaveFails: s.saveFails.Load(),
 		Malformed: s.malformed.Load(), Gaps: s.gaps.Load(),
 		Duplicates: s.duplicates.Load(), Redeliveries: s.redeliveries.Load(),
 		FailedSaved: s.failedSaved.Load(), Lost: s.lost.Load(), StateFails: s.stateFails.Load(),
@@ -786,7 +803,7 @@ func (c *Client) durableIDs() bool {
 // classify numbers a delivery in read order and decides whether it is a
 // duplicate. It runs on the reading goroutine.
 func (c *Client) classify(d *Delivery) item {
-	it := item{d: d, seq: c.seq}
+	it := item{d: d, seq: c.seq, read: time.Now()}
 	c.seq++
 	if d.EventID != "" && c.skip[d.EventID] {
 		delete(c.skip, d.EventID)
@@ -819,7 +836,9 @@ func (c *Client) Replay(ctx context.Context, cd capture.Delivery) Result {
 func (c *Client) handle(ctx context.Context, it item) {
 	c.stats.inFlight.Add(1)
 	defer c.stats.inFlight.Add(-1)
+	waited := time.Since(it.read)
 	r := c.process(ctx, it.d, it.duplicate, it.redelivery)
+	r.Waited = waited
 	c.state.finish(it.seq, it.d.EventID, c.durableIDs())
 	c.report(r)
 }
@@ -891,6 +910,12 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 				c.stats.forwarded.Add(1)
 			} else {
 				c.stats.targetFails.Add(1)
+			}
+			if r.Target.GitHubWouldFail() && !r.Target.Interrupted {
+				c.stats.githubFailed.Add(1)
+				if r.Target.OK() {
+					c.stats.slow.Add(1)
+				}
 			}
 		}
 	}

@@ -45,8 +45,9 @@ type tracer struct {
 	failedCount int
 	failedWhy   map[string]int // why each was kept: a status, "no answer", "bad signature"
 	// forward is set by forward, whose deliveries exist nowhere else: a
-	// delivery neither forwarded nor saved is shown as lost. (replay's are
-	// still in their capture files.)
+	// delivery neither forwarded nor saved is shown as lost (replay's are
+	// still in their capture files), and an answer GitHub would record as
+	// failed is marked (a replay's answer is not GitHub's concern).
 	forward bool
 }
 
@@ -250,6 +251,12 @@ func (t *tracer) result(r proxy.Result) {
 		if tr.Attempts > 1 {
 			fmt.Fprintf(&b, " after %d attempts", tr.Attempts)
 		}
+		if t.forward && tr.OK() && tr.GitHubWouldFail() {
+			b.WriteString(" " + t.yellow.Sprint("⚠ too slow for GitHub"))
+		}
+	}
+	if r.Waited >= waitedShown {
+		b.WriteString(" " + t.yellow.Sprintf("(waited %s behind the one before)", formatDuration(r.Waited)))
 	}
 	if r.Redelivery {
 		b.WriteString(" " + t.dim.Sprint("(redelivery)"))
@@ -293,6 +300,9 @@ func (t *tracer) result(r proxy.Result) {
 			fmt.Fprintf(&b, "    %s\n", t.yellow.Sprint(hint))
 		}
 	}
+	if why := githubVerdict(r.Target); why != "" && t.forward {
+		fmt.Fprintf(&b, "    %s\n", t.yellow.Sprint("GitHub would mark this delivery failed: "+why))
+	}
 	if r.SaveErr != nil {
 		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("not saved: "+termSafe(r.SaveErr.Error())))
 	}
@@ -315,6 +325,26 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	io.WriteString(t.out, b.String())
 	t.written()
+}
+
+// waitedShown is the least queue wait the trace line mentions: below it,
+// the wait is the pipeline's own, not a slow delivery ahead.
+const waitedShown = time.Second
+
+// githubVerdict says why GitHub would record the target's answer as a
+// failed delivery (proxy.GitHubTimeout, a status other than 2xx); "" when
+// it would not, or nothing was sent.
+func githubVerdict(tr *proxy.TargetResult) string {
+	switch {
+	case tr == nil || tr.Interrupted || !tr.GitHubWouldFail():
+		return ""
+	case tr.Err != nil:
+		return "no answer"
+	case !tr.OK():
+		return fmt.Sprintf("it answers %d, not 2xx", tr.Status)
+	}
+	return fmt.Sprintf("the answer took %s, and GitHub waits %s (answer first, then work: octokit/webhooks#185)",
+		formatDuration(tr.Duration), proxy.GitHubTimeout)
 }
 
 func (t *tracer) writeDetails(b *strings.Builder, r proxy.Result) {
@@ -378,6 +408,7 @@ type jsonResult struct {
 	Filtered     bool                `json:"filtered,omitempty"`
 	Duplicate    bool                `json:"duplicate,omitempty"`
 	Redelivery   bool                `json:"redelivery,omitempty"`
+	WaitedMS     float64             `json:"waited_ms,omitempty"`
 	Verification string              `json:"verification,omitempty"`
 	VerifyNote   string              `json:"verify_note,omitempty"`
 	Handlers     []jsonHandler       `json:"handlers,omitempty"`
@@ -408,6 +439,10 @@ type jsonTarget struct {
 	Hint       string  `json:"hint,omitempty"`
 	// Interrupted: a second Ctrl-C cut the delivery short.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// GitHubFailed: GitHub would record this answer as a failed delivery
+	// (slower than 10 s, or not 2xx); GitHubNote says why.
+	GitHubFailed bool   `json:"github_failed,omitempty"`
+	GitHubNote   string `json:"github_note,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -420,7 +455,7 @@ func (t *tracer) writeJSON(r proxy.Result) {
 		Size: len(d.Body), BodySource: string(d.BodySource), Filtered: r.Filtered,
 		Duplicate: r.Duplicate, Redelivery: r.Redelivery, FailedFile: r.FailedFile, Lost: t.forward && r.Lost(),
 		Verification: string(r.Verification), VerifyNote: r.VerifyNote,
-		Saved: r.Saved, OK: r.OK(),
+		Saved: r.Saved, OK: r.OK(), WaitedMS: ms(r.Waited),
 	}
 	for _, h := range r.Handlers {
 		jh := jsonHandler{Name: h.Name, OK: h.Err == nil, DurationMS: ms(h.Duration)}
@@ -438,6 +473,9 @@ func (t *tracer) writeJSON(r proxy.Result) {
 			j.Target.Method = m
 		}
 		j.Target.Interrupted = tr.Interrupted
+		if why := githubVerdict(tr); why != "" && t.forward {
+			j.Target.GitHubFailed, j.Target.GitHubNote = true, why
+		}
 		if tr.Err != nil {
 			j.Target.Error = tr.Err.Error()
 			j.Target.Hint = certHint(tr.Err, "target")
@@ -544,6 +582,7 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 	}{
 		{s.Forwarded, "forwarded", t.green},
 		{s.TargetFails, "target failure(s)", t.red},
+		{s.Slow, "slower than GitHub's 10s", t.yellow},
 		{s.VerifyFailed, "bad signature(s)", t.red},
 		{s.Unverified, "unverified", t.dim},
 		{s.HandlerFails, "handler failure(s)", t.red},
@@ -565,6 +604,10 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 		fmt.Fprintf(t.info, "; %d saved in %s", s.Saved, in.saveDir)
 	}
 	fmt.Fprintln(t.info)
+	if s.GitHubFailed > 0 {
+		fmt.Fprintf(t.info, "%s\n", t.yellow.Sprintf("GitHub would have marked %s failed (answers slower than %s or not 2xx): GitHub does not retry them",
+			plural(int(s.GitHubFailed), "delivery", "deliveries"), proxy.GitHubTimeout))
+	}
 	if t.failedCount > 0 {
 		where := in.failedDir
 		if in.failedAuto {

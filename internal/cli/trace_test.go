@@ -119,6 +119,19 @@ func traceResults() []proxy.Result {
 			Verification: proxy.VerificationFailed, VerifyNote: "signature does not match",
 		},
 		{
+			// A handler that works before it answers: 200 after 20 s is a
+			// failed delivery for GitHub, which waits 10 s.
+			Delivery: d("c0ffee00", "issues", `{"action":"labeled"}`), Received: at.Add(10 * time.Second),
+			Action: "labeled", Verification: proxy.VerificationPassed,
+			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 20010 * time.Millisecond},
+		},
+		{
+			// The one behind it waited.
+			Delivery: d("c0ffee01", "issues", `{"action":"closed"}`), Received: at.Add(11 * time.Second),
+			Action: "closed", Verification: proxy.VerificationPassed, Waited: 18200 * time.Millisecond,
+			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 3 * time.Millisecond},
+		},
+		{
 			// A gosmee relay recorded a PUT: the trace shows the method.
 			Delivery: func() *proxy.Delivery { d := d("5f0e0c8a", "ping", `{"zen":"x"}`); d.Method = http.MethodPut; return d }(),
 			Received: at.Add(9 * time.Second), Verification: proxy.VerificationSkipped,
@@ -129,7 +142,7 @@ func traceResults() []proxy.Result {
 
 func TestTraceGolden(t *testing.T) {
 	stats := proxy.Stats{Received: 8, Filtered: 1, Verified: 4, VerifyFailed: 1, Unverified: 1, HandlerFails: 1, Forwarded: 2, TargetFails: 3,
-		Saved: 5, SaveFails: 2, Duplicates: 1, Redeliveries: 1, FailedSaved: 1, Lost: 1}
+		Saved: 5, SaveFails: 2, Duplicates: 1, Redeliveries: 1, FailedSaved: 1, Lost: 1, Slow: 1, GitHubFailed: 4}
 	tests := []struct {
 		file           string
 		color, jsonOut bool

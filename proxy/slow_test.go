@@ -1,0 +1,78 @@
+package proxy_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/rest"
+)
+
+// A target that answers 200 after 20 s has failed the delivery as far as
+// GitHub is concerned (it waits 10 s): the Result and the Stats say so, and
+// the delivery behind it says how long it waited. On synctest's clock.
+func TestSlowAnswerIsAGitHubFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		stream := pipeStream(func(ctx context.Context, w io.Writer) {
+			io.WriteString(w, "event: ready\ndata: {}\n\n")
+			for n := 1; n <= 2; n++ {
+				fmt.Fprintf(w, "id: %d\ndata: %s\n\n", n, message(hostileHeaders(relaytest.ID(n)), relaytest.Body(n, 10)))
+			}
+			<-ctx.Done()
+		})
+		target := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Header.Get("X-GitHub-Delivery") == relaytest.ID(1) {
+				time.Sleep(20 * time.Second) // the handler works before it answers
+			}
+			return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader("ok")), Request: r}, nil
+		})}
+		var mu sync.Mutex
+		var results []proxy.Result
+		c, err := proxy.New(proxy.Options{URL: "http://relay.test/chan", Target: "http://127.0.0.1:3000/hook",
+			Transport: &proxy.SSETransport{Client: stream}, HTTPClient: &rest.Client{HTTPClient: target},
+			Logger: slog.New(slog.DiscardHandler),
+			OnResult: func(r proxy.Result) {
+				mu.Lock()
+				defer mu.Unlock()
+				results = append(results, r)
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- c.Run(ctx) }()
+		for {
+			synctest.Wait()
+			mu.Lock()
+			n := len(results)
+			mu.Unlock()
+			if n == 2 {
+				break
+			}
+			time.Sleep(time.Second)
+		}
+		cancel()
+		<-done
+		slow, next := results[0], results[1]
+		if !slow.Target.OK() || !slow.Target.GitHubWouldFail() || slow.Target.Duration != 20*time.Second {
+			t.Errorf("the slow answer: OK %v, GitHubWouldFail %v after %v; want a 200 GitHub would fail after 20s",
+				slow.Target.OK(), slow.Target.GitHubWouldFail(), slow.Target.Duration)
+		}
+		if next.Target.GitHubWouldFail() || next.Waited != 20*time.Second {
+			t.Errorf("the next one: GitHubWouldFail %v, waited %v; want a pass that waited 20s", next.Target.GitHubWouldFail(), next.Waited)
+		}
+		if s := c.Stats(); s.Slow != 1 || s.GitHubFailed != 1 || s.Forwarded != 2 {
+			t.Errorf("stats %+v, want 2 forwarded, 1 slow, 1 GitHub would fail", s)
+		}
+	})
+}
