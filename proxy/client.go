@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -134,9 +136,12 @@ type Options struct {
 	// TargetTimeout bounds one attempt to Target. If zero,
 	// DefaultTargetTimeout. Ignored when HTTPClient is set.
 	TargetTimeout time.Duration
-	// Retry retries transient target failures (network errors, 408, 425,
-	// 429, 5xx gateways) honouring Retry-After. If nil, rest's defaults
-	// (4 attempts). Ignored when HTTPClient is set.
+	// Retry says which failed requests to the target are sent again. If
+	// nil, SafeRetry(): only what surely did not reach the target's handler
+	// (see RetryUnsent), so that a handler with side effects never runs
+	// twice for one delivery, as with GitHub, which sends once. Give
+	// &rest.RetryPolicy{} to retry 5xx answers and timeouts too. Ignored
+	// when HTTPClient is set.
 	Retry *rest.RetryPolicy
 
 	// Concurrency is how many deliveries are handled at once. If zero or
@@ -433,7 +438,7 @@ func New(opts Options) (*Client, error) {
 			}
 			retry := opts.Retry
 			if retry == nil {
-				retry = &rest.RetryPolicy{}
+				retry = SafeRetry()
 			}
 			// No compression: net/http would add an Accept-Encoding the
 			// sender never sent to every replayed request.
@@ -444,6 +449,42 @@ func New(opts Options) (*Client, error) {
 		c.fwd = newForwarder(target, hc, ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Header: opts.TargetHeader})
 	}
 	return c, nil
+}
+
+// SafeRetry returns the retry policy for a target whose handler must not
+// run twice for one delivery: RetryUnsent with 8 attempts, which waits for
+// a target that is not up yet for about 20 s at the most (backoff from
+// 500 ms to 5 s, with jitter) before the delivery goes to the failed
+// folder.
+func SafeRetry() *rest.RetryPolicy {
+	return &rest.RetryPolicy{MaxAttempts: 8, BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, Retryable: RetryUnsent}
+}
+
+// RetryUnsent is a rest.RetryPolicy.Retryable that retries only what
+// surely did not reach the target's handler: a connection that could not
+// be made (refused: the server is not up yet, or restarting; an unknown
+// host; not a certificate error, which waiting does not fix), and a 429 or
+// 503 answer with Retry-After (the server asks to be asked again later, and
+// did not run the request). A 5xx without Retry-After, a timeout, or a
+// connection cut after the request was sent is not retried: the handler may
+// have run. (A request on a kept-alive connection that the server had
+// closed is resent by net/http itself, before anything is written.)
+func RetryUnsent(resp *http.Response, err error) bool {
+	if err != nil {
+		var op *net.OpError
+		var unknownAuthority x509.UnknownAuthorityError
+		var invalidCert x509.CertificateInvalidError
+		var wrongHost x509.HostnameError
+		if errors.As(err, &unknownAuthority) || errors.As(err, &invalidCert) || errors.As(err, &wrongHost) {
+			return false
+		}
+		return errors.As(err, &op) && op.Op == "dial"
+	}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return resp.Header.Get("Retry-After") != ""
+	}
+	return false
 }
 
 // parseTarget checks a target URL (see parseHTTPURL).

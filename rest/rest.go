@@ -358,12 +358,7 @@ func (c *Client) exchange(req *http.Request, read bool) (*http.Response, *Respon
 			}
 		}
 
-		retry := policy != nil && resendable && attempt < policy.attempts()
-		if err != nil {
-			retry = retry && retryableError(ctx, err)
-		} else {
-			retry = retry && retryableStatus(res.StatusCode)
-		}
+		retry := policy != nil && resendable && attempt < policy.attempts() && policy.retryable(ctx, res, err)
 		var wait time.Duration
 		if retry {
 			var header http.Header
@@ -373,6 +368,13 @@ func (c *Client) exchange(req *http.Request, read bool) (*http.Response, *Respon
 			wait = policy.delay(attempt, header)
 			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 				retry = false // waiting would outlive ctx; report what we have
+			}
+		}
+		if retry && policy.OnRetry != nil {
+			if err != nil {
+				policy.OnRetry(attempt, wait, nil, err)
+			} else {
+				policy.OnRetry(attempt, wait, res, nil)
 			}
 		}
 		if !retry {

@@ -51,6 +51,18 @@ type RetryPolicy struct {
 	// MaxRetryAfter caps a wait asked for by a Retry-After header. If zero or
 	// negative, 60 s.
 	MaxRetryAfter time.Duration
+	// Retryable, if not nil, decides instead of the rule above whether a
+	// failed attempt is retried: resp is the attempt's response (do not read
+	// its body), or nil when the attempt failed with err. The other limits
+	// still apply: MaxAttempts, a body that cannot be recreated, the
+	// context. For a request that must not run twice, retry only what
+	// surely never reached the server (a connection that was never made).
+	Retryable func(resp *http.Response, err error) bool
+	// OnRetry, if not nil, is called before each wait for a retry, so that
+	// a program can say what it waits for: retry is the retry's number (1
+	// for the first), wait how long it waits, and resp or err what the
+	// attempt before it got (do not read resp's body).
+	OnRetry func(retry int, wait time.Duration, resp *http.Response, err error)
 
 	clock *retryClock // tests only; nil means the real clock
 }
@@ -141,6 +153,24 @@ var (
 	jitterMu sync.Mutex
 	jitter   = rand.New(rand.NewSource(time.Now().UnixNano()))
 )
+
+// retryable applies p.Retryable, or the default rule, to one attempt made
+// with ctx.
+func (p *RetryPolicy) retryable(ctx context.Context, res *http.Response, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if p.Retryable != nil {
+		if err != nil {
+			res = nil
+		}
+		return p.Retryable(res, err)
+	}
+	if err != nil {
+		return retryableError(ctx, err)
+	}
+	return retryableStatus(res.StatusCode)
+}
 
 // retryableStatus reports whether a response status is worth retrying.
 func retryableStatus(code int) bool {

@@ -398,3 +398,50 @@ func TestRetryWaitBeyondDeadline(t *testing.T) {
 		t.Errorf("Send(%q) made %d attempts, want 1", srv.URL, n)
 	}
 }
+
+// Retryable replaces the rule (here: only 503 with Retry-After), and
+// OnRetry hears of each retry before its wait.
+func TestRetryableAndOnRetry(t *testing.T) {
+	t.Parallel()
+	type call struct {
+		retry  int
+		wait   time.Duration
+		status int
+	}
+	onlyAsked := func(resp *http.Response, err error) bool {
+		return resp != nil && resp.StatusCode == 503 && resp.Header.Get("Retry-After") != ""
+	}
+	tests := []struct {
+		name         string
+		first        reply
+		wantAttempts int
+		wantCalls    []call
+	}{
+		{"a 500 is not retried", reply{status: 500}, 1, nil},
+		{"a 503 without Retry-After is not retried", reply{status: 503}, 1, nil},
+		{"a 503 with Retry-After is", reply{status: 503, header: map[string]string{"Retry-After": "2"}}, 2, []call{{1, 2 * time.Second, 503}}},
+	}
+	for _, tc := range tests {
+		tc := tc
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv, rec := startServer(t, replies(t, tc.first, reply{status: 200}))
+			var calls []call
+			c, clock := retryClient(rest.RetryPolicy{Retryable: onlyAsked, OnRetry: func(n int, wait time.Duration, resp *http.Response, err error) {
+				calls = append(calls, call{n, wait, resp.StatusCode})
+			}})
+			if _, err := c.SendWithContext(t.Context(), rest.Request{Method: rest.Post, BaseURL: srv.URL}); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(rec.requests()); n != tc.wantAttempts {
+				t.Errorf("%d attempts, want %d", n, tc.wantAttempts)
+			}
+			if !reflect.DeepEqual(calls, tc.wantCalls) {
+				t.Errorf("OnRetry calls %v, want %v", calls, tc.wantCalls)
+			}
+			if len(clock.recorded()) != len(tc.wantCalls) {
+				t.Errorf("waits %v, want one per OnRetry call", clock.recorded())
+			}
+		})
+	}
+}

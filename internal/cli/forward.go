@@ -113,7 +113,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		resign:       c.Bool("resign") || c.String("target-secret") != "", noQuery: c.Bool("no-query"),
 		plugins: parsePlugins(c),
 		events:  splitNames(c.StringSlice("events")), ignore: splitNames(c.StringSlice("ignore")),
-		concurrency: c.Int("concurrency"), timeout: c.Duration("timeout"), retries: c.Int("retries"), saveDir: c.String("save"),
+		concurrency: c.Int("concurrency"), timeout: c.Duration("timeout"), saveDir: c.String("save"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), lastEventID: c.String("last-event-id"),
 		listen: c.String("listen"), channelName: c.String("channel"), stateFile: c.String("state-file"), failedDir: c.String("failed-dir"),
 		dedupWindow: c.Duration("dedup-window"), insecure: c.Bool("insecure"), health: c.String("health"),
@@ -124,6 +124,9 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		return o, err
 	}
 	if o.header, err = parseHeaders(c.StringSlice("header")); err != nil {
+		return o, err
+	}
+	if o.retries, err = parseRetries(c); err != nil {
 		return o, err
 	}
 	o.sendHint[0], o.sendHint[1] = sendSecretHint(c)
@@ -196,9 +199,6 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	}
 	if o.timeout <= 0 {
 		return o, usageErrorf("--timeout %v: must be positive", o.timeout)
-	}
-	if o.retries < 0 {
-		return o, usageErrorf("--retries %d: must be 0 or more", o.retries)
 	}
 	if o.saveDir != "" {
 		if st, err := os.Stat(o.saveDir); err != nil || !st.IsDir() {
@@ -373,7 +373,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		Transport: &proxy.SSETransport{Client: &http.Client{Transport: transport}},
 		Secret:    o.secret,
 		Target:    o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
-		HTTPClient:  targetClient(o.timeout, o.retries, transport),
+		HTTPClient:  targetClient(o.timeout, o.retries, transport, tr.note),
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
 		FailedDir: o.failedDir, DedupWindow: dedupWindow, SaveScripts: o.saveScripts,
 		OnResult: tr.result, OnState: tr.state, Logger: logger,
@@ -698,7 +698,7 @@ func forwardFlags() []ucli.Flag {
 		&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)"},
 		&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "`N` deliveries handled at once; above 1 the order is not kept"},
 		&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit (`DURATION`) of one request to the target"},
-		&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "`N` retries of a transient target failure, honouring Retry-After; then the delivery is kept for a replay"},
+		retriesFlag(),
 	}
 	stateFlags := []ucli.Flag{
 		&ucli.StringFlag{Name: "save", Usage: "save every delivery as a capture file in `DIR`"},

@@ -238,7 +238,7 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
 			&ucli.StringFlag{Name: "failed-dir", Usage: "with --target, keep deliveries the target did not take in `DIR`"},
 			targetHeaderFlag(),
 			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
-			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient target failure, honouring Retry-After"},
+			retriesFlag(),
 			insecureFlag(),
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery"},
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload"},
@@ -294,12 +294,15 @@ func parseDeliveries(c *ucli.Context) (deliveriesOptions, error) {
 	}
 	o.replay = replayOptions{
 		target: c.String("target"), secret: secret, resign: c.Bool("resign"), concurrency: 1,
-		timeout: c.Duration("timeout"), retries: c.Int("retries"), insecure: c.Bool("insecure"),
+		timeout: c.Duration("timeout"), insecure: c.Bool("insecure"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), plugins: parsePlugins(c),
 		failedDir: c.String("failed-dir"), saveDir: c.String("save"),
 		badSigHint: "(GitHub's API returns payloads parsed: add --resign to sign them with --secret)",
 	}
 	if o.replay.header, err = parseHeaders(c.StringSlice("header")); err != nil {
+		return o, err
+	}
+	if o.replay.retries, err = parseRetries(c); err != nil {
 		return o, err
 	}
 	switch {
@@ -311,8 +314,6 @@ func parseDeliveries(c *ucli.Context) (deliveriesOptions, error) {
 		return o, usageErrorf("--resign needs the secret to sign with: give --secret, --secret-file or set %s", secretEnv)
 	case o.replay.timeout <= 0:
 		return o, usageErrorf("--timeout %v: must be positive", o.replay.timeout)
-	case o.replay.retries < 0:
-		return o, usageErrorf("--retries %d: must be 0 or more", o.replay.retries)
 	}
 	if o.replay.target != "" {
 		if err := checkTarget("--target", o.replay.target); err != nil {

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -36,9 +37,29 @@ var stderrIsTerminal = func(s *streams) bool { return isTerminal(s.err) }
 // progress bar (on a terminal).
 const progressMin = 5
 
-// defaultRetries is the number of retries of a request to a target (after
-// the first attempt) for replay and send.
-const defaultRetries = 3
+// safeRetries stands for a --retries not given: forward, replay and
+// deliveries then retry only what surely did not reach the target's handler
+// (proxy.SafeRetry), so that a handler with side effects never runs twice
+// for one delivery; --retries N retries 5xx answers and timeouts too.
+const safeRetries = -1
+
+// retriesFlag is --retries for forward, replay and deliveries.
+func retriesFlag() ucli.Flag {
+	return &ucli.IntFlag{Name: "retries", Usage: "retry a failed request to the target `N` times, 5xx answers and timeouts included (a handler may then run more than once); " +
+		"default: only what surely never reached it (a target not up yet, waited for about 20 s; 429/503 with Retry-After)"}
+}
+
+// parseRetries reads --retries: the number given, or safeRetries.
+func parseRetries(c *ucli.Context) (int, error) {
+	if !c.IsSet("retries") {
+		return safeRetries, nil
+	}
+	n := c.Int("retries")
+	if n < 0 {
+		return 0, usageErrorf("--retries %d: must be 0 or more", n)
+	}
+	return n, nil
+}
 
 // replayOptions are the parsed flags of `hookline replay`.
 type replayOptions struct {
@@ -95,7 +116,7 @@ checks a different secret than GitHub's.
 			targetHeaderFlag(),
 			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries sent at once; above 1 the order is not kept"},
 			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
-			&ucli.IntFlag{Name: "retries", Value: defaultRetries, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After"},
+			retriesFlag(),
 			insecureFlag(),
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload"},
@@ -118,11 +139,14 @@ func parseReplay(c *ucli.Context) (replayOptions, error) {
 	o := replayOptions{
 		paths: c.Args().Slice(), target: c.String("target"), secret: secret,
 		resign: c.Bool("resign"), noQuery: c.Bool("no-query"), concurrency: c.Int("concurrency"),
-		timeout: c.Duration("timeout"), retries: c.Int("retries"), insecure: c.Bool("insecure"),
+		timeout: c.Duration("timeout"), insecure: c.Bool("insecure"),
 		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"),
 		plugins: parsePlugins(c), failedDir: c.String("failed-dir"),
 	}
 	if o.header, err = parseHeaders(c.StringSlice("header")); err != nil {
+		return o, err
+	}
+	if o.retries, err = parseRetries(c); err != nil {
 		return o, err
 	}
 	switch {
@@ -134,8 +158,6 @@ func parseReplay(c *ucli.Context) (replayOptions, error) {
 		return o, usageErrorf("--concurrency %d: must be at least 1", o.concurrency)
 	case o.timeout <= 0:
 		return o, usageErrorf("--timeout %v: must be positive", o.timeout)
-	case o.retries < 0:
-		return o, usageErrorf("--retries %d: must be 0 or more", o.retries)
 	}
 	if o.target != "" {
 		if err := checkTarget("--target", o.target); err != nil {
@@ -145,13 +167,30 @@ func parseReplay(c *ucli.Context) (replayOptions, error) {
 	return o, nil
 }
 
-// targetClient returns the rest client replay and send forward with:
-// timeout per attempt, retries, over transport (nil for net/http's default).
-func targetClient(timeout time.Duration, retries int, transport http.RoundTripper) *rest.Client {
-	return &rest.Client{
-		HTTPClient: &http.Client{Timeout: timeout, Transport: transport},
-		Retry:      &rest.RetryPolicy{MaxAttempts: retries + 1},
+// targetClient returns the rest client forward, replay and send send to
+// the target with: timeout per attempt, retries (safeRetries:
+// proxy.SafeRetry), over transport (nil for net/http's default). note, if
+// not nil, is told of each retry before its wait: a countdown the user sees
+// while the target is not up yet.
+func targetClient(timeout time.Duration, retries int, transport http.RoundTripper, note func(string)) *rest.Client {
+	policy := proxy.SafeRetry()
+	if retries != safeRetries {
+		policy = &rest.RetryPolicy{MaxAttempts: retries + 1}
 	}
+	if note != nil {
+		max := policy.MaxAttempts - 1
+		policy.OnRetry = func(n int, wait time.Duration, resp *http.Response, err error) {
+			why := "the target did not answer"
+			switch {
+			case resp != nil:
+				why = "the target answered " + resp.Status
+			case errors.Is(err, syscall.ECONNREFUSED):
+				why = "the target is not up (connection refused)"
+			}
+			note(fmt.Sprintf("%s; retrying in %s (retry %d of %d)", why, wait.Round(100*time.Millisecond), n, max))
+		}
+	}
+	return &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: transport}, Retry: policy}
 }
 
 // replayer sends (or, without a target, describes) each delivery and
@@ -196,7 +235,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.Deliver
 	fopts := proxy.ForwardOptions{NoQuery: o.noQuery, Header: o.header}
 	popts := proxy.Options{
 		Secret: o.secret, Target: o.target, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
-		HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s)),
+		HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
 		FailedDir:  o.failedDir, SaveDir: o.saveDir, DedupSize: -1,
 		Logger: slog.New(slog.DiscardHandler), // every delivery gets its own line
 	}

@@ -3,7 +3,9 @@ package cli
 import (
 	"bytes"
 	"context"
+	"github.com/hookline/hookline/internal/relaytest"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -283,20 +285,76 @@ func TestReplayConcurrency(t *testing.T) {
 	}
 }
 
-func TestReplayRetriesTransientFailures(t *testing.T) {
-	target := newRecordingTarget(t, func(n int, _ recordedRequest) int {
-		if n == 0 {
-			return http.StatusBadGateway
-		}
-		return http.StatusOK
-	})
+// A 5xx may come from a handler that ran: by default it is not sent again
+// (a handler with side effects would run twice, where GitHub sends once);
+// --retries N asks for it.
+func TestReplayRetriesA5xxOnlyWhenAsked(t *testing.T) {
 	path := filepath.Join(capturesDir, "20260115T090001.000Z-ping-048733b6-2af5-4fb8-b853-3c9170bc906c.json")
-	code, _, errOut := run(t, "replay", "--target", target.URL, path)
-	if code != ExitOK {
-		t.Fatalf("exit code = %d, want 0 after a retry; stderr:\n%s", code, errOut)
+	for _, tt := range []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantReqs int
+	}{
+		{"default", nil, ExitFailure, 1},
+		{"--retries 1", []string{"--retries", "1"}, ExitOK, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			target := newRecordingTarget(t, func(n int, _ recordedRequest) int {
+				if n == 0 {
+					return http.StatusInternalServerError
+				}
+				return http.StatusOK
+			})
+			code, _, errOut := run(t, append(append([]string{"replay", "--target", target.URL}, tt.args...), path)...)
+			if code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, tt.wantCode, errOut)
+			}
+			if n := len(target.requests()); n != tt.wantReqs {
+				t.Errorf("target got %d requests, want %d", n, tt.wantReqs)
+			}
+		})
 	}
-	if n := len(target.requests()); n != 2 {
-		t.Errorf("target got %d requests, want 2", n)
+}
+
+// A target that is not up yet is waited for, with a line per retry; the
+// delivery goes once it listens.
+func TestReplayWaitsForATargetNotUpYet(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // refused until the target starts below
+	path := filepath.Join(capturesDir, "20260115T090001.000Z-ping-048733b6-2af5-4fb8-b853-3c9170bc906c.json")
+	var stdout, stderr relaytest.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(t.Context(), []string{"hookline", "replay", "--target", "http://" + addr, path}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(relaytest.HangGuard)
+	for !strings.Contains(stderr.String(), "retrying in") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // polls the running command's output
+	}
+	if !strings.Contains(stderr.String(), "the target is not up (connection refused); retrying in") || !strings.Contains(stderr.String(), "(retry 1 of 7)") {
+		t.Fatalf("stderr = %q, want a countdown line for the refused connection", stderr.String())
+	}
+	target := newRecordingTarget(t, nil)
+	target.Close()
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: target.Config.Handler}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	select {
+	case c := <-code:
+		if c != ExitOK || len(target.requests()) != 1 {
+			t.Errorf("exit %d with %d requests, want 0 with one; stderr:\n%s", c, len(target.requests()), stderr.String())
+		}
+	case <-time.After(relaytest.HangGuard):
+		t.Fatal("replay did not end once the target was up")
 	}
 }
 
