@@ -475,7 +475,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		}
 	}
 	tr.summary(client.Stats(), summaryInfo{
-		saveDir: o.saveDir, failedDir: client.FailedDir(), failedAuto: o.failedAuto, target: o.target,
+		saveDir: o.saveDir, failedDir: client.FailedDir(), failedAuto: o.failedAuto, target: o.target, verified: o.secret != "",
 		stateFile: o.stateFile, checkpoint: client.Checkpoint(),
 	})
 	if hint := certHint(err, "relay"); hint != "" {

@@ -157,10 +157,16 @@ func TestForwardEndToEnd(t *testing.T) {
 		t.Errorf("saved %d capture files, want 2 (every delivery is saved)", len(files))
 	}
 	summary := stderr.String()
-	for _, want := range []string{"summary: 2 received, 1 forwarded, 1 bad signature(s)", "2 saved in " + saveDir} {
+	for _, want := range []string{"summary: 2 received, 1 forwarded, 1 bad signature(s)", "2 saved in " + saveDir,
+		// The replay it suggests verifies again: never one that sends on
+		// what failed verification.
+		"send them again with: hookline replay --secret-file FILE --target", "the 1 with a bad signature are sent only if they match"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, summary)
 		}
+	}
+	if strings.Contains(summary, "hookline replay --target") {
+		t.Errorf("the summary suggests a replay without the secret:\n%s", summary)
 	}
 	for _, secretText := range []string{secret, "should-never-print"} {
 		if strings.Contains(stdout.String()+stderr.String(), secretText) {

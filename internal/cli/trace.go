@@ -564,6 +564,7 @@ type summaryInfo struct {
 	failedDir  string // where undelivered deliveries went ("" for none)
 	failedAuto bool   // failedDir is hookline's default, not the user's
 	target     string // the target URL, for the replay hint
+	verified   bool   // the run checked signatures: so must the replay it suggests
 	stateFile  string
 	checkpoint string // the last event id stored
 }
@@ -631,7 +632,19 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 		if in.target != "" {
 			target = redact.URL(in.target)
 		}
-		fmt.Fprintf(t.info, "send them again with: hookline replay --target %s %s\n", target, in.failedDir)
+		// Never a command that would send on what failed verification: a
+		// run that verified suggests a replay that verifies again.
+		badSigs := t.failedWhy["bad signature"]
+		if in.verified || badSigs > 0 {
+			fmt.Fprintf(t.info, "send them again with: hookline replay --secret-file FILE --target %s %s\n", target, in.failedDir)
+			note := "  FILE holds the webhook's secret: replay verifies each delivery again and sends only those that match"
+			if badSigs > 0 {
+				note += fmt.Sprintf(" (the %d with a bad signature are sent only if they match the secret you give)", badSigs)
+			}
+			fmt.Fprintln(t.info, note)
+		} else {
+			fmt.Fprintf(t.info, "send them again with: hookline replay --target %s %s\n", target, in.failedDir)
+		}
 	}
 	if in.stateFile != "" && in.checkpoint != "" {
 		fmt.Fprintf(t.info, "position stored: after event %s in %s\n", in.checkpoint, in.stateFile)
