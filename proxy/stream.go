@@ -56,6 +56,11 @@ const (
 	StateConnected                     // the relay answered with an event stream
 	StateDisconnected                  // the attempt ended; the loop retries after RetryIn
 	StateStopped                       // the loop returned; Err says why
+	// StateReady follows StateConnected on a hookline relay, whose ready
+	// event names its last id: Pending is how many deliveries it holds
+	// after LastEventID, the ones kept while the client was away. Other
+	// relays do not say; the state stays Connected.
+	StateReady
 )
 
 // String returns the state's name in lower case, as a trace shows it.
@@ -69,6 +74,8 @@ func (s State) String() string {
 		return "disconnected"
 	case StateStopped:
 		return "stopped"
+	case StateReady:
+		return "ready"
 	}
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }
@@ -89,6 +96,18 @@ type StateChange struct {
 	Err error
 	// RetryIn is the wait before the next attempt (Disconnected).
 	RetryIn time.Duration
+	// Pending is how many deliveries the relay holds after LastEventID
+	// (Ready).
+	Pending int64
+}
+
+// readyEvent decodes a hookline relay's ready event; ok is false for any
+// other event, and for smee.io's ready, which names no id.
+func readyEvent(ev SSEEvent) (wire.Ready, bool) {
+	if ev.Event != wire.EventReady {
+		return wire.Ready{}, false
+	}
+	return wire.DecodeReady(ev.Data)
 }
 
 // StreamOptions configures Subscribe.
@@ -248,11 +267,18 @@ func (l *loop) run(ctx context.Context) error {
 			prevID = ev.ID
 			if !control {
 				good = true
-			} else if ev.Event == wire.EventReady && ev.ID == "" && l.lastID == "" {
-				// hookline's relay names the channel's last id: with none
-				// of its own, the client resumes after it, so deliveries
-				// sent before the first one arrives survive a reconnect.
-				if r, ok := wire.DecodeReady(ev.Data); ok {
+			} else if r, ok := readyEvent(ev); ok {
+				if sent != "" {
+					// Resumed: what the relay holds past the id sent is
+					// what arrived while the client was away.
+					if n, err := strconv.ParseInt(sent, 10, 64); err == nil && r.Last >= n {
+						l.notify(StateChange{State: StateReady, Attempt: attempt, LastEventID: sent, Pending: r.Last - n})
+					}
+				} else if ev.ID == "" && l.lastID == "" {
+					// hookline's relay names the channel's last id: with
+					// none of its own, the client resumes after it, so
+					// deliveries sent before the first one arrives survive
+					// a reconnect.
 					l.lastID, l.ids = strconv.FormatInt(r.Last, 10), idsDurable
 				}
 			}

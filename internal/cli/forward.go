@@ -53,6 +53,7 @@ type forwardOptions struct {
 	saveScripts  bool   // --save-scripts
 	stateFile    string // "" for none
 	stateDefault bool   // stateFile is the default one (not --state-file)
+	noState      bool   // --no-state: no default state file
 	failedDir    string // "" for none
 	failedAuto   bool   // failedDir is the default one (not --save or --failed-dir)
 	dedupWindow  time.Duration
@@ -210,6 +211,10 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	if o.dedupWindow < 0 {
 		return o, usageErrorf("--dedup-window %v: must be 0 (off) or positive", o.dedupWindow)
 	}
+	o.noState = c.Bool("no-state")
+	if o.noState && o.stateFile != "" {
+		return o, usageErrorf("--no-state and --state-file cannot be used together: --no-state keeps no position, --state-file keeps it in FILE")
+	}
 	if c.IsSet("state-file") && o.stateFile == "" {
 		return o, usageErrorf("--state-file is empty; give a file path, or leave the flag out")
 	}
@@ -245,7 +250,10 @@ func (o *forwardOptions) defaultPaths(channel string, s *streams) {
 		o.failedDir = filepath.Join(o.saveDir, "failed")
 	}
 	needFailed := o.failedDir == "" && o.target != ""
-	needState := o.stateFile == "" && o.saveDir != "" && channel != ""
+	// The position is kept by default for a channel given with --url, so
+	// that a restart gets what arrived while forward was down (a --new
+	// channel is new every run; the embedded relay's history is in memory).
+	needState := o.stateFile == "" && !o.noState && o.url != ""
 	if !needFailed && !needState {
 		return
 	}
@@ -432,9 +440,9 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	}
 	if o.stateFile != "" {
 		if id := client.Checkpoint(); id != "" && o.lastEventID == "" {
-			fmt.Fprintf(s.err, "resuming after event %s (state file %s)\n", id, o.stateFile)
+			fmt.Fprintf(s.err, "position in the channel: after event %s (state file %s; --no-state starts from new deliveries)\n", id, o.stateFile)
 		} else if o.stateDefault {
-			fmt.Fprintf(s.err, "state file: %s\n", o.stateFile)
+			fmt.Fprintf(s.err, "state file: %s (the position in the channel, to resume after a restart; --no-state keeps none)\n", o.stateFile)
 		}
 	}
 	// The first Ctrl-C (ctx) says what it waits for; the second quits.
@@ -704,7 +712,8 @@ func forwardFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "save", Usage: "save every delivery as a capture file in `DIR`"},
 		&ucli.BoolFlag{Name: "save-scripts", Usage: "with --save, also write a shell script per delivery that re-sends its exact bytes with curl (and its body, as NAME.body)"},
 		&ucli.StringFlag{Name: "failed-dir", Usage: "keep deliveries the target did not take in `DIR`, for hookline replay (default: DIR/failed with --save, else a folder per run in hookline's state directory)"},
-		&ucli.StringFlag{Name: "state-file", Usage: "store the position in the channel in `FILE` after every delivery, and resume from it (default with --save and --url: one per channel in the state directory)"},
+		&ucli.StringFlag{Name: "state-file", Usage: "store the position in the channel in `FILE` after every delivery, and resume from it (default with --url: one per channel in the state directory)"},
+		&ucli.BoolFlag{Name: "no-state", Usage: "keep no position in the channel: a restart starts from new deliveries"},
 		&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},
 		&ucli.DurationFlag{Name: "dedup-window", Value: proxy.DefaultDedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through"},
 	}

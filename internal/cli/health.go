@@ -28,6 +28,9 @@ type forwardHealth struct {
 }
 
 func (h *forwardHealth) onState(sc proxy.StateChange) {
+	if sc.State == proxy.StateReady {
+		return // still connected
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.state, h.since, h.err = sc.State, time.Now(), ""

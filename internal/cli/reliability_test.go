@@ -142,6 +142,9 @@ func TestForwardFailedFolderUnderSave(t *testing.T) {
 // The state file: with --save and --url a default one per channel; a
 // second run resumes after the position stored and gets only what came
 // while it was away.
+// With --url, forward keeps its position in the channel by default (no
+// --save needed): a restart gets what arrived while it was down, and says
+// how many the relay kept. --no-state opts out.
 func TestForwardStateFileResumes(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", state)
@@ -149,11 +152,10 @@ func TestForwardStateFileResumes(t *testing.T) {
 	target := &relaytest.Sink{}
 	ts := httptest.NewServer(target)
 	t.Cleanup(ts.Close)
-	save := t.TempDir()
 	stream, _ := proxy.StreamURL(rl.Channel, "")
 	stateFile := filepath.Join(state, "hookline", "state", stateFileName(stream))
 
-	f := startForward(t, "--url", rl.Channel, "--target", ts.URL, "--save", save)
+	f := startForward(t, "--url", rl.Channel, "--target", ts.URL)
 	f.waitErr(t, "connected to")
 	for n := 1; n <= 2; n++ {
 		rl.Publish(t, nil, n, relaytest.Body(n, 0))
@@ -167,12 +169,25 @@ func TestForwardStateFileResumes(t *testing.T) {
 	for n := 3; n <= 4; n++ {
 		rl.Publish(t, nil, n, relaytest.Body(n, 0))
 	}
-	f2 := startForward(t, "--url", rl.Channel, "--target", ts.URL, "--save", save)
-	f2.waitErr(t, "resuming after event 2 (state file "+stateFile+")")
+	f2 := startForward(t, "--url", rl.Channel, "--target", ts.URL)
+	f2.waitErr(t, "position in the channel: after event 2 (state file "+stateFile)
+	f2.waitErr(t, "resuming after event 2; the relay kept 2 deliveries for you")
 	target.WaitFor(t, 4)
 	f2.waitOutLines(t, 2)
 	f2.stop(t)
 	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 4, true, relaytest.Body0)
+
+	// --no-state: what arrives while it is down is not fetched again.
+	rl.Publish(t, nil, 5, relaytest.Body(5, 0))
+	f3 := startForward(t, "--url", rl.Channel, "--target", ts.URL, "--no-state")
+	f3.waitErr(t, "connected to")
+	rl.Publish(t, nil, 6, relaytest.Body(6, 0))
+	target.WaitFor(t, 5)
+	f3.waitOutLines(t, 1)
+	f3.stop(t)
+	if got := target.Arrivals(); got[len(got)-1].ID != relaytest.ID(6) || strings.Contains(f3.err.String(), "resuming") {
+		t.Errorf("with --no-state the last arrival is %s (want %s, event 5 not resumed); stderr:\n%s", got[len(got)-1].ID, relaytest.ID(6), f3.err.String())
+	}
 }
 
 // A damaged or foreign state file is ignored with a warning; forwarding

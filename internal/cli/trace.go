@@ -553,6 +553,13 @@ func (t *tracer) state(s proxy.StateChange) {
 			return
 		}
 		fmt.Fprintf(t.info, "%s %v; retrying in %s (attempt %d)\n", t.yellow.Sprint("disconnected:"), s.Err, s.RetryIn.Round(time.Millisecond), s.Attempt)
+	case proxy.StateReady:
+		// A resumed hookline stream: say what waited for us.
+		kept := "no delivery arrived meanwhile"
+		if s.Pending > 0 {
+			kept = "the relay kept " + plural(int(s.Pending), "delivery", "deliveries") + " for you"
+		}
+		fmt.Fprintf(t.info, "%s %s; %s\n", t.dim.Sprint("resuming after event"), s.LastEventID, kept)
 	case proxy.StateStopped:
 		// Nothing: the command prints why it stopped, once, as its error.
 	}
