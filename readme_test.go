@@ -389,6 +389,59 @@ func TestReadmeGoExamplesCompile(t *testing.T) {
 	}
 }
 
+// The README's go.mod lines let a program outside this repository import
+// proxy and webhooks/payload from a clone: a module in a temporary
+// directory, with the README's gomod block (../hookline standing for this
+// checkout), builds after go mod tidy.
+func TestReadmeLibrarySetup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("go mod tidy and a build of an outside module")
+	}
+	blocks, _ := readmeBlocks(t)
+	var lines string
+	for _, b := range blocks {
+		if b.lang == "gomod" {
+			lines = b.text
+		}
+	}
+	if !strings.Contains(lines, "../hookline") {
+		t.Fatal("README.md has no gomod block pointing at ../hookline")
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gomod := "module example.com/consumer\n\ngo 1.26\n\n" + strings.ReplaceAll(lines, "../hookline", root) + "\n"
+	main := `package main
+
+import (
+	"fmt"
+
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/webhooks/payload"
+)
+
+func main() {
+	_, err := proxy.New(proxy.Options{URL: "http://127.0.0.1:3333/abc"})
+	fmt.Println(err, payload.PushEvent{})
+}
+`
+	for name, text := range map[string]string{"go.mod": gomod, "main.go": main} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"mod", "tidy"}, {"build", "-o", os.DevNull, "."}} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s in a module using the README's lines: %v\n%s\ngo.mod:\n%s", strings.Join(args, " "), err, out, gomod)
+		}
+	}
+}
+
 // cleanEnv is the environment without HOOKLINE_* variables and with no
 // config directory, so a developer's settings (and config file) cannot
 // change what the README's commands do.
