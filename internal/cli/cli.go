@@ -163,7 +163,10 @@ func newApp(s *streams) *ucli.App {
 		cmd.Flags = withConfigSource(cmd.Flags)
 		cmd.Before = func(c *ucli.Context) error {
 			s.decideColor(noColorSet(c))
-			return applyConfig(c)
+			if err := flagAsValue(c); err != nil {
+				return err
+			}
+			return applyConfig(c, s)
 		}
 	}
 	return app
@@ -213,6 +216,46 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
+// flagAsValue refuses a flag that took the next flag as its value:
+// `forward --target --secret x` gives --target the value "--secret" (Go's
+// flag package takes the next word, whatever it is), then x is a stray
+// argument and the secret is never read.
+func flagAsValue(c *ucli.Context) error {
+	var names []string
+	for _, f := range c.Command.Flags {
+		names = append(names, f.Names()...)
+	}
+	for _, f := range c.Command.Flags {
+		name := f.Names()[0]
+		if !c.IsSet(name) {
+			continue
+		}
+		var values []string
+		switch f.(type) {
+		case *ucli.StringFlag, *altsrc.StringFlag:
+			values = []string{c.String(name)}
+		case *ucli.StringSliceFlag, *altsrc.StringSliceFlag:
+			values = c.StringSlice(name)
+		}
+		for _, v := range values {
+			word, _, _ := strings.Cut(v, "=")
+			if other := strings.TrimLeft(word, "-"); strings.HasPrefix(v, "-") && slices.Contains(names, other) {
+				return usageErrorf("%s: %s got %s as its value, which is a flag: give %s a value first (%s VALUE %s ...)",
+					c.Command.Name, dashOf(name), word, dashOf(name), dashOf(name), word)
+			}
+		}
+	}
+	return nil
+}
+
+// dashOf is a flag's name as a user types it: -p, --target.
+func dashOf(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
 // invalidValue matches the flag package's error for a value that does not
 // parse.
 var invalidValue = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -+([^:]+): (.*)$`)
@@ -220,12 +263,7 @@ var invalidValue = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for fl
 // commandUsageError turns what the flag parser said about cmd's arguments
 // into one line naming the flag as a user types it, with a suggestion.
 func commandUsageError(cmd *ucli.Command, err error) error {
-	dashes := func(name string) string {
-		if len(name) == 1 {
-			return "-" + name
-		}
-		return "--" + name
-	}
+	dashes := dashOf
 	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
 		name = strings.TrimLeft(name, "-")
 		var names []string
@@ -237,6 +275,10 @@ func commandUsageError(cmd *ucli.Command, err error) error {
 			hint = " (did you mean " + dashes(best) + "?)"
 		}
 		return usageErrorf("%s: unknown flag %s%s", cmd.Name, dashes(name), hint)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "flag needs an argument: "); ok {
+		name = strings.TrimLeft(name, "-")
+		return usageErrorf("%s: %s needs a value; run 'hookline %s --help' for its flags", cmd.Name, dashes(name), cmd.Name)
 	}
 	if m := invalidValue.FindStringSubmatch(err.Error()); m != nil {
 		what := m[3]

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -90,7 +92,12 @@ func readConfig(path string) (map[string]map[string]any, error) {
 
 // applyConfig sets c's flags that the command line and the environment
 // left unset from the command's section of the config file.
-func applyConfig(c *ucli.Context) error {
+//
+// A section that names no command is an error for the command it is a typo
+// of ("forwrd:" stops forward), and a one-line warning for the others
+// (version and sign still run). A command whose section is used says so in
+// a start line, "config: PATH".
+func applyConfig(c *ucli.Context, s *streams) error {
 	path, err := configPath()
 	if err != nil {
 		return usageErrorf("config: %v", err)
@@ -102,10 +109,18 @@ func applyConfig(c *ucli.Context) error {
 	if err != nil {
 		return usageErrorf("config: %v", err)
 	}
-	for name := range sections {
-		if c.App.Command(name) == nil {
-			return usageErrorf("config %s: no command %q (sections are commands: forward, replay, deliveries, send, serve...)", path, name)
+	var commands []string
+	for _, cmd := range c.App.Commands {
+		commands = append(commands, cmd.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(sections)) {
+		if c.App.Command(name) != nil {
+			continue
 		}
+		if closest(name, commands) == c.Command.Name {
+			return usageErrorf("config %s: no command %q (did you mean %s?); sections are commands: forward, replay, deliveries, send, serve...", path, name, c.Command.Name)
+		}
+		fmt.Fprintf(s.err, "warning: config %s: no command %q; its section is ignored\n", path, name)
 	}
 	section, ok := sections[c.Command.Name]
 	if !ok {
@@ -130,11 +145,53 @@ func applyConfig(c *ucli.Context) error {
 			continue // the environment's secret wins over the file's
 		}
 		values[key] = configValue(v)
+		if str, ok := values[key].(string); ok && isListFlag(c.Command.Flags, key) {
+			values[key] = []any{str} // one value for a list: events: push
+		}
 	}
 	if err := altsrc.ApplyInputSourceValues(c, altsrc.NewMapInputSource(path, values), c.Command.Flags); err != nil {
+		if m := mismatchedType.FindStringSubmatch(err.Error()); m != nil {
+			return usageErrorf("config %s: %s: %s: want %s, not %s", path, c.Command.Name, m[1], typeWords(m[2]), typeWords(m[3]))
+		}
 		return usageErrorf("config %s: %s: %v", path, c.Command.Name, err)
 	}
+	fmt.Fprintf(s.err, "config: %s\n", path)
 	return nil
+}
+
+// mismatchedType matches altsrc's error for a value of the wrong type.
+var mismatchedType = regexp.MustCompile(`^Mismatched type for flag '([^']+)'\. Expected '([^']+)' but actual is '([^']+)'`)
+
+// typeWords says a Go type of a config value in a user's words.
+func typeWords(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
+		return "a list"
+	case goType == "string":
+		return "text"
+	case strings.HasPrefix(goType, "int") || strings.HasPrefix(goType, "uint") || strings.HasPrefix(goType, "float"):
+		return "a number"
+	case goType == "bool":
+		return "true or false"
+	case goType == "time.Duration":
+		return "a duration such as 30s"
+	case strings.HasPrefix(goType, "map"):
+		return "a section"
+	}
+	return "a value of another kind"
+}
+
+// isListFlag reports whether the flag named name takes a list.
+func isListFlag(flags []ucli.Flag, name string) bool {
+	for _, f := range flags {
+		if slices.Contains(f.Names(), name) {
+			switch f.(type) {
+			case *ucli.StringSliceFlag, *altsrc.StringSliceFlag:
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // configValue converts a YAML or TOML value to the types altsrc reads (int

@@ -90,13 +90,17 @@ func TestConfigFileHome(t *testing.T) {
 // config file.
 func TestConfigFileEnvironmentWins(t *testing.T) {
 	rl := relaytest.Start(t, relay.Options{})
-	writeConfig(t, "config.yaml", "forward:\n  target: http://127.0.0.1:1/from-the-file\n  url: "+rl.Channel+"\n")
+	path := writeConfig(t, "config.yaml", "forward:\n  target: http://127.0.0.1:1/from-the-file\n  url: "+rl.Channel+"\n")
 	t.Setenv("HOOKLINE_TARGET", "http://127.0.0.1:1/from-the-environment")
 	f := startForward(t)
 	f.waitErr(t, "connected to")
 	f.stop(t)
 	if !strings.Contains(f.err.String(), "→ http://127.0.0.1:1/from-the-environment") {
 		t.Errorf("stderr, want the environment's target:\n%s", f.err.String())
+	}
+	// The start lines say which config file is in force.
+	if !strings.Contains(f.err.String(), "config: "+path+"\n") {
+		t.Errorf("stderr does not name the config file %s:\n%s", path, f.err.String())
 	}
 }
 
@@ -109,6 +113,7 @@ func TestConfigFileErrors(t *testing.T) {
 		{"a secret", "config.yaml", "send:\n  secret: hunter2\n", "keep the secret out of the config file"},
 		{"not a section", "config.yaml", "event: push\n", `"event" is not a section of options`},
 		{"wrong type", "config.toml", "[send]\nretries = \"many\"\n", "retries"},
+		{"a list for one value", "config.yaml", "send:\n  payload: [a, b]\n", "send: payload: want text, not a list"},
 		{"not yaml", "config.yml", "send: [\n", "config:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,6 +129,15 @@ func TestConfigFileErrors(t *testing.T) {
 				t.Error("the secret was printed")
 			}
 		})
+	}
+	// A section typo stops only the command it is a typo of: version and
+	// sign run, with one warning line.
+	writeConfig(t, "config.yaml", "forwrd:\n  target: http://127.0.0.1:3000/hook\n")
+	if code, _, errOut := run(t, "forward", "--no-color", "--url", "http://127.0.0.1:1/x"); code != ExitUsage || !strings.Contains(errOut, `no command "forwrd" (did you mean forward?)`) {
+		t.Errorf("forward with a forwrd section: exit %d, stderr %q", code, errOut)
+	}
+	if code, out, errOut := run(t, "version"); code != ExitOK || !strings.Contains(out, "hookline") || !strings.Contains(errOut, `warning: config`) {
+		t.Errorf("version with a forwrd section: exit %d, stdout %q, stderr %q; want it to run with a warning", code, out, errOut)
 	}
 	// Two config files: which one is meant is unclear.
 	dir := filepath.Dir(writeConfig(t, "config.yaml", "send: {}\n"))

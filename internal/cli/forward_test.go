@@ -192,6 +192,8 @@ func TestForwardUsageErrors(t *testing.T) {
 		{"stray argument", []string{"https://smee.io/abc"}, `forward takes no arguments (got "https://smee.io/abc"); did you mean --url https://smee.io/abc?`},
 		{"port and target", []string{"--url", "http://127.0.0.1:1/c", "--target", "http://x", "--port", "3000"}, "--target and --port/--path cannot be used together"},
 		{"path without port", []string{"--url", "http://127.0.0.1:1/c", "--path", "/hook"}, "--port 0: want a port number from 1 to 65535 (--path needs --port)"},
+		{"flag without a value", []string{"--url", "http://127.0.0.1:1/c", "--target"}, "forward: --target needs a value"},
+		{"flag as a flag's value", []string{"--url", "http://127.0.0.1:1/c", "--target", "--secret", "x"}, "forward: --target got --secret as its value, which is a flag"},
 		{"target is the channel", []string{"--url", "http://127.0.0.1:1/c", "--target", "http://localhost:1/c/"}, "--target http://localhost:1/c/ is the relay channel itself"},
 		{"target is the channel's gosmee stream", []string{"--url", "https://relay.example/c", "--target", "https://relay.example:443/events/c"}, "is the relay channel itself"},
 	}
