@@ -506,7 +506,8 @@ func parseHTTPURL(s string) (*url.URL, error) {
 		shown = s // no credentials to hide: as typed
 	}
 	if !strings.Contains(s, "://") {
-		return nil, fmt.Errorf("%q has no scheme; did you mean http://%s?", shown, strings.TrimPrefix(shown, "//"))
+		rest := strings.TrimPrefix(shown, "//")
+		return nil, fmt.Errorf("%q has no scheme; did you mean %s://%s?", shown, likelyScheme(rest), rest)
 	}
 	switch {
 	case err != nil:
@@ -521,6 +522,31 @@ func parseHTTPURL(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("%q has no host", shown)
 	}
 	return u, nil
+}
+
+// likelyScheme guesses the scheme a URL typed without one meant: http for
+// this machine and private networks (a local server rarely has TLS),
+// https for a public host (smee.io/abc is https://smee.io/abc).
+func likelyScheme(hostPath string) string {
+	host := hostPath
+	if i := strings.IndexAny(host, "/?#"); i >= 0 {
+		host = host[:i]
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(strings.ToLower(host), "[]")
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() {
+			return "http"
+		}
+		return "https"
+	}
+	if host == "localhost" || !strings.Contains(host, ".") || strings.HasSuffix(host, ".localhost") ||
+		strings.HasSuffix(host, ".local") || strings.HasSuffix(host, ".test") || strings.HasSuffix(host, ".internal") {
+		return "http"
+	}
+	return "https"
 }
 
 // Stats returns the counts so far. It is safe to call while Run runs.

@@ -665,6 +665,8 @@ func TestNewTarget(t *testing.T) {
 		{"http://127.0.0.1:3000/hook", ""},
 		{"localhost:3000/hook", `"localhost:3000/hook" has no scheme; did you mean http://localhost:3000/hook?`},
 		{"127.0.0.1:3000", `"127.0.0.1:3000" has no scheme; did you mean http://127.0.0.1:3000?`},
+		{"smee.io/abc", `"smee.io/abc" has no scheme; did you mean https://smee.io/abc?`},
+		{"myapp:3000/hook", `"myapp:3000/hook" has no scheme; did you mean http://myapp:3000/hook?`},
 		{"ftp://x/y", "must start with http:// or https://"},
 		{"http:///path", "has no host"},
 	}

@@ -187,7 +187,7 @@ func TestForwardUsageErrors(t *testing.T) {
 		{"bad concurrency", []string{"--url", "http://127.0.0.1:1/c", "--concurrency", "0"}, "--concurrency 0: must be at least 1"},
 		{"resign without secret", []string{"--url", "http://127.0.0.1:1/c", "--resign"}, "--resign needs a secret"},
 		{"unknown format", []string{"--url", "http://127.0.0.1:1/c", "--format", "ngrok"}, `--format "ngrok": want smee, gosmee or hookline`},
-		{"relay url without scheme", []string{"--url", "smee.io/abc"}, `--url: channel URL "smee.io/abc" has no scheme; did you mean http://smee.io/abc?`},
+		{"relay url without scheme", []string{"--url", "smee.io/abc"}, `--url: channel URL "smee.io/abc" has no scheme; did you mean https://smee.io/abc?`},
 		{"relay url host:port without scheme", []string{"--url", "127.0.0.1:3333/chan"}, `--url: channel URL "127.0.0.1:3333/chan" has no scheme; did you mean http://127.0.0.1:3333/chan?`},
 		{"stray argument", []string{"https://smee.io/abc"}, `forward takes no arguments (got "https://smee.io/abc"); did you mean --url https://smee.io/abc?`},
 		{"port and target", []string{"--url", "http://127.0.0.1:1/c", "--target", "http://x", "--port", "3000"}, "--target and --port/--path cannot be used together"},
