@@ -57,7 +57,9 @@ func (s *redisStore) startFeed(handle func(channel string, d *delivery)) {
 	go f.reconcile()
 }
 
-// watch sets whether channel is watched. It does not wait for Redis.
+// watch sets whether channel is watched. It does not wait for Redis: the
+// feed asks Redis in the background, and from now on reports channel's
+// deliveries (on) or no longer does (off) even if Redis still sends them.
 func (s *redisStore) watch(channel string, on bool) {
 	s.mu.Lock()
 	f := s.feed
@@ -212,14 +214,24 @@ func (f *redisFeed) receive() {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
-				f.handle(strings.TrimPrefix(m.Channel, prefix), nil)
+			if name := strings.TrimPrefix(m.Channel, prefix); m.Kind == "subscribe" && f.wanted(name) {
+				f.handle(name, nil)
 			}
 		case *redis.Message:
-			name := strings.TrimPrefix(m.Channel, prefix)
-			f.handle(name, f.decode(name, m.Payload))
+			if name := strings.TrimPrefix(m.Channel, prefix); f.wanted(name) {
+				f.handle(name, f.decode(name, m.Payload))
+			}
 		}
 	}
+}
+
+// wanted reports whether channel is watched now: Redis goes on sending a
+// channel's messages until it has read the UNSUBSCRIBE, and a channel
+// unwatched is not reported any more.
+func (f *redisFeed) wanted(channel string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.want[channel]
 }
 
 // decode returns the delivery a feed message carries: "<id> <record>"; nil

@@ -639,19 +639,25 @@ func TestRedisRedeliveryReferenceAcrossReplicas(t *testing.T) {
 	sub := subscribe(t, b.url("refs"), relay.StreamHeader, "1")
 	sub.ready()
 	big := `{"a":"` + strings.Repeat("x", 2<<20) + `"}`
-	postID(t, a.url("refs"), big)
-	for id := 1; id <= 3; id++ { // chained: each redelivers the last
-		code, resp := post(t, fmt.Sprintf("%s/redeliver/%d", a.url("refs"), id), "")
-		if code != http.StatusOK {
-			t.Fatalf("redeliver %d: %d %s", id, code, resp)
-		}
-	}
-	for id := 1; id <= 4; id++ {
+	// Each delivery is read before the next is made: the subscriber's
+	// queue is bounded by HistoryBytes too, and a reader two 2 MiB
+	// deliveries behind (a loaded machine) is rightly cut off.
+	read := func(id int) {
+		t.Helper()
 		ev := sub.next()
 		m := message(t, ev)
 		b, err := base64.StdEncoding.DecodeString(fmt.Sprint(m["bodyB"]))
 		if ev.ID != strconv.Itoa(id) || err != nil || string(b) != big {
 			t.Fatalf("event %s: %d bytes of body (%v), want id %d with the whole delivery", ev.ID, len(b), err, id)
 		}
+	}
+	postID(t, a.url("refs"), big)
+	read(1)
+	for id := 1; id <= 3; id++ { // chained: each redelivers the last
+		code, resp := post(t, fmt.Sprintf("%s/redeliver/%d", a.url("refs"), id), "")
+		if code != http.StatusOK {
+			t.Fatalf("redeliver %d: %d %s", id, code, resp)
+		}
+		read(id + 1)
 	}
 }
