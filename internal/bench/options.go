@@ -4,9 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/hookline/hookline/internal/bytesize"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -220,33 +220,17 @@ func isFlagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// parseSize reads 4096, 4KiB, 4K, 1MiB, 25M (binary units).
+// parseSize reads a payload size (bytesize.Parse: 4096, 4KiB, 1MiB), at
+// most 64 MiB.
 func parseSize(s string) (int, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
-		i++
-	}
-	v, err := strconv.Atoi(t[:i])
+	v, err := bytesize.Parse(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a size such as 4KiB or 4096", s)
+		return 0, err
 	}
-	mult := map[string]int{"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20}[strings.ToLower(t[i:])]
-	if mult == 0 {
-		return 0, fmt.Errorf("%q has an unknown unit; use B, KiB or MiB", s)
-	}
-	if v <= 0 || v > 64<<20/mult {
+	if v > 64<<20 {
 		return 0, fmt.Errorf("%q must be between 1 byte and 64 MiB", s)
 	}
-	return v * mult, nil
+	return int(v), nil
 }
 
-func formatSize(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + " KiB"
-	}
-	return strconv.Itoa(n) + " B"
-}
+func formatSize(n int) string { return bytesize.Format(int64(n)) }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/hookline/hookline/internal/bytesize"
 	"io"
 	"math"
 	"slices"
@@ -75,7 +76,7 @@ func (r result) line() string {
 		s += fmt.Sprintf("  duplicates %d", r.Duplicates)
 	}
 	if r.Tool != toolDirect {
-		s += fmt.Sprintf("  forwarder %s, %.2f s CPU  relay %s, %.2f s CPU", formatBytes(r.FwdPeakRSS), r.FwdCPU, formatBytes(r.RelayPeakRSS), r.RelayCPU)
+		s += fmt.Sprintf("  forwarder %s, %.2f s CPU  relay %s, %.2f s CPU", bytesize.Format(r.FwdPeakRSS), r.FwdCPU, bytesize.Format(r.RelayPeakRSS), r.RelayCPU)
 	}
 	if r.CutOff > 0 {
 		s += fmt.Sprintf("  cut off %d×", r.CutOff)
@@ -188,8 +189,8 @@ func writeReport(w io.Writer, rep *report) {
 		for _, s := range sr.Summaries {
 			fwdRSS, fwdCPU, relRSS, relCPU := "–", "–", "–", "–"
 			if s.Tool != toolDirect {
-				fwdRSS, fwdCPU = formatBytes(int64(s.FwdPeakRSS)), fmt.Sprintf("%.2f", s.FwdCPU)
-				relRSS, relCPU = formatBytes(int64(s.RelayPeakRSS)), fmt.Sprintf("%.2f", s.RelayCPU)
+				fwdRSS, fwdCPU = bytesize.Format(int64(s.FwdPeakRSS)), fmt.Sprintf("%.2f", s.FwdCPU)
+				relRSS, relCPU = bytesize.Format(int64(s.RelayPeakRSS)), fmt.Sprintf("%.2f", s.RelayCPU)
 			}
 			lost := fmt.Sprint(s.Lost)
 			if s.Duplicates > 0 {
@@ -239,13 +240,6 @@ func formatMs(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
-}
-
-func formatBytes(n int64) string {
-	if n >= 10<<20 {
-		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 func ratio(a, b float64) string {

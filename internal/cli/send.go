@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/hookline/hookline/internal/bytesize"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -256,7 +257,7 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 // event asked for.
 func checkPayload(p []byte, o sendOptions, warn func(string, ...interface{})) {
 	if len(p) > maxPayloadWarn {
-		warn("the payload is %d bytes; GitHub never sends more than 25 MiB", len(p))
+		warn("the payload is %s; GitHub never sends more than 25 MiB", bytesize.Format(int64(len(p))))
 	}
 	if !isJSONObject(p) {
 		warn("the payload is not a JSON object; GitHub always sends one (sending it as it is)")

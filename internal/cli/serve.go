@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookline/hookline/internal/bytesize"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -223,7 +224,7 @@ func parseServe(c *ucli.Context) (serveOptions, error) {
 		{"total-history-bytes", &opts.relay.TotalHistoryBytes},
 		{"max-upload-bytes", &opts.relay.MaxUploadBytes},
 	} {
-		n, err := parseByteSize(c.String(f.name))
+		n, err := bytesize.Parse(c.String(f.name))
 		if err != nil {
 			return serveOptions{}, usageErrorf("--%s: %v", f.name, err)
 		}
@@ -326,34 +327,6 @@ func dataDirError(dir string, err error) error {
 		return fmt.Errorf("--data-dir %q is not usable: %s; give the user running hookline read and write access, or choose another directory", dir, msg)
 	}
 	return fmt.Errorf("--data-dir %q is not usable: %s", dir, msg)
-}
-
-// parseByteSize parses a size such as 1048576, 512KiB, 50MiB, 1GiB (binary
-// units, also written K, M, G) or 50MB (decimal units).
-func parseByteSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
-		i++
-	}
-	n, err := strconv.ParseInt(t[:i], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a size; write it like 50MiB or 1048576", s)
-	}
-	units := map[string]int64{
-		"": 1, "b": 1,
-		"k": 1 << 10, "kib": 1 << 10, "kb": 1e3,
-		"m": 1 << 20, "mib": 1 << 20, "mb": 1e6,
-		"g": 1 << 30, "gib": 1 << 30, "gb": 1e9,
-	}
-	mult, ok := units[strings.ToLower(strings.TrimSpace(t[i:]))]
-	if !ok {
-		return 0, fmt.Errorf("%q has an unknown unit; use B, KiB, MiB, GiB (or KB, MB, GB)", s)
-	}
-	if n <= 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q must be more than 0 and less than 4 EiB", s)
-	}
-	return n * mult, nil
 }
 
 // runServe runs the relay until ctx ends (SIGINT, SIGTERM), then shuts it

@@ -209,34 +209,6 @@ func TestServeUsageErrors(t *testing.T) {
 	}
 }
 
-func TestParseByteSize(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-	}{
-		{"1048576", 1048576},
-		{"512KiB", 512 << 10},
-		{"50MiB", 50 << 20},
-		{"50mib", 50 << 20},
-		{"1GiB", 1 << 30},
-		{"2G", 2 << 30},
-		{"64k", 64 << 10},
-		{"50MB", 50_000_000},
-		{"1 GB", 1_000_000_000},
-		{"100B", 100},
-	}
-	for _, tt := range tests {
-		if got, err := parseByteSize(tt.in); err != nil || got != tt.want {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
-		}
-	}
-	for _, bad := range []string{"", "MiB", "-1MiB", "0", "1.5MiB", "10XB", "99999999999GiB"} {
-		if got, err := parseByteSize(bad); err == nil {
-			t.Errorf("parseByteSize(%q) = %d, want an error", bad, got)
-		}
-	}
-}
-
 func TestServeHelp(t *testing.T) {
 	code, out, _ := run(t, "serve", "--help")
 	if code != ExitOK {
