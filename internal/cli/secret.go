@@ -52,6 +52,14 @@ func secretFlags(usage string) []ucli.Flag {
 // "\r\n" removed (editors and `echo` add one); any other whitespace is part
 // of the secret.
 func readSecret(c *ucli.Context) (string, error) {
+	secret, err := readSecretValue(c)
+	if err == nil && secret != "" && len(secret) < minMaskedSecret {
+		fmt.Fprintf(c.App.ErrWriter, "warning: the secret is %s long; use a long random one (openssl rand -hex 20): a short secret is guessable, and hookline can hide it in messages only where it stands alone\n", plural(len(secret), "character", "characters"))
+	}
+	return secret, err
+}
+
+func readSecretValue(c *ucli.Context) (string, error) {
 	flagSet, fileSet := c.IsSet("secret"), c.IsSet("secret-file")
 	switch {
 	case flagSet && fileSet:
@@ -125,11 +133,45 @@ func pathless(err error) error {
 // redactSecret replaces every occurrence of secret in s, for text that
 // comes from elsewhere (a target's response, an error from a library) and
 // could, in theory, echo it.
+//
+// A secret of minMaskedSecret characters or more is replaced wherever it
+// stands. A shorter one ("s", "test") is replaced only where it stands as a
+// whole value, not inside a word: masking every "s" turned "send needs
+// --event" into "[secret]end need[secret] --event". Such a secret gets one
+// warning when it is read instead (readSecret).
 func redactSecret(s, secret string) string {
 	if secret == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, secret, "[secret]")
+	if len(secret) >= minMaskedSecret {
+		return strings.ReplaceAll(s, secret, "[secret]")
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, secret)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		end := i + len(secret)
+		whole := (i == 0 || !isWordByte(s[i-1])) && (end == len(s) || !isWordByte(s[end]))
+		b.WriteString(s[:i])
+		if whole {
+			b.WriteString("[secret]")
+		} else {
+			b.WriteString(s[i:end])
+		}
+		s = s[end:]
+	}
+}
+
+// minMaskedSecret is the length from which a secret is masked wherever it
+// appears in a message, and below which it gets a warning: GitHub's own
+// advice is a long random string, and forges generate 20 characters or more.
+const minMaskedSecret = 8
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // redactEcho removes from text (a target's answer or an error, which may

@@ -78,3 +78,25 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		})
 	}
 }
+
+// A short secret is masked only where it stands as a whole value: the rest
+// of a message stays readable, and the secret gets one warning instead.
+func TestShortSecretDoesNotGarbleMessages(t *testing.T) {
+	code, _, errOut := run(t, "send", "--secret", "s")
+	if code != ExitUsage || !strings.Contains(errOut, "send needs --event") {
+		t.Errorf("exit %d, stderr %q; want the usage error readable", code, errOut)
+	}
+	if strings.Count(errOut, "warning: the secret is 1 character long") != 1 {
+		t.Errorf("stderr %q, want one warning about the short secret", errOut)
+	}
+	for _, tt := range []struct{ text, secret, want string }{
+		{"send needs --event", "s", "send needs --event"},
+		{`{"secret":"s"} s`, "s", `{"secret":"[secret]"} [secret]`},
+		{"a/test/b test tests", "test", "a/[secret]/b [secret] tests"},
+		{"xlong-secret-valuex", "long-secret-value", "x[secret]x"}, // long: masked anywhere
+	} {
+		if got := redactSecret(tt.text, tt.secret); got != tt.want {
+			t.Errorf("redactSecret(%q, %q) = %q, want %q", tt.text, tt.secret, got, tt.want)
+		}
+	}
+}
