@@ -32,7 +32,8 @@ func verifyCommand(s *streams) *ucli.Command {
 when FILE is - or absent) under the webhook secret, in constant time.
 
 Exit code 0: valid. 1: the signature does not match. 2: usage error (a
-missing flag or an unreadable file).
+missing flag, an unreadable file, or a signature that is not of the form
+sha256=<64 lowercase hex digits>, which no payload could match).
 
 Every byte counts, a trailing newline included: hookline never trims the
 input, and says so when the signature would match without the newline.
@@ -68,6 +69,9 @@ func parseVerify(c *ucli.Context) (verifyOptions, error) {
 }
 
 func runVerify(_ context.Context, o verifyOptions, s *streams) error {
+	if why := malformedSignature(o.signature); why != "" {
+		return usageErrorf("--signature: %s", why)
+	}
 	payload, err := readInput(o.input, s)
 	if err != nil {
 		return err
@@ -90,7 +94,7 @@ func runVerify(_ context.Context, o verifyOptions, s *streams) error {
 		fmt.Fprintf(s.err, "%s the signature was made over %s plus a final newline: whoever signed it added one (echo does; printf '%%s' does not). GitHub signs the body exactly as sent\n",
 			warn, inputName(o.input))
 	}
-	return &codeError{code: ExitFailure, err: mismatchError(o.signature)}
+	return &codeError{code: ExitFailure, err: fmt.Errorf("%w: check the secret, and that the payload is the exact body GitHub sent", errSignatureMismatch)}
 }
 
 // trimNewline returns p without one trailing "\n" or "\r\n", and whether
@@ -102,19 +106,22 @@ func trimNewline(p []byte) ([]byte, bool) {
 	return bytes.CutSuffix(p, []byte("\n"))
 }
 
-// mismatchError explains a signature that does not match, with a hint
-// when its form is wrong.
-func mismatchError(sig string) error {
+// malformedSignature says what is wrong with the form of sig, "" when it
+// is sha256=<64 lowercase hex digits>: a malformed one is a usage error
+// (exit 2), not a mismatch (exit 1), since no payload could match it.
+func malformedSignature(sig string) string {
 	hex, prefixed := strings.CutPrefix(sig, "sha256=")
 	switch {
 	case strings.HasPrefix(sig, "sha1="):
-		return fmt.Errorf("%w: this is a legacy X-Hub-Signature (SHA-1); give the X-Hub-Signature-256 value (sha256=…)", errSignatureMismatch)
+		return "this is a legacy X-Hub-Signature (SHA-1); give the X-Hub-Signature-256 value (sha256=…)"
 	case !prefixed:
-		return fmt.Errorf("%w: a signature looks like sha256=<64 hex digits>, the X-Hub-Signature-256 header's value", errSignatureMismatch)
+		return "a signature looks like sha256=<64 hex digits>, the X-Hub-Signature-256 header's value"
 	case len(hex) != 64:
-		return fmt.Errorf("%w: the signature has %d hex digits after sha256=, want 64", errSignatureMismatch, len(hex))
+		return fmt.Sprintf("the signature has %d hex digits after sha256=, want 64", len(hex))
 	case hex != strings.ToLower(hex):
-		return fmt.Errorf("%w: the hex digits must be lowercase, as GitHub sends them", errSignatureMismatch)
+		return "the hex digits must be lowercase, as GitHub sends them"
+	case strings.Trim(hex, "0123456789abcdef") != "":
+		return "the signature has characters that are not hex digits after sha256="
 	}
-	return fmt.Errorf("%w: check the secret, and that the payload is the exact body GitHub sent", errSignatureMismatch)
+	return ""
 }
