@@ -3,8 +3,8 @@
 #   make check   no stray large file, gofmt, go vet, staticcheck, the rest module's Go 1.14 language
 #                check, and the whole test suite with -race (interop included)
 #   make test    the test suite only (installs the interop node packages and
-#                Debian's chromium and redis-server for the relay tests
-#                first)
+#                Debian's chromium, redis-server and tmux for the tests that
+#                run them first)
 #   make bench   the Go micro-benchmarks
 #   make fuzz-short  every fuzz target for a few seconds (part of check)
 #   make release-check
@@ -13,7 +13,7 @@
 #                the version ldflags checked (CI runs it after check)
 #
 # Tools are installed by this Makefile itself, pinned, into $(BIN) and
-# interop/node_modules, and chromium and redis-server from Debian's packages;
+# interop/node_modules, and chromium, redis-server and tmux from Debian's packages;
 # nothing beyond
 # Go, node/npm and gcc needs to be there first.
 
@@ -30,13 +30,13 @@ GORELEASER      := $(BIN)/goreleaser-$(GORELEASER_VER)
 MODULE          := github.com/hookline/hookline
 NODE_MODULES    := interop/node_modules/.package-lock.json
 
-.PHONY: large-files redis oldgo fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
+.PHONY: large-files redis oldgo tmux fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
 
 check: large-files fmt-check vet staticcheck lang-check test fuzz-short
 
 # SOCKET_COUNT runs the packages whose tests open sockets that many times
 # (.ci/gotest); CI sets 2, so that a new flake shows before it lands.
-test: interop-deps browser redis oldgo
+test: interop-deps browser redis oldgo tmux
 	for m in $(MODULES); do (cd $$m && SOCKET_COUNT=$(SOCKET_COUNT) $(CURDIR)/.ci/gotest) || exit 1; done
 
 # No tracked file over 2 MiB unless .ci/large-files lists it (build outputs
@@ -105,6 +105,11 @@ browser:
 # installed when missing; needs root or sudo).
 redis:
 	sh internal/testenv/install.sh redis-server
+
+# forward's trace and Ctrl-C are tested in a real terminal, tmux (Debian's
+# package, installed when missing).
+tmux:
+	sh internal/testenv/install.sh tmux
 
 # The rest module's old-Go test (internal/oldgo) builds and tests a consumer
 # of rest with Debian's Go 1.19, the oldest Go this machine can install.

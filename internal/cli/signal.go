@@ -22,7 +22,11 @@ func Main() int {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		<-sig
+		if <-sig == os.Interrupt && isTerminal(os.Stderr) {
+			// The terminal echoed ^C where the cursor was: what the
+			// command says next (the summary) starts on a line of its own.
+			os.Stderr.WriteString("\n")
+		}
 		stop()
 		<-sig
 		quitNow()

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/term"
 	"io"
 	"maps"
 	"net/http"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -33,6 +35,7 @@ type tracer struct {
 	json    bool
 	verbose bool
 	loc     *time.Location
+	width   int // the columns a trace line is made to fit (traceWidth)
 
 	green, yellow, red, dim, bold *color.Color
 	families                      map[string]*color.Color
@@ -100,7 +103,7 @@ func newTracer(out, info io.Writer, colorOut bool, jsonLines, verbose bool, loc 
 		loc = time.Local
 	}
 	t := &tracer{
-		out: out, info: info, json: jsonLines, verbose: verbose, loc: loc,
+		out: out, info: info, json: jsonLines, verbose: verbose, loc: loc, width: traceWidth(out),
 		green:  paint(colorOut, color.FgGreen),
 		yellow: paint(colorOut, color.FgYellow),
 		red:    paint(colorOut, color.FgRed, color.Bold),
@@ -271,7 +274,7 @@ func (t *tracer) result(r proxy.Result) {
 		who = append(who, "@"+termSafe(r.Sender))
 	}
 	if len(who) > 0 {
-		b.WriteString(" " + t.dim.Sprint(shorten(strings.Join(who, " "), max(traceWidth-visibleWidth(b.String())-1, minWho))))
+		b.WriteString(" " + t.dim.Sprint(shorten(strings.Join(who, " "), max(t.width-visibleWidth(b.String())-1, minWho))))
 	}
 	b.WriteString("\n")
 	// Details on the lines below, indented: why something failed.
@@ -699,12 +702,23 @@ func termSafeLines(s string) string {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) }
 
-// traceWidth is the terminal width a trace line is made to fit; minWho is
-// the least room the repository and sender keep on a long line.
+// defaultWidth is the width a trace line is made to fit in a file or a
+// pipe; minWho is the least room the repository and sender keep on a long
+// line.
 const (
-	traceWidth = 80
-	minWho     = 12
+	defaultWidth = 80
+	minWho       = 12
 )
+
+// traceWidth returns the columns of the terminal w is, else defaultWidth.
+func traceWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && isTerminal(w) {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	return defaultWidth
+}
 
 var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*m")
 

@@ -5,6 +5,7 @@
 #   sh internal/testenv/install.sh chromium      the relay page test (interop/relay_page_test.go)
 #   sh internal/testenv/install.sh redis-server  the Redis store tests (relay/redis_test.go)
 #   sh internal/testenv/install.sh golang-1.19   the rest module's old-Go consumer test (internal/oldgo)
+#   sh internal/testenv/install.sh tmux          forward in a real terminal (terminal_test.go)
 #
 # It says what it installs and why before it runs apt-get, and needs root or
 # sudo. Without them it stops with the command to run; `go test` then skips
@@ -39,8 +40,16 @@ golang-1.19)
 		exit 0
 	fi
 	;;
+tmux)
+	why="forward's trace and Ctrl-C are tested in a real terminal"
+	pkg=tmux
+	opts=--no-install-recommends
+	if command -v tmux >/dev/null 2>&1; then
+		exit 0
+	fi
+	;;
 *)
-	echo "usage: sh internal/testenv/install.sh chromium|redis-server|golang-1.19" >&2
+	echo "usage: sh internal/testenv/install.sh chromium|redis-server|golang-1.19|tmux" >&2
 	exit 2
 	;;
 esac
