@@ -53,7 +53,10 @@ func secretFlags(usage string) []ucli.Flag {
 // of the secret.
 func readSecret(c *ucli.Context) (string, error) {
 	secret, err := readSecretValue(c)
-	if err == nil && secret != "" && len(secret) < minMaskedSecret {
+	// Warned where real deliveries are checked; sign, verify and send
+	// compute with whatever secret a test uses.
+	receives := c.Command.Name == "forward" || c.Command.Name == "replay" || c.Command.Name == "deliveries"
+	if err == nil && receives && secret != "" && len(secret) < minMaskedSecret {
 		fmt.Fprintf(c.App.ErrWriter, "warning: the secret is %s long; use a long random one (openssl rand -hex 20): a short secret is guessable, and hookline can hide it in messages only where it stands alone\n", plural(len(secret), "character", "characters"))
 	}
 	return secret, err

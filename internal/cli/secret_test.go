@@ -82,8 +82,8 @@ func TestSecretsNeverPrinted(t *testing.T) {
 // A short secret is masked only where it stands as a whole value: the rest
 // of a message stays readable, and the secret gets one warning instead.
 func TestShortSecretDoesNotGarbleMessages(t *testing.T) {
-	code, _, errOut := run(t, "send", "--secret", "s")
-	if code != ExitUsage || !strings.Contains(errOut, "send needs --event") {
+	code, _, errOut := run(t, "replay", "--secret", "s")
+	if code != ExitUsage || !strings.Contains(errOut, "replay needs capture files") {
 		t.Errorf("exit %d, stderr %q; want the usage error readable", code, errOut)
 	}
 	if strings.Count(errOut, "warning: the secret is 1 character long") != 1 {
