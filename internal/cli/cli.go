@@ -92,6 +92,14 @@ type codeError struct {
 func (e *codeError) Error() string { return e.err.Error() }
 func (e *codeError) Unwrap() error { return e.err }
 
+// One letter means one thing in every command: -v is --verbose (forward,
+// replay, deliveries, serve), so the version is --version or `hookline
+// version`, not urfave/cli's default -v; -p is forward's --port
+// (smee-client's), so send's --payload has no letter.
+func init() {
+	ucli.VersionFlag = &ucli.BoolFlag{Name: "version", Usage: "print the version"}
+}
+
 func newApp(s *streams) *ucli.App {
 	app := &ucli.App{
 		Name:    "hookline",

@@ -25,7 +25,7 @@ func setVersion(t *testing.T, v, c, d string) {
 
 func TestVersion(t *testing.T) {
 	setVersion(t, "v1.2.3", "abc1234", "2026-11-22T10:00:00Z")
-	for _, args := range [][]string{{"version"}, {"--version"}, {"-v"}} {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, errOut := run(t, args...)
 			if code != ExitOK {
@@ -40,6 +40,38 @@ func TestVersion(t *testing.T) {
 				t.Errorf("stderr = %q, want empty", errOut)
 			}
 		})
+	}
+}
+
+// A letter means one thing everywhere: -v is --verbose in the commands, so
+// it is not also the version before them; -p is forward's --port, not also
+// send's --payload.
+func TestOneMeaningPerLetter(t *testing.T) {
+	meaning := map[string]string{} // letter -> flag name
+	app := newApp(&streams{})
+	for _, cmd := range app.Commands {
+		for _, f := range cmd.Flags {
+			names := f.Names()
+			for _, alias := range names[1:] {
+				if len(alias) != 1 {
+					continue
+				}
+				if prev, ok := meaning[alias]; ok && prev != names[0] {
+					t.Errorf("-%s is --%s in one command and --%s in %s", alias, prev, names[0], cmd.Name)
+				}
+				meaning[alias] = names[0]
+			}
+		}
+	}
+	for _, f := range app.Flags {
+		for _, alias := range f.Names()[1:] {
+			if prev, ok := meaning[alias]; ok && prev != f.Names()[0] {
+				t.Errorf("hookline -%s is --%s, but -%s is --%s in a command", alias, f.Names()[0], alias, prev)
+			}
+		}
+	}
+	if code, _, _ := run(t, "-v"); code != ExitUsage {
+		t.Errorf("hookline -v: exit %d, want a usage error (the version is --version)", code)
 	}
 }
 

@@ -68,7 +68,7 @@ so the delivery travels the way GitHub's do (relay → forward → server).
    hookline send --event push --payload push.json --url https://smee.io/AbCdEf123`,
 		Flags: append(secretFlags("sign with this webhook `SECRET`"),
 			&ucli.StringFlag{Name: "event", Aliases: []string{"e"}, Usage: "event `NAME[.ACTION]` to send, such as push or issues.opened (see hookline events)"},
-			&ucli.StringFlag{Name: "payload", Aliases: []string{"p"}, Usage: "send the exact bytes of `FILE` (- for stdin) instead of the built-in example", TakesFile: true},
+			&ucli.StringFlag{Name: "payload", Usage: "send the exact bytes of `FILE` (- for stdin) instead of the built-in example", TakesFile: true},
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send to this `URL` (your webhook server)"},
 			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "post to this relay channel `URL` instead"},
 			&ucli.StringSliceFlag{Name: "header", Usage: "set header `NAME=VALUE` or \"NAME: VALUE\" (replaces hookline's, the signature included; NAME= removes it); repeatable"},
