@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -169,6 +170,9 @@ func newApp(s *streams) *ucli.App {
 			return commandUsageError(c.Command, err)
 		}
 		cmd.Flags = withConfigSource(cmd.Flags)
+		if cmd.BashComplete == nil {
+			cmd.BashComplete = completeFlags(cmd)
+		}
 		cmd.Before = func(c *ucli.Context) error {
 			s.decideColor(noColorSet(c))
 			if err := flagAsValue(c); err != nil {
@@ -178,6 +182,41 @@ func newApp(s *streams) *ucli.App {
 		}
 	}
 	return app
+}
+
+// completeFlags completes a command's flags as urfave/cli's default does,
+// except that a flag whose name is the whole word typed is offered too:
+// urfave/cli leaves an exact match out, so bash, seeing one candidate left,
+// completed --target to --target-secret. Like urfave/cli's, it reads the
+// word from os.Args (see Run), and offers no flag already given. The bash
+// and zsh scripts set HOOKLINE_COMPLETING_FLAG when the word being
+// completed is a flag: without it, the last word is a flag whose value is
+// being typed (send --payload <TAB>), which falls back to files.
+func completeFlags(cmd *ucli.Command) ucli.BashCompleteFunc {
+	return func(c *ucli.Context) {
+		var last string
+		if len(os.Args) > 2 {
+			last = os.Args[len(os.Args)-2]
+		}
+		if !strings.HasPrefix(last, "-") || os.Getenv("HOOKLINE_COMPLETING_FLAG") == "" {
+			ucli.DefaultCompleteWithFlags(cmd)(c)
+			return
+		}
+		given := os.Args[1 : len(os.Args)-2]
+		cur := strings.TrimLeft(last, "-")
+		for _, f := range cmd.Flags {
+			if v, ok := f.(ucli.VisibleFlag); ok && !v.IsVisible() {
+				continue
+			}
+			for _, name := range f.Names() {
+				if len(name) == 1 && strings.HasPrefix(last, "--") || !strings.HasPrefix(name, cur) ||
+					slices.Contains(given, dashOf(name)) {
+					continue
+				}
+				fmt.Fprintln(c.App.Writer, dashOf(name))
+			}
+		}
+	}
 }
 
 // noColorSet reports whether --no-color was given before or after the

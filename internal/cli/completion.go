@@ -36,7 +36,7 @@ _hookline() {
     fi
     words=("${words[@]:0:$cword}")
     if [[ "$cur" == "-"* ]]; then
-      requestComp="${words[*]} ${cur} --generate-bash-completion"
+      requestComp="HOOKLINE_COMPLETING_FLAG=1 ${words[*]} ${cur} --generate-bash-completion"
     else
       requestComp="${words[*]} --generate-bash-completion"
     fi
@@ -56,7 +56,7 @@ _hookline() {
   local cur
   cur=${words[-1]}
   if [[ "$cur" == "-"* ]]; then
-    opts=("${(@f)$(${words[@]:0:#words[@]-1} ${cur} --generate-bash-completion)}")
+    opts=("${(@f)$(HOOKLINE_COMPLETING_FLAG=1 ${words[@]:0:#words[@]-1} ${cur} --generate-bash-completion)}")
   else
     opts=("${(@f)$(${words[@]:0:#words[@]-1} --generate-bash-completion)}")
   fi
