@@ -326,6 +326,15 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	defer oneProc(o)()
 	logger := newLogger(s.err)
 	transport := httpTransport(o.insecure, s)
+	var access githubAccess
+	if o.github.set() {
+		// The token first: a run that cannot make the webhook makes no
+		// channel either.
+		var err error
+		if access, err = o.github.checkAccess(ctx, s, transport); err != nil {
+			return err
+		}
+	}
 	channel := o.url
 	if o.newChannel {
 		fmt.Fprintf(s.err, "creating a channel on %s (up to %s)\n", redact.URL(o.server), newChannelTimeout)
@@ -462,7 +471,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 			case <-runCtx.Done():
 				return
 			}
-			hook.remove, hook.err = o.github.setUpHook(runCtx, channel, o.secret, hookEvents(o.events), o.keepHook, s, transport)
+			hook.remove, hook.err = o.github.setUpHook(runCtx, access, channel, o.secret, hookEvents(o.events), o.keepHook, s)
 			if hook.err != nil {
 				stopRun(hook.err)
 			}

@@ -148,20 +148,33 @@ func hookEvents(events []string) []string {
 	return out
 }
 
+// githubAccess is what checkAccess learnt: the API client, and the
+// webhooks g's owner had then.
+type githubAccess struct {
+	gh    *githubapi.Client
+	hooks []githubapi.Hook
+}
+
+// checkAccess asks GitHub for g's webhooks, so that a missing token, a
+// refused one or a missing scope is said before anything is made (a
+// channel on smee.io, say). setUpHook uses the list it got.
+func (g githubOptions) checkAccess(ctx context.Context, s *streams, transport http.RoundTripper) (githubAccess, error) {
+	gh, err := g.client(ctx, s, transport)
+	if err != nil {
+		return githubAccess{}, err
+	}
+	hooks, err := gh.Hooks(ctx, g.owner)
+	return githubAccess{gh, hooks}, err
+}
+
 // setUpHook creates (or takes over, when an earlier run left one with the
 // same URL) the webhook that sends g's deliveries to channel, with secret,
 // and returns what removes it when forward ends.
-func (g githubOptions) setUpHook(ctx context.Context, channel, secret string, events []string, keep bool, s *streams, transport http.RoundTripper) (func(), error) {
-	gh, err := g.client(ctx, s, transport)
-	if err != nil {
-		return nil, err
-	}
+func (g githubOptions) setUpHook(ctx context.Context, access githubAccess, channel, secret string, events []string, keep bool, s *streams) (func(), error) {
+	gh, hooks := access.gh, access.hooks
 	cfg := githubapi.HookConfig{URL: channel, Secret: secret}
-	hooks, err := gh.Hooks(ctx, g.owner)
-	if err != nil {
-		return nil, err
-	}
 	var hook githubapi.Hook
+	var err error
 	if i := slices.IndexFunc(hooks, func(h githubapi.Hook) bool { return h.Config.URL == channel }); i >= 0 {
 		if hook, err = gh.UpdateHook(ctx, g.owner, hooks[i].ID, cfg, events); err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,6 +141,18 @@ func TestForwardRepoUsageErrors(t *testing.T) {
 	code, _, errOut := run(t, "forward", "--no-color", "--repo", "octo/hello", "--github-api", gh.URL, "--url", rl.Channel)
 	if code != ExitUsage || !strings.Contains(errOut, "no GitHub token: set GITHUB_TOKEN") {
 		t.Errorf("without a token: exit %d, stderr %q", code, errOut)
+	}
+	// --new with no token: nothing is created on the relay before the
+	// token is known to work.
+	news := 0
+	newServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		news++
+		http.Redirect(w, r, "https://relay.example/AbCdEf1234567890", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(newServer.Close)
+	code, _, errOut = run(t, "forward", "--no-color", "--repo", "octo/hello", "--github-api", gh.URL, "--new", "--server", newServer.URL)
+	if code != ExitUsage || !strings.Contains(errOut, "no GitHub token") || news != 0 {
+		t.Errorf("--new without a token: exit %d, %d channels created, stderr %q; want the token error and none", code, news, errOut)
 	}
 	// A token GitHub refuses: its one-line error, nothing left behind.
 	t.Setenv("GITHUB_TOKEN", "expired")
