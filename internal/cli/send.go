@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/hookline/hookline/internal/bytesize"
+	"github.com/hookline/hookline/internal/jsonscan"
+	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,7 +53,8 @@ func sendCommand(s *streams) *ucli.Command {
 		Name:  "send",
 		Usage: "send one webhook delivery, as GitHub would, to a local server or a relay channel",
 		Description: `Builds a delivery the way GitHub does (a fresh X-GitHub-Delivery id,
-X-GitHub-Event, User-Agent GitHub-Hookshot/hookline, Content-Type
+X-GitHub-Event, X-GitHub-Hook-ID, the installation target headers that
+match the payload, User-Agent GitHub-Hookshot/hookline, Content-Type
 application/json, X-Hub-Signature-256 when a secret is given), sends it and
 prints the answer.
 
@@ -220,6 +224,15 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	h.Set("Content-Type", contentType)
 	h.Set(webhooks.HeaderEvent, o.event)
 	h.Set(webhooks.HeaderDelivery, id)
+	// The hook's own headers, as GitHub sends them: the installation
+	// target the payload names, and a stand-in id for the hook, the same
+	// for every send about that target (a real hook is on one).
+	typ, tid := installationTarget(payload)
+	h.Set(webhooks.HeaderHookID, hookID(typ+" "+tid))
+	if typ != "" {
+		h.Set(webhooks.HeaderTargetType, typ)
+		h.Set(webhooks.HeaderTargetID, tid)
+	}
 	if o.secret != "" {
 		sig, err := webhooks.Sign(o.secret, body)
 		if err != nil {
@@ -251,6 +264,47 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	}
 	res := c.Handle(ctx, d)
 	return printSent(s, o, d, res.Action, res.Target)
+}
+
+// hookID returns a stand-in X-GitHub-Hook-ID for deliveries about target:
+// a number GitHub could have given, the same for every send about it.
+func hookID(target string) string {
+	h := fnv.New32a()
+	h.Write([]byte(target))
+	return strconv.FormatUint(uint64(h.Sum32()%900_000_000+100_000_000), 10)
+}
+
+// installationTarget returns the X-GitHub-Hook-Installation-Target-Type and
+// -ID GitHub sends with payload: the App ("integration", installation's
+// app_id) for an App's delivery, else the repository, else the
+// organization the payload is about; "" when it names none.
+func installationTarget(payload []byte) (typ, id string) {
+	members, _ := jsonscan.Object(payload)
+	field := func(obj []byte, key string) string {
+		inner, _ := jsonscan.Object(obj)
+		v := ""
+		for _, m := range inner {
+			if string(m.Key) == `"`+key+`"` && len(m.Value) > 0 && m.Value[0] >= '0' && m.Value[0] <= '9' {
+				v = string(m.Value)
+			}
+		}
+		return v
+	}
+	found := map[string]string{}
+	for _, m := range members {
+		switch k := strings.Trim(string(m.Key), `"`); k {
+		case "installation":
+			found["integration"] = field(m.Value, "app_id")
+		case "repository", "organization":
+			found[k] = field(m.Value, "id")
+		}
+	}
+	for _, typ := range []string{"integration", "repository", "organization"} {
+		if found[typ] != "" {
+			return typ, found[typ]
+		}
+	}
+	return "", ""
 }
 
 // checkPayload warns about a --payload that GitHub would not send for the

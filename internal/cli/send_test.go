@@ -471,3 +471,20 @@ func TestCaptureFiles(t *testing.T) {
 		}
 	}
 }
+
+// send's installation target headers are those GitHub sends with the
+// payload: the App for an App's delivery, else the repository, else the
+// organization.
+func TestInstallationTarget(t *testing.T) {
+	for _, tt := range []struct{ payload, typ, id string }{
+		{`{"installation":{"id":5,"app_id":77},"repository":{"id":9}}`, "integration", "77"},
+		{`{"installation":{"id":5},"repository":{"id":9},"organization":{"id":3}}`, "repository", "9"},
+		{`{"organization":{"id":3},"sender":{"id":1}}`, "organization", "3"},
+		{`{"zen":"Keep it logically awesome."}`, "", ""},
+		{`not json`, "", ""},
+	} {
+		if typ, id := installationTarget([]byte(tt.payload)); typ != tt.typ || id != tt.id {
+			t.Errorf("installationTarget(%s) = %q, %q; want %q, %q", tt.payload, typ, id, tt.typ, tt.id)
+		}
+	}
+}
