@@ -94,15 +94,22 @@ func PluginDir(dir string, logger *slog.Logger) ([]Plugin, error) {
 			logger.Warn("skipping plugin: not executable (chmod +x it)", "path", path)
 			continue
 		}
-		switch {
+		known := func(n string) bool {
+			return n == AnyPluginName || webhooks.ValidateEventName(n, webhooks.ValidateOptions{}) == nil
+		}
+		switch base := strings.TrimSuffix(on, filepath.Ext(on)); {
 		case on == AnyPluginName:
 			on = webhooks.AnyEventName
 		case webhooks.ValidateEventName(on, webhooks.ValidateOptions{OnUnknownEventName: "ignore"}) != nil:
 			logger.Warn("skipping plugin: its file name cannot be an event name", "path", path)
 			continue
-		case webhooks.ValidateEventName(on, webhooks.ValidateOptions{}) != nil:
-			logger.Warn("plugin name is not a known GitHub event; loading it anyway", "path", path, "event", on)
+		case !known(on) && scriptExtensions[filepath.Ext(on)] && known(base):
+			// ping.sh would wait for an event "ping" with action "sh".
+			logger.Warn("skipping plugin: name it after the event, with no extension: "+base+" (or EVENT.ACTION, or _any)", "path", path)
+			continue
 		}
+		// Another name GitHub is not known to send is loaded: the emitter
+		// it is registered with warns about it, once.
 		abs, err := filepath.Abs(path)
 		if err != nil {
 			return nil, err
@@ -111,6 +118,13 @@ func PluginDir(dir string, logger *slog.Logger) ([]Plugin, error) {
 	}
 	sort.Slice(plugins, func(i, j int) bool { return plugins[i].Name < plugins[j].Name })
 	return plugins, nil
+}
+
+// scriptExtensions are the endings of script files: a plugin named
+// ping.sh is a script for ping, not a handler of ping's action "sh".
+var scriptExtensions = map[string]bool{
+	".sh": true, ".bash": true, ".zsh": true, ".py": true, ".rb": true, ".pl": true, ".php": true,
+	".js": true, ".mjs": true, ".cjs": true, ".ts": true, ".lua": true, ".exe": true,
 }
 
 // ExecPlugin returns a plugin that runs command through the shell (sh -c, or
