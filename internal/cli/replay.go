@@ -281,7 +281,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.Deliver
 			if ctx.Err() != nil {
 				break
 			}
-			r.report(r.handle(ctx, d), fopts)
+			r.report(r.handle(ctx, d), d.Note, fopts)
 		}
 	} else {
 		jobs := make(chan capture.Delivery)
@@ -291,7 +291,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.Deliver
 			go func() {
 				defer wg.Done()
 				for d := range jobs {
-					r.report(r.handle(ctx, d), fopts)
+					r.report(r.handle(ctx, d), d.Note, fopts)
 				}
 			}()
 		}
@@ -319,12 +319,21 @@ func (r *replayer) handle(ctx context.Context, cd capture.Delivery) proxy.Result
 	return res
 }
 
-// report prints one result and counts it.
-func (r *replayer) report(res proxy.Result, fopts proxy.ForwardOptions) {
+// report prints one result and counts it. note is why the capture was
+// kept in a failed folder: shown under a delivery that this replay did not
+// verify, so that one kept for a bad signature is never sent on silently.
+func (r *replayer) report(res proxy.Result, note string, fopts proxy.ForwardOptions) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.bar.clear()
 	r.tr.result(res)
+	if note != "" && !r.o.jsonOut && res.Verification != proxy.VerificationPassed && !res.Filtered {
+		line := "    " + r.tr.yellow.Sprint("kept because: "+termSafe(note))
+		if res.Verification == proxy.VerificationSkipped && strings.HasPrefix(note, "not passed on:") {
+			line += "\n    " + r.tr.yellow.Sprint("sent unverified: give --secret-file FILE to check it first")
+		}
+		r.tr.write(line + "\n")
+	}
 	if r.dry && !r.o.jsonOut && res.Verification != proxy.VerificationFailed && !res.Duplicate {
 		r.writeDryRun(res.Delivery, fopts)
 	}

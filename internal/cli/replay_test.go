@@ -468,3 +468,28 @@ func TestReplayPayloadIsNotACapture(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 1 and %q", code, errOut, want)
 	}
 }
+
+// A delivery the failed folder kept for a bad signature says so when a
+// replay does not verify it: it is never sent on without a word.
+func TestReplayShowsWhyACaptureWasKept(t *testing.T) {
+	dir := t.TempDir()
+	_, err := capture.Write(dir, capture.Delivery{
+		ID: "0f3a9c1e-0000-4000-8000-000000000001", Event: "ping", ReceivedAt: time.Now(), Method: http.MethodPost,
+		Headers: http.Header{"Content-Type": {"application/json"}, "X-Hub-Signature-256": {"sha256=" + strings.Repeat("0", 64)}},
+		Body:    []byte(`{"zen":"x"}`),
+		Note:    "not passed on: the signature does not match the body and secret (replay it with the right secret)",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := newRecordingTarget(t, nil)
+	code, out, errOut := run(t, "replay", "--target", target.URL, dir)
+	if code != ExitOK {
+		t.Fatalf("exit %d; stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{"kept because: not passed on: the signature does not match", "sent unverified: give --secret-file FILE to check it first"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+}
