@@ -829,7 +829,11 @@ func (c *Client) decode(ev SSEEvent) *Delivery {
 		return m.Delivery
 	case KindGap:
 		c.stats.gaps.Add(1)
-		if m.Gap.RequestedID != "" || m.Gap.OldestID != "" {
+		if m.Gap.Reason == "unknown" {
+			// Not a loss this client could have avoided: the relay's ids
+			// started again (a relay that keeps its history in memory).
+			c.logger.Warn("the relay restarted and its history is new: what it held after the id resumed from is gone (a relay keeps deliveries across restarts with --data-dir or Redis)", "after_id", m.Gap.RequestedID)
+		} else if m.Gap.RequestedID != "" || m.Gap.OldestID != "" {
 			c.logger.Warn("the relay lost deliveries while this client was away", "after_id", m.Gap.RequestedID, "oldest_kept", m.Gap.OldestID)
 		} else {
 			c.logger.Warn("the relay lost deliveries while this client was away")

@@ -71,6 +71,10 @@ type Message struct {
 type Gap struct {
 	RequestedID string // the Last-Event-ID the client sent
 	OldestID    string // the oldest event the relay still has
+	// Reason is a hookline relay's: "expired" (its limits dropped them),
+	// "lost" (its Redis lost its data), or "unknown" (it never had the id
+	// asked for: it restarted with a new history, in memory).
+	Reason string
 }
 
 // BodySource says which field of the relay message the body bytes came
@@ -180,7 +184,7 @@ func Decode(ev SSEEvent) (Message, error) {
 	case wire.EventGap:
 		gap := &Gap{}
 		if g, ok := wire.DecodeGap(ev.Data); ok {
-			gap = &Gap{RequestedID: g.LastEventID, OldestID: strconv.FormatInt(g.To+1, 10)}
+			gap = &Gap{RequestedID: g.LastEventID, OldestID: strconv.FormatInt(g.To+1, 10), Reason: g.Reason}
 		}
 		return Message{Kind: KindGap, Name: ev.Event, Gap: gap}, nil
 	case oversizeEvent:

@@ -743,3 +743,27 @@ func channelSHA256(streamURL string) string {
 	sum := sha256.Sum256([]byte(streamURL))
 	return hex.EncodeToString(sum[:])
 }
+
+// A client that resumes after an id a relay never had (an in-memory relay
+// that restarted) is told the relay's history is new, not that deliveries
+// were lost while it was away.
+func TestResumeOnARestartedRelaySaysSo(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{})
+	var logs strings.Builder
+	var mu sync.Mutex
+	startConnected(t, proxy.Options{URL: rl.Channel, LastEventID: "57",
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	deadline := time.Now().Add(relaytest.HangGuard)
+	for {
+		mu.Lock()
+		got := logs.String()
+		mu.Unlock()
+		if strings.Contains(got, "the relay restarted and its history is new") && !strings.Contains(got, "lost deliveries") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("log:\n%s\nwant it to say the relay restarted, not that deliveries were lost", got)
+		}
+		time.Sleep(5 * time.Millisecond) // polls the client's log
+	}
+}
