@@ -326,7 +326,9 @@ func (l *loop) run(ctx context.Context) error {
 			delay = min(se.RetryAfter, maxRetryAfter)
 		}
 		l.failures++
-		l.notify(StateChange{State: StateDisconnected, Attempt: attempt, Err: err, RetryIn: delay})
+		// Attempts since the last good connection, this one included: 1
+		// when a good one has just ended, whatever failed before it.
+		l.notify(StateChange{State: StateDisconnected, Attempt: l.failures, Err: err, RetryIn: delay})
 		if err := l.opts.sleep(ctx, delay); err != nil || ctx.Err() != nil {
 			if ctx.Err() != nil {
 				err = ctx.Err()

@@ -486,6 +486,33 @@ func TestSubscribeNilErrorFromTransportIsRetried(t *testing.T) {
 	})
 }
 
+// The attempt counter starts again after a good connection: its end is
+// attempt 1, not the count of the failures before it (a trace that goes
+// quiet after a few failures in a row would hide it).
+func TestSubscribeAttemptsResetAfterAGoodConnection(t *testing.T) {
+	down := errors.New("connection refused")
+	push := proxy.SSEEvent{ID: "1", Data: []byte(`{"x-github-event":"push"}`)}
+	ft := &fakeTransport{script: []func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error{
+		fail(down), fail(down), fail(down), fail(down), deliver(push),
+	}}
+	synctest.Test(t, func(t *testing.T) {
+		st := &states{}
+		stop, _ := runSubscribe(t, ft, proxy.StreamOptions{URL: "http://relay.test/chan", OnState: st.add}, func(proxy.SSEEvent) {})
+		time.Sleep(10 * time.Minute) // simulated: past every backoff
+		synctest.Wait()
+		stop()
+		var attempts []int
+		for _, c := range st.all() {
+			if c.State == proxy.StateDisconnected {
+				attempts = append(attempts, c.Attempt)
+			}
+		}
+		if want := []int{1, 2, 3, 4, 1}; !reflect.DeepEqual(attempts, want) {
+			t.Errorf("disconnections' attempts = %v, want %v", attempts, want)
+		}
+	})
+}
+
 func TestStateString(t *testing.T) {
 	for s, want := range map[proxy.State]string{
 		proxy.StateConnecting: "connecting", proxy.StateConnected: "connected",
