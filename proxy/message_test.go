@@ -393,7 +393,7 @@ func TestDecodeHooklineGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (proxy.Gap{RequestedID: "2", OldestID: "10"}); m.Gap == nil || *m.Gap != want {
+	if want := (proxy.Gap{RequestedID: "2", OldestID: "10", Reason: "expired"}); m.Gap == nil || *m.Gap != want {
 		t.Errorf("Gap = %+v, want %+v", m.Gap, want)
 	}
 }
