@@ -430,10 +430,12 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	}
 	if health != nil {
 		health.stats = client.Stats
-		u, err := serveHealth(ctx, o.health, health)
+		u, closeHealth, err := serveHealth(o.health, health)
 		if err != nil {
 			return err
 		}
+		defer closeHealth()
+		defer context.AfterFunc(ctx, health.stop)()
 		fmt.Fprintf(s.err, "health: %s\n", u)
 	}
 	if o.secret == "" {

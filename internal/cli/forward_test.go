@@ -617,6 +617,23 @@ func TestForwardHealth(t *testing.T) {
 		t.Errorf("/healthz while the relay cannot be reached = %d %v, want 503", code, doc)
 	}
 	g.stop(t)
+
+	// During the drain after the first Ctrl-C: 503 "stopping", not silence.
+	inFlight, release := make(chan struct{}, 1), make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight <- struct{}{}
+		<-release
+	}))
+	t.Cleanup(slow.Close)
+	d := startForward(t, "--url", rl.Channel, "--target", slow.URL, "--health", "127.0.0.1:0")
+	t.Cleanup(func() { close(release) }) // before d's stop (cleanups run last first)
+	d.waitErr(t, "connected to")
+	rl.Publish(t, nil, 2, relaytest.Body(2, 0))
+	<-inFlight
+	d.cancel() // the first Ctrl-C: forward waits for the delivery in flight
+	if code, doc := get(d); code != http.StatusServiceUnavailable || doc["status"] != "stopping" {
+		t.Errorf("/healthz during the drain = %d %v, want 503 stopping", code, doc)
+	}
 }
 
 // forward --save --save-scripts writes, beside each capture, a script that

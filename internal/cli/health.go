@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -25,6 +24,16 @@ type forwardHealth struct {
 	since time.Time
 	err   string
 	last  time.Time // the last delivery handled
+	// stopping: the first Ctrl-C came; forward drains what is in flight
+	// and exits. /healthz answers 503 "stopping" until then.
+	stopping bool
+}
+
+// stop marks forward as stopping.
+func (h *forwardHealth) stop() {
+	h.mu.Lock()
+	h.stopping = true
+	h.mu.Unlock()
 }
 
 func (h *forwardHealth) onState(sc proxy.StateChange) {
@@ -66,11 +75,14 @@ func (h *forwardHealth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.state != 0 {
 		doc.Status = h.state.String()
 	}
+	if h.stopping {
+		doc.Status = "stopping"
+	}
 	if !h.last.IsZero() {
 		last := h.last
 		doc.LastDelivery = &last
 	}
-	connected := h.state == proxy.StateConnected
+	connected := h.state == proxy.StateConnected && !h.stopping
 	h.mu.Unlock()
 	doc.Stats = h.stats()
 	code := http.StatusOK
@@ -84,14 +96,15 @@ func (h *forwardHealth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(append(b, '\n'))
 }
 
-// serveHealth serves h on addr until ctx ends.
-func serveHealth(ctx context.Context, addr string, h http.Handler) (url string, err error) {
+// serveHealth serves h on addr until closed: through the drain after the
+// first Ctrl-C too, when it answers 503 "stopping" (a probe sees forward
+// stop, rather than a refused connection while deliveries finish).
+func serveHealth(addr string, h http.Handler) (url string, closeFn func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", fmt.Errorf("--health %s: cannot listen: %w; pick another address", addr, err)
+		return "", nil, fmt.Errorf("--health %s: cannot listen: %w; pick another address", addr, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln) // ends with ErrServerClosed when ctx does
-	context.AfterFunc(ctx, func() { srv.Close() })
-	return "http://" + ln.Addr().String() + "/healthz", nil
+	go srv.Serve(ln) // ends with ErrServerClosed at close
+	return "http://" + ln.Addr().String() + "/healthz", func() { srv.Close() }, nil
 }
