@@ -40,11 +40,12 @@ type tracer struct {
 	green, yellow, red, dim, bold *color.Color
 	families                      map[string]*color.Color
 
-	failed      []string  // capture files of deliveries the target did not take
-	secrets     []string  // never printed, even when a target echoes them
-	connected   bool      // a connection succeeded during this run
-	hinted      bool      // the unreachable-relay hint was printed
-	lastFailure time.Time // when the last connection failure was printed
+	failed      []string    // capture files of deliveries the target did not take
+	secrets     []string    // never printed, even when a target echoes them
+	connected   bool        // a connection succeeded during this run
+	hinted      bool        // the unreachable-relay hint was printed
+	lastFailure time.Time   // when the last connection failure was printed
+	silent      *time.Timer // says so when a connection attempt has no answer yet
 	failedCount int
 	failedWhy   map[string]int // why each was kept: a status, "no answer", "bad signature"
 	// forward is set by forward, whose deliveries exist nowhere else: a
@@ -517,6 +518,10 @@ func (t *tracer) clock(at time.Time) string {
 	return at.Format("15:04:05")
 }
 
+// noAnswerAfter is how long a connection attempt waits for the relay's
+// answer before the trace says it has none yet.
+const noAnswerAfter = 10 * time.Second
+
 // quietAfter is how many connection failures in a row each get a line.
 const quietAfter = 3
 
@@ -530,11 +535,23 @@ func (t *tracer) note(msg string) {
 func (t *tracer) state(s proxy.StateChange) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.silent != nil && s.State != proxy.StateReady {
+		t.silent.Stop() // the attempt has an answer, or a new one starts
+		t.silent = nil
+	}
 	switch s.State {
 	case proxy.StateConnecting:
 		if s.Attempt <= 1 {
 			fmt.Fprintf(t.info, "%s %s\n", t.dim.Sprint("connecting to"), s.URL)
 		}
+		// A relay (or a proxy in front of it) that accepts the connection
+		// and never answers would leave the user looking at "connecting"
+		// for as long as the idle timeout.
+		t.silent = time.AfterFunc(noAnswerAfter, func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			fmt.Fprintf(t.info, "%s %s after %s; still waiting (Ctrl-C stops)\n", t.yellow.Sprint("no answer from"), s.URL, noAnswerAfter)
+		})
 	case proxy.StateConnected:
 		t.connected = true
 		fmt.Fprintf(t.info, "%s %s\n", t.green.Sprint("connected to"), s.URL)

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hookline/hookline/internal/relaytest"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/webhooks"
 )
@@ -174,6 +175,35 @@ func TestTraceGolden(t *testing.T) {
 				golden(t, tt.file, got)
 				if strings.Contains(string(got), "ghp_secret_token") {
 					t.Error("the trace printed an Authorization value")
+				}
+			})
+		})
+	}
+}
+
+// A relay that accepts the connection and does not answer: after 10 s the
+// trace says so, once; an answer before then says nothing of the kind. On
+// synctest's clock.
+func TestTraceSaysWhenARelayDoesNotAnswer(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		answer time.Duration // 0: never
+		want   bool
+	}{{"no answer", 0, true}, {"an answer after 5s", 5 * time.Second, false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var info relaytest.Buffer
+				tr := newTracer(io.Discard, &info, false, false, false, time.UTC)
+				tr.state(proxy.StateChange{State: proxy.StateConnecting, URL: "http://relay.test/c", Attempt: 1})
+				if tt.answer > 0 {
+					time.Sleep(tt.answer)
+					tr.state(proxy.StateChange{State: proxy.StateConnected, URL: "http://relay.test/c", Attempt: 1})
+				}
+				time.Sleep(time.Minute)
+				synctest.Wait()
+				got := strings.Count(info.String(), "no answer from http://relay.test/c after 10s; still waiting")
+				if (got == 1) != tt.want || got > 1 {
+					t.Errorf("info:\n%s\nwant the no-answer line %v (once)", info.String(), tt.want)
 				}
 			})
 		})
