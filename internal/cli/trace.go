@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -44,6 +45,7 @@ type tracer struct {
 	secrets     []string    // never printed, even when a target echoes them
 	connected   bool        // a connection succeeded during this run
 	hinted      bool        // the unreachable-relay hint was printed
+	hinted404   bool        // the target-path hint was printed
 	lastFailure time.Time   // when the last connection failure was printed
 	silent      *time.Timer // says so when a connection attempt has no answer yet
 	failedCount int
@@ -297,6 +299,15 @@ func (t *tracer) result(r proxy.Result) {
 			said = strings.ReplaceAll(termSafeLines(strings.TrimSpace(string(body))), "\n", "\n    ")
 		}
 		fmt.Fprintf(&b, "    %s %s\n", t.dim.Sprint("the target said:"), said)
+	}
+	if tr := r.Target; tr != nil && tr.Err == nil && tr.Status == http.StatusNotFound && !t.hinted404 {
+		// Once a run: the usual cause is the path of --target.
+		t.hinted404 = true
+		path := "/"
+		if u, err := url.Parse(tr.URL); err == nil && u.Path != "" {
+			path = u.Path
+		}
+		fmt.Fprintf(&b, "    %s\n", t.yellow.Sprintf("hint: the target has nothing at %s: check the path in --target (Probot and @octokit/webhooks' middleware listen on /api/github/webhooks)", termSafe(path)))
 	}
 	if tr := r.Target; tr != nil && tr.Err != nil {
 		fmt.Fprintf(&b, "    %s\n", t.red.Sprint(termSafe(tr.Err.Error())))
