@@ -5,9 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"math/rand"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/hookline/hookline/rest/backoff"
@@ -110,8 +108,7 @@ func (p *RetryPolicy) delay(attempt int, header http.Header) time.Duration {
 			return d
 		}
 	}
-	ceiling := backoff.Ceiling(p.baseDelay(), p.maxDelay(), attempt-1)
-	return time.Duration(p.random() * float64(ceiling))
+	return p.jitter(backoff.Ceiling(p.baseDelay(), p.maxDelay(), attempt-1))
 }
 
 // retryAfter parses a Retry-After value, capped by MaxRetryAfter.
@@ -130,13 +127,13 @@ func (p *RetryPolicy) now() time.Time {
 	return time.Now()
 }
 
-func (p *RetryPolicy) random() float64 {
+// jitter returns a random wait in [0, ceiling): backoff.Jitter, the
+// module's one source of jitter (tests fix it with the clock).
+func (p *RetryPolicy) jitter(ceiling time.Duration) time.Duration {
 	if p.clock != nil && p.clock.random != nil {
-		return p.clock.random()
+		return time.Duration(p.clock.random() * float64(ceiling))
 	}
-	jitterMu.Lock()
-	defer jitterMu.Unlock()
-	return jitter.Float64()
+	return backoff.Jitter(ceiling)
 }
 
 // wait sleeps for d or until ctx is done, returning ctx's error then.
@@ -147,29 +144,29 @@ func (p *RetryPolicy) wait(ctx context.Context, d time.Duration) error {
 	return backoff.Sleep(ctx, d)
 }
 
-// jitter is seeded once: the global source of math/rand is not seeded
-// before Go 1.20, which would give every process the same delays.
-var (
-	jitterMu sync.Mutex
-	jitter   = rand.New(rand.NewSource(time.Now().UnixNano()))
-)
-
 // retryable applies p.Retryable, or the default rule, to one attempt made
 // with ctx.
 func (p *RetryPolicy) retryable(ctx context.Context, res *http.Response, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
+	if err != nil {
+		res = nil
+	}
 	if p.Retryable != nil {
-		if err != nil {
-			res = nil
-		}
 		return p.Retryable(res, err)
 	}
+	return DefaultRetryable(res, err)
+}
+
+// DefaultRetryable is the rule RetryPolicy applies when its Retryable is
+// nil (see RetryPolicy), for a Retryable that changes part of it: resp is
+// the attempt's response, or nil when the attempt failed with err.
+func DefaultRetryable(resp *http.Response, err error) bool {
 	if err != nil {
-		return retryableError(ctx, err)
+		return retryableError(err)
 	}
-	return retryableStatus(res.StatusCode)
+	return retryableStatus(resp.StatusCode)
 }
 
 // retryableStatus reports whether a response status is worth retrying.
@@ -183,10 +180,10 @@ func retryableStatus(code int) bool {
 	return false
 }
 
-// retryableError reports whether err, from an attempt made with ctx, is a
-// network error worth retrying.
-func retryableError(ctx context.Context, err error) bool {
-	if ctx.Err() != nil || errors.Is(err, ErrResponseTooLarge) {
+// retryableError reports whether err is a network error worth retrying
+// (the caller checks that the request's context is not done).
+func retryableError(err error) bool {
+	if errors.Is(err, ErrResponseTooLarge) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	var (

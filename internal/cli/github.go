@@ -72,7 +72,7 @@ func (g githubOptions) client(ctx context.Context, s *streams, transport http.Ro
 	}
 	return &githubapi.Client{
 		BaseURL: g.api, Token: token,
-		REST:   &rest.Client{HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: transport}, Retry: &rest.RetryPolicy{}},
+		REST:   &rest.Client{HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: transport}, Retry: githubapi.RetryPolicy()},
 		Notify: func(msg string) { fmt.Fprintln(s.err, msg) },
 	}, nil
 }

@@ -137,7 +137,20 @@ func (c *Client) perPage() string {
 	return "100"
 }
 
-var defaultREST = &rest.Client{Retry: &rest.RetryPolicy{}}
+var defaultREST = &rest.Client{Retry: RetryPolicy()}
+
+// RetryPolicy is the retry policy for GitHub's API: rest's rule, except
+// that a 429 is not retried by rest, since the Client waits out rate limits
+// itself, with GitHub's reset time and up to MaxWait (rest retrying it
+// first waited twice for one limit).
+func RetryPolicy() *rest.RetryPolicy {
+	return &rest.RetryPolicy{Retryable: func(resp *http.Response, err error) bool {
+		if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
+			return false
+		}
+		return rest.DefaultRetryable(resp, err)
+	}}
+}
 
 // do sends one request and decodes a 2xx JSON answer into out (unless nil).
 // It returns the response for its headers.

@@ -281,6 +281,17 @@ func TestRateLimitWaits(t *testing.T) {
 	if len(notes) != 3 || !strings.Contains(notes[0], "GitHub's rate limit: waiting 30s before GET /repos/octo/hello/hooks") {
 		t.Errorf("notes %q", notes)
 	}
+
+	// A 429 is waited out once, by the Client (with a note), not first by
+	// rest's retries as well.
+	gh.Refuse(githubtest.Refusal{Status: 429, Header: http.Header{"Retry-After": {"2"}}, Body: `{"message":"You have exceeded a secondary rate limit."}`})
+	waits, notes = nil, nil
+	if _, err := c.Hooks(context.Background(), Repo("octo/hello")); err != nil {
+		t.Fatal(err)
+	}
+	if len(waits) != 1 || waits[0] != 2*time.Second || len(notes) != 1 {
+		t.Errorf("after a 429: waits %v, notes %q; want one wait of 2s, told", waits, notes)
+	}
 }
 
 func TestOwnerCheck(t *testing.T) {
