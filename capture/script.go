@@ -2,13 +2,12 @@ package capture
 
 import (
 	"fmt"
+	"github.com/hookline/hookline/internal/httpx"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/hookline/hookline/rest/header"
 )
 
 // scriptMark is in every script WriteScript writes.
@@ -40,7 +39,7 @@ func WriteScript(path string, d Delivery, target string) (string, error) {
 		b.WriteString("url=${1:?give the URL to send the delivery to}\n")
 	}
 	fmt.Fprintf(&b, "exec curl -sS -X %s \\\n", shellQuote(method))
-	h := header.Forwardable(d.Headers)
+	h := httpx.Forwardable(d.Headers)
 	names := make([]string, 0, len(h))
 	for k := range h {
 		names = append(names, k)

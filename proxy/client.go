@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -23,8 +22,8 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/jsonscan"
-	"github.com/hookline/hookline/internal/redact"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
@@ -399,7 +398,7 @@ func New(opts Options) (*Client, error) {
 	}
 	c.source = opts.Source
 	if c.source == "" && opts.URL != "" {
-		c.source = redact.URL(opts.URL)
+		c.source = httpx.RedactURL(opts.URL)
 	}
 	var target *url.URL
 	if opts.Target != "" {
@@ -472,13 +471,7 @@ func SafeRetry() *rest.RetryPolicy {
 func RetryUnsent(resp *http.Response, err error) bool {
 	if err != nil {
 		var op *net.OpError
-		var unknownAuthority x509.UnknownAuthorityError
-		var invalidCert x509.CertificateInvalidError
-		var wrongHost x509.HostnameError
-		if errors.As(err, &unknownAuthority) || errors.As(err, &invalidCert) || errors.As(err, &wrongHost) {
-			return false
-		}
-		return errors.As(err, &op) && op.Op == "dial"
+		return httpx.CertError(err) == nil && errors.As(err, &op) && op.Op == "dial"
 	}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
@@ -501,7 +494,7 @@ func parseTarget(s string) (*url.URL, error) {
 // hidden) and, for a URL without a scheme, suggest http://.
 func parseHTTPURL(s string) (*url.URL, error) {
 	u, err := url.Parse(s)
-	shown := redact.URL(s) // "<invalid URL>" when it does not parse
+	shown := httpx.RedactURL(s) // "<invalid URL>" when it does not parse
 	if err != nil && !strings.Contains(s, "@") {
 		shown = s // no credentials to hide: as typed
 	}
@@ -1226,13 +1219,13 @@ func stringValue(v []byte) string {
 }
 
 // saveableHeader returns a copy of h without the headers that carry
-// credentials (redact.Header: Authorization, Cookie...), which hookline
+// credentials (httpx.IsCredentialHeader: Authorization, Cookie...), which hookline
 // never writes to disk: a capture file is shared and committed more often
 // than people think.
 func saveableHeader(h http.Header) http.Header {
 	out := h.Clone()
 	for k := range out {
-		if redact.Header(k) {
+		if httpx.IsCredentialHeader(k) {
 			delete(out, k)
 		}
 	}

@@ -13,9 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/rest"
-	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -54,7 +53,7 @@ func ForwardRequest(ctx context.Context, target *url.URL, d *Delivery, opts Forw
 	if err != nil {
 		return nil, fmt.Errorf("building the request to the target: %w", err)
 	}
-	req.Header = header.Forwardable(d.Headers)
+	req.Header = httpx.Forwardable(d.Headers)
 	for k, vs := range opts.Header {
 		req.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
 	}
@@ -138,7 +137,7 @@ type forwarder struct {
 
 // newForwarder returns a forwarder to target.
 func newForwarder(target *url.URL, hc *rest.Client, o ForwardOptions) *forwarder {
-	return &forwarder{Target: target, HTTPClient: hc, Options: o, shown: redact.URL(target.String())}
+	return &forwarder{Target: target, HTTPClient: hc, Options: o, shown: httpx.RedactURL(target.String())}
 }
 
 // shownURL returns u redacted for results: Target's, redacted once, when
@@ -147,7 +146,7 @@ func (f *forwarder) shownURL(u *url.URL) string {
 	if u.RawQuery == f.Target.RawQuery && u.Path == f.Target.Path {
 		return f.shown
 	}
-	return redact.URL(u.String())
+	return httpx.RedactURL(u.String())
 }
 
 // Forward sends d to f.Target and returns the outcome: the final status,
@@ -196,11 +195,11 @@ func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
 // redactErr returns err with every URL in its message redacted (see
-// redact.Text): net/http names the target with its query, which may hold a
+// httpx.RedactText): net/http names the target with its query, which may hold a
 // token, and with "***" for a password.
 func redactErr(err error) error {
 	msg := err.Error()
-	if shown := redact.Text(msg); shown != msg {
+	if shown := httpx.RedactText(msg); shown != msg {
 		return &redactedError{msg: shown, err: err}
 	}
 	return err

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/hookline/hookline/internal/tlscert"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/rest/header"
 	"github.com/r3labs/sse/v2"
 	"gopkg.in/cenkalti/backoff.v1"
@@ -234,7 +234,7 @@ func describeStreamError(err error, shown string, maxSize int) error {
 	if errors.As(err, &se) || errors.Is(err, ErrPermanent) {
 		return err // from checkResponse, already described
 	}
-	if cause := tlscert.Cause(err); cause != nil {
+	if cause := httpx.CertError(err); cause != nil {
 		// Retrying cannot fix a certificate, and reconnecting forever
 		// would hide the problem.
 		return fmt.Errorf("%w: %s: the relay's TLS certificate cannot be verified: %w", ErrPermanent, shown, cause)

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 )
 
 // stateVersion is the version of the state file format.
@@ -173,7 +173,7 @@ type checkpoint struct {
 
 func newCheckpoint(path, streamURL string, now func() time.Time, onWriteErr func(error)) *checkpoint {
 	return &checkpoint{
-		path: path, streamURL: streamURL, shownURL: redact.URL(streamURL), now: now,
+		path: path, streamURL: streamURL, shownURL: httpx.RedactURL(streamURL), now: now,
 		onWriteErr: onWriteErr, done: map[uint64]string{},
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/rest/backoff"
 	"github.com/hookline/hookline/rest/header"
@@ -218,7 +218,7 @@ func (l *loop) setDefaults() {
 
 func (l *loop) notify(c StateChange) {
 	if l.opts.OnState != nil {
-		c.URL = redact.URL(l.url)
+		c.URL = httpx.RedactURL(l.url)
 		l.opts.OnState(c)
 	}
 }
@@ -230,7 +230,7 @@ func (l *loop) stop(err error) error {
 
 func (l *loop) run(ctx context.Context) error {
 	if u, err := url.Parse(l.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return l.stop(fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, redact.URL(l.url)))
+		return l.stop(fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, httpx.RedactURL(l.url)))
 	}
 	triedGosmee, droppedID := false, false
 	for {

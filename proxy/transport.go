@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 )
 
 // SSEEvent is one Server-Sent Event as received from a relay.
@@ -174,7 +174,7 @@ func parseChannelURL(s string) (*url.URL, error) {
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.RawPath = ""
 	if u.Path == "" {
-		return nil, fmt.Errorf("channel URL %q has no channel (GET /new on a relay makes one)", redact.URL(s))
+		return nil, fmt.Errorf("channel URL %q has no channel (GET /new on a relay makes one)", httpx.RedactURL(s))
 	}
 	u.Fragment = ""
 	return u, nil
@@ -197,7 +197,7 @@ func beginAttempt(ctx context.Context, req SubscribeRequest, maxEventSize int, i
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	shown := redact.URL(req.URL)
+	shown := httpx.RedactURL(req.URL)
 	if u, err := url.Parse(req.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, shown)
 	}

@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/hookline/hookline/internal/httpx"
 	"mime"
 	"net/http"
 	"net/url"
@@ -24,22 +25,6 @@ const maxHeaderBytes = wire.MaxHeaderBytes
 // struct, slices, map entries), counted in the history limits so that many
 // tiny deliveries are bounded too.
 const entryOverhead = 512
-
-// hopHeaders are never part of a message: they describe the connection to
-// the relay, not the delivery, and undici's fetch (smee-client) refuses to
-// send keep-alive, transfer-encoding, upgrade and expect.
-var hopHeaders = map[string]bool{
-	"connection":          true,
-	"keep-alive":          true,
-	"proxy-connection":    true,
-	"proxy-authenticate":  true,
-	"proxy-authorization": true,
-	"te":                  true,
-	"trailer":             true,
-	"transfer-encoding":   true,
-	"upgrade":             true,
-	"expect":              true,
-}
 
 // delivery is one POST to a channel. It is immutable once published and
 // shared by every subscriber and the history.
@@ -144,7 +129,7 @@ func messageHeaders(r *http.Request) []wire.Header {
 	}
 	for k, vs := range r.Header {
 		name := strings.ToLower(k)
-		if hopHeaders[name] || wire.Reserved(name) || drop[name] || name == "host" || !header.IsToken(name) {
+		if httpx.IsHopByHop(name) || wire.Reserved(name) || drop[name] || name == "host" || !header.IsToken(name) {
 			continue
 		}
 		sep := ", "

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -397,7 +397,7 @@ func (s *redisStore) lost() time.Time {
 func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("relay: the Redis URL %q is not valid (%v); write it as redis://[user:password@]host:port[/db], rediss:// for TLS, or unix:///path/to/redis.sock", redact.URL(rawURL), err)
+		return nil, fmt.Errorf("relay: the Redis URL %q is not valid (%v); write it as redis://[user:password@]host:port[/db], rediss:// for TLS, or unix:///path/to/redis.sock", httpx.RedactURL(rawURL), err)
 	}
 	// The relay never retries a command itself: a retried append could be
 	// stored twice. A POST that fails gets 503 and the sender retries.
@@ -421,7 +421,7 @@ func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error)
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &redisStore{
 		rdb:    redis.NewClient(opt),
-		where:  redact.URL(rawURL),
+		where:  httpx.RedactURL(rawURL),
 		prefix: redisKeyPrefix,
 		lim:    lim,
 		log:    log,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hookline/hookline/internal/httpx"
 	"io"
 	"log/slog"
 	"net"
@@ -19,7 +20,6 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/wire"
-	"github.com/hookline/hookline/rest/header"
 )
 
 // Defaults for the zero values of Options.
@@ -661,7 +661,7 @@ func setCORS(w http.ResponseWriter, r *http.Request, methods string) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Allow-Methods", methods)
-	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" && header.IsTokenList(req) {
+	if req := r.Header.Get("Access-Control-Request-Headers"); req != "" && httpx.IsTokenList(req) {
 		h.Set("Access-Control-Allow-Headers", req)
 	}
 	h.Set("Access-Control-Max-Age", "600")

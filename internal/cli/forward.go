@@ -23,7 +23,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/rest/header"
@@ -337,13 +337,13 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	}
 	channel := o.url
 	if o.newChannel {
-		fmt.Fprintf(s.err, "creating a channel on %s (up to %s)\n", redact.URL(o.server), newChannelTimeout)
+		fmt.Fprintf(s.err, "creating a channel on %s (up to %s)\n", httpx.RedactURL(o.server), newChannelTimeout)
 		u, err := createChannel(ctx, o.server, transport)
 		if err != nil {
 			return err
 		}
 		channel = u
-		fmt.Fprintf(s.err, "created channel %s\n", redact.URL(channel))
+		fmt.Fprintf(s.err, "created channel %s\n", httpx.RedactURL(channel))
 	}
 	o.defaultPaths(channel, s)
 	if channel == "" {
@@ -357,7 +357,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		keep(u[strings.LastIndexByte(u, '/')+1:])
 	}
 	if o.target != "" && sameChannel(channel, o.target) {
-		return usageErrorf("--target %s is the relay channel itself: every delivery would come back and be forwarded again, for ever; give your server's URL (http://127.0.0.1:PORT/PATH)", redact.URL(o.target))
+		return usageErrorf("--target %s is the relay channel itself: every delivery would come back and be forwarded again, for ever; give your server's URL (http://127.0.0.1:PORT/PATH)", httpx.RedactURL(o.target))
 	}
 
 	if o.github.set() && o.secret == "" {
@@ -441,9 +441,9 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	if o.secret == "" {
 		fmt.Fprintln(s.err, "no --secret: deliveries are not verified (set HOOKLINE_SECRET to the webhook's secret)")
 	}
-	fmt.Fprintf(s.err, "forwarding %s", redact.URL(channel))
+	fmt.Fprintf(s.err, "forwarding %s", httpx.RedactURL(channel))
 	if o.target != "" {
-		fmt.Fprintf(s.err, " → %s%s", redact.URL(o.target), headerNote(o.header))
+		fmt.Fprintf(s.err, " → %s%s", httpx.RedactURL(o.target), headerNote(o.header))
 	}
 	fmt.Fprintln(s.err)
 	if o.target == "" && handlers == nil {
@@ -677,11 +677,11 @@ func createChannel(ctx context.Context, server string, transport http.RoundTripp
 	switch {
 	case err != nil:
 		if hint := certHint(err, "relay"); hint != "" {
-			return "", fmt.Errorf("creating a channel on %s: %w\n%s", redact.URL(server), err, hint)
+			return "", fmt.Errorf("creating a channel on %s: %w\n%s", httpx.RedactURL(server), err, hint)
 		}
-		return "", fmt.Errorf("creating a channel on %s: %w\nleave out --new (and --url) to use a relay on this machine instead, no internet needed", redact.URL(server), err)
+		return "", fmt.Errorf("creating a channel on %s: %w\nleave out --new (and --url) to use a relay on this machine instead, no internet needed", httpx.RedactURL(server), err)
 	case u == "":
-		return "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", redact.URL(server), redact.URL(server), status)
+		return "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", httpx.RedactURL(server), httpx.RedactURL(server), status)
 	}
 	return u, nil
 }

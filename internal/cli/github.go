@@ -21,7 +21,7 @@ import (
 
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/internal/githubapi"
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 )
@@ -128,7 +128,7 @@ func (g githubOptions) checkReachable(channel string) error {
 	if !loopback(channel) || loopback(g.api) {
 		return nil
 	}
-	return usageErrorf("GitHub cannot reach %s: it is on this machine (or a private network). Give --new (a new smee.io channel) or --url with a public channel, such as your own hookline serve with --public-url", redact.URL(channel))
+	return usageErrorf("GitHub cannot reach %s: it is on this machine (or a private network). Give --new (a new smee.io channel) or --url with a public channel, such as your own hookline serve with --public-url", httpx.RedactURL(channel))
 }
 
 // hookEvents is the webhook's events for forward's --events: the event
@@ -184,7 +184,7 @@ func (g githubOptions) setUpHook(ctx context.Context, access githubAccess, chann
 		if hook, err = gh.CreateHook(ctx, g.owner, cfg, events); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(s.err, "created webhook %d on %s → %s (events %s)\n", hook.ID, g.owner, redact.URL(channel), strings.Join(events, ","))
+		fmt.Fprintf(s.err, "created webhook %d on %s → %s (events %s)\n", hook.ID, g.owner, httpx.RedactURL(channel), strings.Join(events, ","))
 	}
 	return func() {
 		if keep {
@@ -410,7 +410,7 @@ func findHook(ctx context.Context, gh *githubapi.Client, owner githubapi.Owner, 
 				return h.ID, nil
 			}
 		}
-		return 0, fmt.Errorf("%s has no webhook with URL %s (%s)", owner, redact.URL(url), hookList(hooks))
+		return 0, fmt.Errorf("%s has no webhook with URL %s (%s)", owner, httpx.RedactURL(url), hookList(hooks))
 	}
 	if len(hooks) == 1 {
 		return hooks[0].ID, nil
@@ -424,7 +424,7 @@ func hookList(hooks []githubapi.Hook) string {
 	}
 	var parts []string
 	for _, h := range hooks {
-		parts = append(parts, strconv.FormatInt(h.ID, 10)+" → "+redact.URL(h.Config.URL))
+		parts = append(parts, strconv.FormatInt(h.ID, 10)+" → "+httpx.RedactURL(h.Config.URL))
 	}
 	return strings.Join(parts, ", ")
 }

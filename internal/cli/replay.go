@@ -20,7 +20,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/capture"
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 )
@@ -258,7 +258,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.Deliver
 			popts.Handlers = handlers
 			popts.AllowUnverified = true // without --secret the trace says "unverified"; the user chose it
 		}
-		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), redact.URL(o.target))
+		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), httpx.RedactURL(o.target))
 	} else {
 		fmt.Fprintf(s.err, "no --target: a dry run of %s, nothing is sent\n", plural(len(ds), "delivery", "deliveries"))
 	}

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -186,7 +186,7 @@ func redactEcho(text string, secrets []string, header http.Header) string {
 		text = redactSecret(text, s)
 	}
 	for name, vs := range header {
-		if !redact.Header(name) {
+		if !httpx.IsCredentialHeader(name) {
 			continue
 		}
 		for _, v := range vs {

@@ -21,7 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -297,7 +297,7 @@ func checkRedisURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
-		return "", usageErrorf("--redis-url is not a URL (%v); write it as redis://[user:password@]host:port[/db]", strings.ReplaceAll(err.Error(), s, redact.URL(s)))
+		return "", usageErrorf("--redis-url is not a URL (%v); write it as redis://[user:password@]host:port[/db]", strings.ReplaceAll(err.Error(), s, httpx.RedactURL(s)))
 	case u.Scheme != "redis" && u.Scheme != "rediss" && u.Scheme != "unix":
 		return "", usageErrorf("--redis-url %q must be a redis://, rediss:// (TLS) or unix:// URL", u.Redacted())
 	case u.Scheme != "unix" && u.Host == "":
@@ -379,7 +379,7 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 		fmt.Fprintf(s.out, "history:     %s (%s in %s restored)\n", filepath.Join(opts.relay.DataDir, relay.DataFile), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
 	case opts.relay.RedisURL != "":
 		st := srv.Stats()
-		fmt.Fprintf(s.out, "history:     Redis at %s, shared with every relay using it (%s in %s)\n", redact.URL(opts.relay.RedisURL), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
+		fmt.Fprintf(s.out, "history:     Redis at %s, shared with every relay using it (%s in %s)\n", httpx.RedactURL(opts.relay.RedisURL), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
 	default:
 		fmt.Fprintf(s.out, "history:     in memory (lost on restart; --data-dir keeps it)\n")
 	}

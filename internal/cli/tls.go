@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/fatih/color"
-	"github.com/hookline/hookline/internal/tlscert"
+	"github.com/hookline/hookline/internal/httpx"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -38,7 +38,7 @@ func httpTransport(insecure bool, s *streams) http.RoundTripper {
 // certHint returns advice for an error caused by a certificate that could
 // not be verified, "" for any other error.
 func certHint(err error, what string) string {
-	if err == nil || tlscert.Cause(err) == nil {
+	if err == nil || httpx.CertError(err) == nil {
 		return ""
 	}
 	return fmt.Sprintf("the %s's TLS certificate is not trusted; if it is a test server with a self-signed certificate, add --insecure (or trust its CA)", what)

@@ -21,7 +21,7 @@ import (
 
 	"github.com/fatih/color"
 
-	"github.com/hookline/hookline/internal/redact"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
 )
 
@@ -381,7 +381,7 @@ func (t *tracer) writeDetails(b *strings.Builder, r proxy.Result) {
 func writeHeaders(b *strings.Builder, dim *color.Color, h http.Header, indent string) {
 	for _, k := range slices.Sorted(maps.Keys(h)) {
 		for _, v := range h[k] {
-			if redact.Header(k) {
+			if httpx.IsCredentialHeader(k) {
 				v = "[redacted]"
 			}
 			fmt.Fprintf(b, "%s%s %s\n", indent, dim.Sprint(termSafe(k)+":"), termSafe(v))
@@ -505,7 +505,7 @@ func (t *tracer) writeJSON(r proxy.Result) {
 	if t.verbose {
 		j.Headers = map[string][]string{}
 		for k, v := range d.Headers {
-			if redact.Header(k) {
+			if httpx.IsCredentialHeader(k) {
 				v = []string{"[redacted]"}
 			}
 			j.Headers[k] = v
@@ -668,7 +668,7 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 		}
 		target := "URL"
 		if in.target != "" {
-			target = redact.URL(in.target)
+			target = httpx.RedactURL(in.target)
 		}
 		// Never a command that would send on what failed verification: a
 		// run that verified suggests a replay that verifies again.

@@ -1,7 +1,8 @@
-// Package header checks HTTP header syntax and reads Retry-After, for rest
-// and every package of hookline that needs them. It is part of the rest
-// module (Go 1.14, no requirements), and public only so that hookline's
-// other packages share it: rest's API is package rest.
+// Package header checks HTTP header syntax and reads Retry-After: how rest
+// validates a request's header names and values and how its RetryPolicy
+// reads Retry-After. It is public so that the rest of hookline checks and
+// reads them the same way (one implementation): its helpers that only
+// hookline needs are in hookline's internal/httpx.
 package header
 
 import (
@@ -29,17 +30,6 @@ func IsToken(s string) bool {
 func isTokenByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
-// IsTokenList reports whether s is a comma-separated list of tokens (white
-// space around the commas allowed), such as Access-Control-Request-Headers.
-func IsTokenList(s string) bool {
-	for _, t := range strings.Split(s, ",") {
-		if t = strings.Trim(t, " \t"); t != "" && !IsToken(t) {
-			return false
-		}
-	}
-	return true
 }
 
 // IsValue reports whether s can be sent as a header value: no control
@@ -84,42 +74,3 @@ func RetryAfter(v string, now time.Time) (d time.Duration, ok bool) {
 }
 
 const maxDuration = time.Duration(1<<63 - 1)
-
-// hopByHop are the hop-by-hop headers of RFC 9110 section 7.6.1 (as in
-// net/http/httputil's ReverseProxy), and Host and Content-Length: they
-// describe the request as it reached one server, not as it goes on.
-var hopByHop = []string{
-	"Connection",
-	"Proxy-Connection", // non-standard, sent by old clients
-	"Keep-Alive",
-	"Proxy-Authenticate",
-	"Proxy-Authorization",
-	"Te",
-	"Trailer",
-	"Transfer-Encoding",
-	"Upgrade",
-	"Host",
-	"Content-Length",
-}
-
-// Forwardable returns a copy of h without what must not be sent on when a
-// request is replayed elsewhere: hop-by-hop headers (those of RFC 9110 and
-// those named in Connection), Host and Content-Length (the new request's
-// own apply). It is never nil.
-func Forwardable(h http.Header) http.Header {
-	out := h.Clone()
-	if out == nil {
-		out = http.Header{}
-	}
-	for _, v := range out.Values("Connection") {
-		for _, name := range strings.Split(v, ",") {
-			if name = strings.TrimSpace(name); name != "" {
-				out.Del(name)
-			}
-		}
-	}
-	for _, name := range hopByHop {
-		out.Del(name)
-	}
-	return out
-}

@@ -1,8 +1,6 @@
 package header
 
 import (
-	"net/http"
-	"reflect"
 	"testing"
 	"time"
 )
@@ -23,14 +21,6 @@ func TestIsToken(t *testing.T) {
 	for _, tt := range tests {
 		if got := IsToken(tt.in); got != tt.want {
 			t.Errorf("IsToken(%q) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestIsTokenList(t *testing.T) {
-	for in, want := range map[string]bool{"content-type, x-a": true, "a,,b": true, "a b": false, "a;b": false} {
-		if got := IsTokenList(in); got != want {
-			t.Errorf("IsTokenList(%q) = %v, want %v", in, got, want)
 		}
 	}
 }
@@ -66,30 +56,5 @@ func TestRetryAfter(t *testing.T) {
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("RetryAfter(%q) = %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
-	}
-}
-
-func TestForwardable(t *testing.T) {
-	h := http.Header{
-		"Content-Type":      {"application/json"},
-		"X-Custom":          {"one", "two"},
-		"Connection":        {"keep-alive, X-Hop"},
-		"X-Hop":             {"per-connection"},
-		"Keep-Alive":        {"timeout=5"},
-		"Transfer-Encoding": {"chunked"},
-		"Content-Length":    {"999"},
-		"Host":              {"relay.example"},
-		"Upgrade":           {"h2c"},
-	}
-	got := Forwardable(h)
-	want := http.Header{"Content-Type": {"application/json"}, "X-Custom": {"one", "two"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Forwardable = %v, want %v", got, want)
-	}
-	if h.Get("X-Hop") == "" {
-		t.Error("Forwardable changed its argument")
-	}
-	if Forwardable(nil) == nil {
-		t.Error("Forwardable(nil) is nil")
 	}
 }

@@ -1,16 +1,15 @@
-// Package redact hides credentials in what hookline prints.
-package redact
+package httpx
 
 import (
 	"net/url"
 	"strings"
 )
 
-// URL returns s with its password and every query value replaced by
+// RedactURL returns s with its password and every query value replaced by
 // "xxxxx", for messages and logs. The path is kept: users need it to tell
 // channels apart. A string that does not parse is returned as
 // "<invalid URL>".
-func URL(s string) string {
+func RedactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "<invalid URL>"
@@ -32,11 +31,11 @@ func URL(s string) string {
 	return u.String()
 }
 
-// Text returns s with every http:// and https:// URL in it passed through
+// RedactText returns s with every http:// and https:// URL in it passed through
 // URL, whatever form it has there: as written, or as net/http prints it in
 // an error (quoted, the password shown as "***"). A URL ends at white space
 // or a quote, and punctuation right after it is kept.
-func Text(s string) string {
+func RedactText(s string) string {
 	var b strings.Builder
 	for {
 		i := indexURL(s)
@@ -55,7 +54,7 @@ func Text(s string) string {
 			n-- // punctuation after the URL
 		}
 		b.WriteString(s[:i])
-		b.WriteString(URL(s[i : i+n]))
+		b.WriteString(RedactURL(s[i : i+n]))
 		s = s[i+n:]
 	}
 }
@@ -69,12 +68,12 @@ func indexURL(s string) int {
 	return i
 }
 
-// Header reports whether a header named name carries a credential, whose
+// IsCredentialHeader reports whether a header named name carries a credential, whose
 // value hookline never prints nor writes to disk: Authorization,
 // Proxy-Authorization, Cookie, Set-Cookie, and any name with "token",
 // "secret", "password", "api-key", "apikey" or "auth" in it (such as
 // X-Api-Key, X-Auth-Token), in any letter case.
-func Header(name string) bool {
+func IsCredentialHeader(name string) bool {
 	n := strings.ToLower(name)
 	switch n {
 	case "cookie", "set-cookie":

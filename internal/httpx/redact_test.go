@@ -1,8 +1,8 @@
-package redact
+package httpx
 
 import "testing"
 
-func TestURL(t *testing.T) {
+func TestRedactURL(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"https://smee.io/abc", "https://smee.io/abc"},
 		{"https://u:p@relay.example/abc?token=t&pubkey=k", "https://u:xxxxx@relay.example/abc?pubkey=xxxxx&token=xxxxx"},
@@ -10,13 +10,13 @@ func TestURL(t *testing.T) {
 		{"http://h\x7f/", "<invalid URL>"},
 	}
 	for _, tt := range tests {
-		if got := URL(tt.in); got != tt.want {
-			t.Errorf("URL(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
 
-func TestText(t *testing.T) {
+func TestRedactText(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"no URL here", "no URL here"},
 		// net/http's url.Error: quoted, the password as ***.
@@ -26,20 +26,20 @@ func TestText(t *testing.T) {
 		{"at the end http://h/p?q=s", "at the end http://h/p?q=xxxxx"},
 	}
 	for _, tt := range tests {
-		if got := Text(tt.in); got != tt.want {
-			t.Errorf("Text(%q) =\n %q, want\n %q", tt.in, got, tt.want)
+		if got := RedactText(tt.in); got != tt.want {
+			t.Errorf("RedactText(%q) =\n %q, want\n %q", tt.in, got, tt.want)
 		}
 	}
 }
 
-func TestHeader(t *testing.T) {
+func TestIsCredentialHeader(t *testing.T) {
 	for name, want := range map[string]bool{
 		"Authorization": true, "proxy-authorization": true, "Cookie": true, "Set-Cookie": true,
 		"X-Api-Key": true, "X-Auth-Token": true, "X-Vault-Token": true, "X-Client-Secret": true, "Apikey": true,
 		"X-Hub-Signature-256": false, "X-GitHub-Event": false, "Content-Type": false, "User-Agent": false, "X-Env": false,
 	} {
-		if got := Header(name); got != want {
-			t.Errorf("Header(%q) = %v, want %v", name, got, want)
+		if got := IsCredentialHeader(name); got != want {
+			t.Errorf("IsCredentialHeader(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

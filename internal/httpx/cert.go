@@ -1,6 +1,4 @@
-// Package tlscert recognises TLS certificate errors, so that hookline can
-// stop retrying (a certificate does not fix itself) and say what to do.
-package tlscert
+package httpx
 
 import (
 	"crypto/tls"
@@ -8,10 +6,10 @@ import (
 	"errors"
 )
 
-// Cause returns the certificate error inside err, or nil: an unknown
+// CertError returns the certificate error inside err, or nil: an unknown
 // authority (a self-signed certificate), a name that does not match, an
 // expired or otherwise invalid certificate, no system roots.
-func Cause(err error) error {
+func CertError(err error) error {
 	var (
 		verify   *tls.CertificateVerificationError
 		unknown  x509.UnknownAuthorityError
