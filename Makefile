@@ -102,22 +102,22 @@ $(NODE_MODULES): interop/package-lock.json interop/package.json
 # The relay page is tested in a real headless Chromium (Debian's package,
 # installed when missing; needs root or sudo).
 browser:
-	sh internal/testenv/install.sh chromium
+	sh internal/testutil/testenv/install.sh chromium
 
 # The Redis store tests start their own redis-server (Debian's package,
 # installed when missing; needs root or sudo).
 redis:
-	sh internal/testenv/install.sh redis-server
+	sh internal/testutil/testenv/install.sh redis-server
 
 # forward's trace and Ctrl-C are tested in a real terminal, tmux (Debian's
 # package, installed when missing).
 tmux:
-	sh internal/testenv/install.sh tmux
+	sh internal/testutil/testenv/install.sh tmux
 
 # The rest module's old-Go test (internal/oldgo) builds and tests a consumer
 # of rest with Debian's Go 1.19, the oldest Go this machine can install.
 oldgo:
-	sh internal/testenv/install.sh golang-1.19
+	sh internal/testutil/testenv/install.sh golang-1.19
 
 # Every fuzz target for a few seconds (FUZZTIME=3s each); see .ci/fuzz for
 # a long run of one target.

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/webhooks"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/testenv"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
 // forward in a real terminal (tmux, 200 columns): its trace lines use the
@@ -23,7 +23,7 @@ func TestForwardInATerminal(t *testing.T) {
 		t.Skip("builds hookline and runs it in tmux")
 	}
 	if _, err := exec.LookPath("tmux"); err != nil {
-		testenv.Missing(t, "tmux", "install it with: sh internal/testenv/install.sh tmux")
+		testenv.Missing(t, "tmux", "install it with: sh internal/testutil/testenv/install.sh tmux")
 	}
 	bin := buildBinary(t)
 	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
-	"github.com/hookline/hookline/internal/testenv"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
 // A script written by WriteScript re-sends the delivery byte for byte with

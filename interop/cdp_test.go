@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/testenv"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
 // A minimal Chrome DevTools Protocol client over --remote-debugging-pipe
@@ -72,7 +72,7 @@ func (w *cdpLog) String() string {
 // startBrowser starts headless Chromium (see testenv.Chromium).
 func startBrowser(t *testing.T) *cdpBrowser {
 	t.Helper()
-	chromiumPath := testenv.Chromium(t, "install it with `sh internal/testenv/install.sh chromium` or set HOOKLINE_CHROMIUM")
+	chromiumPath := testenv.Chromium(t, "install it with `sh internal/testutil/testenv/install.sh chromium` or set HOOKLINE_CHROMIUM")
 	toChrome, ourWriter, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/testenv"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/webhooks"
 )
 

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/relay"
 )
 

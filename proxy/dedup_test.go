@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 )

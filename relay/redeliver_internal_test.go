@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testutil/redistest"
 	bolt "go.etcd.io/bbolt"
 )
 

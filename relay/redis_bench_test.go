@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testutil/redistest"
 	"github.com/hookline/hookline/relay"
 )
 

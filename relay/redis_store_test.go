@@ -11,7 +11,7 @@ import (
 
 	"github.com/hookline/hookline/internal/wire"
 
-	"github.com/hookline/hookline/internal/redistest"
+	"github.com/hookline/hookline/internal/testutil/redistest"
 )
 
 // openTestRedis opens a Redis store on url, closed at the end of the test.

@@ -92,6 +92,6 @@
 // go.mod says go 1.14 and requires nothing: a module that still builds with
 // Go 1.14–1.17 can require it without its go line or its requirements
 // changing. It imports only the standard library and uses no standard
-// library API newer than Go 1.14 (internal/apicheck checks it against the Go
+// library API newer than Go 1.14 (rest/internal/apicheck checks it against the Go
 // API lists every Go installation carries). Its tests need a current Go.
 package rest

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/webhooks"
 )

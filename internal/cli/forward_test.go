@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
-	"github.com/hookline/hookline/internal/relaytest"
-	"github.com/hookline/hookline/internal/testenv"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
 )
 

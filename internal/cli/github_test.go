@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/githubtest"
-	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/testutil/githubtest"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/relay"
 )
 

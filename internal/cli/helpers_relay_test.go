@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 )
 
 const hangGuard = relaytest.HangGuard

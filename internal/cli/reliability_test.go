@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/capture"
-	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 )

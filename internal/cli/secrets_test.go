@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
-	"github.com/hookline/hookline/internal/relaytest"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/relay"
 )
 

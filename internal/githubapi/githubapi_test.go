@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/githubtest"
+	"github.com/hookline/hookline/internal/testutil/githubtest"
 )
 
 // receiver is a webhook URL that records what GitHub sent and answers

@@ -3,7 +3,7 @@
 // rest with the oldest Go this machine can install (Debian's golang-1.19),
 // and `go mod tidy` leaves its go.mod as it was. Go 1.14 itself is not
 // installable here; with the rest module's go 1.14 line (the compiler's
-// language check) and internal/apicheck (the library's), this is as close
+// language check) and rest/internal/apicheck (the library's), this is as close
 // as the machine gets.
 package oldgo
 
@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookline/hookline/internal/testenv"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
 // oldGo returns Go 1.19's go command: $HOOKLINE_OLD_GO, or Debian's.
@@ -24,7 +24,7 @@ func oldGo(t *testing.T) string {
 	}
 	const debian = "/usr/lib/go-1.19/bin/go"
 	if _, err := os.Stat(debian); err != nil {
-		testenv.Missing(t, "Go 1.19 (Debian's golang-1.19)", "install it with `sh internal/testenv/install.sh golang-1.19`")
+		testenv.Missing(t, "Go 1.19 (Debian's golang-1.19)", "install it with `sh internal/testutil/testenv/install.sh golang-1.19`")
 	}
 	return debian
 }

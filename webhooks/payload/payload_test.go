@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookline/hookline/internal/testenv"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/webhooks"
 	"github.com/hookline/hookline/webhooks/internal/payloadgen"
 	"github.com/hookline/hookline/webhooks/payload"

@@ -6,7 +6,7 @@
 //
 //	bin, err := exec.LookPath("redis-server")
 //	if err != nil {
-//		testenv.Missing(t, "redis-server", "install it with `sh internal/testenv/install.sh redis-server`")
+//		testenv.Missing(t, "redis-server", "install it with `sh internal/testutil/testenv/install.sh redis-server`")
 //	}
 package testenv
 

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookline/hookline/internal/testenv"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
 // run is the command: it parses args, measures and prints the report.

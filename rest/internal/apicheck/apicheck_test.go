@@ -163,7 +163,7 @@ func TestRestUsesGo114API(t *testing.T) {
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
 	checked := 0
 	for _, dir := range restPackages {
-		path := filepath.Join("..", "..", "rest", dir)
+		path := filepath.Join("..", "..", dir)
 		files, err := filepath.Glob(filepath.Join(path, "*.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -90,7 +90,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run ./internal/bench [flags]\n\nWithout --n, --size or --rate it runs the default scenarios:")
+		fmt.Fprintln(stderr, "usage: go run ./cmd/hookline-bench [flags]\n\nWithout --n, --size or --rate it runs the default scenarios:")
 		for _, s := range defaultScenarios {
 			fmt.Fprintf(stderr, "  %-11s %s\n", s.Name, s.describe())
 		}

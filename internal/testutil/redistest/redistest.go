@@ -4,9 +4,9 @@
 // RedisURL, hookline serve --redis-url) run against.
 //
 // redis-server comes from Debian's package redis-server, which the
-// Makefile installs before the tests (internal/testenv/install.sh).
+// Makefile installs before the tests (internal/testutil/testenv/install.sh).
 // A test that needs it fails in CI and is skipped elsewhere when it is
-// missing (see internal/testenv).
+// missing (see internal/testutil/testenv).
 //
 //	srv := redistest.Start(t)
 //	opts := relay.Options{RedisURL: srv.URL()}
@@ -29,7 +29,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/testenv"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
 // startTimeout bounds the wait for redis-server to answer PING.
@@ -60,7 +60,7 @@ func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		testenv.Missing(t, "redis-server", "install it with `sh internal/testenv/install.sh redis-server`")
+		testenv.Missing(t, "redis-server", "install it with `sh internal/testutil/testenv/install.sh redis-server`")
 	}
 	s := &Server{t: t, bin: bin, dir: t.TempDir(), args: args}
 	var lastErr error

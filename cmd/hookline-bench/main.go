@@ -1,10 +1,10 @@
 // Command bench measures hookline end to end on this machine, side by side
 // with smee-client and with a direct HTTP POST, as SPEC section 10 asks.
 //
-//	go run ./internal/bench                       # the full run: four scenarios, 3 rounds
-//	go run ./internal/bench --quick               # a few hundred small deliveries, 1 round
-//	go run ./internal/bench --n 5000 --size 4KiB --rate 500 --tools hookline,smee
-//	go run ./internal/bench --profile /tmp/prof   # also pprof profiles of relay and forwarder
+//	go run ./cmd/hookline-bench                       # the full run: four scenarios, 3 rounds
+//	go run ./cmd/hookline-bench --quick               # a few hundred small deliveries, 1 round
+//	go run ./cmd/hookline-bench --n 5000 --size 4KiB --rate 500 --tools hookline,smee
+//	go run ./cmd/hookline-bench --profile /tmp/prof   # also pprof profiles of relay and forwarder
 //
 // One trial starts a fresh `hookline serve` process on loopback, a target
 // HTTP server inside this process, and a forwarder process: the real

@@ -2,15 +2,15 @@
 # install.sh installs a real peer the tests run against, from Debian's
 # packages, when it is missing:
 #
-#   sh internal/testenv/install.sh chromium      the relay page test (interop/relay_page_test.go)
-#   sh internal/testenv/install.sh redis-server  the Redis store tests (relay/redis_test.go)
-#   sh internal/testenv/install.sh golang-1.19   the rest module's old-Go consumer test (internal/oldgo)
-#   sh internal/testenv/install.sh tmux          forward in a real terminal (terminal_test.go)
+#   sh internal/testutil/testenv/install.sh chromium      the relay page test (interop/relay_page_test.go)
+#   sh internal/testutil/testenv/install.sh redis-server  the Redis store tests (relay/redis_test.go)
+#   sh internal/testutil/testenv/install.sh golang-1.19   the rest module's old-Go consumer test (internal/oldgo)
+#   sh internal/testutil/testenv/install.sh tmux          forward in a real terminal (terminal_test.go)
 #
 # It says what it installs and why before it runs apt-get, and needs root or
 # sudo. Without them it stops with the command to run; `go test` then skips
 # the tests that need the peer (they fail only under CI=true or
-# HOOKLINE_REQUIRE_ALL=1, see internal/testenv). Nothing is started here:
+# HOOKLINE_REQUIRE_ALL=1, see internal/testutil/testenv). Nothing is started here:
 # the tests run their own redis-server on a free port.
 set -eu
 
@@ -49,7 +49,7 @@ tmux)
 	fi
 	;;
 *)
-	echo "usage: sh internal/testenv/install.sh chromium|redis-server|golang-1.19|tmux" >&2
+	echo "usage: sh internal/testutil/testenv/install.sh chromium|redis-server|golang-1.19|tmux" >&2
 	exit 2
 	;;
 esac

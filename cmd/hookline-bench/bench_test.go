@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookline/hookline/internal/testenv"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
 func TestMain(m *testing.M) {
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 // binary, the real smee-client and the direct baseline, each on a fresh `hookline serve`. It checks
 // correctness only: every delivery arrives once, byte-exact, and the report
 // is well formed. Timings are never asserted (SPEC section 10). It needs
-// node and `npm ci --prefix interop` (see internal/testenv); -short skips it.
+// node and `npm ci --prefix interop` (see internal/testutil/testenv); -short skips it.
 func TestQuick(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the benchmark smoke run starts relays, forwarders and smee-client")
