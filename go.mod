@@ -3,7 +3,6 @@ module github.com/hookline/hookline
 go 1.26.0
 
 require (
-	github.com/BurntSushi/toml v1.5.0
 	github.com/fatih/color v1.19.0
 	github.com/mattn/go-isatty v0.0.20
 	github.com/r3labs/sse/v2 v2.10.0
@@ -32,6 +31,7 @@ require (
 )
 
 require (
+	github.com/BurntSushi/toml v1.5.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/BurntSushi/toml"
 	ucli "github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 	"gopkg.in/yaml.v3"
@@ -30,7 +29,7 @@ const configEnv = "HOOKLINE_CONFIG"
 //	serve:
 //	  history: 500
 //
-// It is $HOOKLINE_CONFIG, else config.yaml, config.yml or config.toml in
+// It is $HOOKLINE_CONFIG, else config.yaml or config.yml in
 // hookline's folder of the user's config directory ($XDG_CONFIG_HOME/hookline
 // or ~/.config/hookline on Linux). A key that is not one of the command's
 // flags is an error, as is "secret": a secret belongs in a file
@@ -48,8 +47,12 @@ func configPath() (string, error) {
 	if err != nil {
 		return "", nil // no home, no config
 	}
+	// One format, YAML: a config.toml (read before) is named, not ignored.
+	if _, err := os.Stat(filepath.Join(dir, "hookline", "config.toml")); err == nil {
+		return "", fmt.Errorf("%s is not read: hookline's config file is YAML, config.yaml (the same sections and keys: 'forward:' then '  target: URL')", filepath.Join(dir, "hookline", "config.toml"))
+	}
 	var found []string
-	for _, name := range []string{"config.yaml", "config.yml", "config.toml"} {
+	for _, name := range []string{"config.yaml", "config.yml"} {
 		p := filepath.Join(dir, "hookline", name)
 		if _, err := os.Stat(p); err == nil {
 			found = append(found, p)
@@ -71,12 +74,7 @@ func readConfig(path string) (map[string]map[string]any, error) {
 		return nil, err
 	}
 	var doc map[string]any
-	if strings.HasSuffix(path, ".toml") {
-		err = toml.Unmarshal(data, &doc)
-	} else {
-		err = yaml.Unmarshal(data, &doc)
-	}
-	if err != nil {
+	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	sections := map[string]map[string]any{}
@@ -194,9 +192,8 @@ func isListFlag(flags []ucli.Flag, name string) bool {
 	return false
 }
 
-// configValue converts a YAML or TOML value to the types altsrc reads (int
-// for every integer; both give lists as []any), with "~/" expanded in
-// strings.
+// configValue converts a YAML value to the types altsrc reads (int for
+// every integer; lists are []any), with "~/" expanded in strings.
 func configValue(v any) any {
 	switch v := v.(type) {
 	case int64:

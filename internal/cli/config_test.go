@@ -30,13 +30,10 @@ func writeConfig(t *testing.T, name, text string) string {
 // command line wins over it, and so does the environment.
 func TestConfigFile(t *testing.T) {
 	secretFile := writeFile(t, "secret", []byte("from-the-file\n"))
-	for _, format := range []string{"yaml", "toml"} {
+	for _, format := range []string{"yaml", "yml"} {
 		t.Run(format, func(t *testing.T) {
 			target := newRecordingTarget(t, nil)
 			text := "send:\n  url: " + target.URL + "\n  event: issues.opened\n  secret-file: " + secretFile + "\n  retries: 0\n"
-			if format == "toml" {
-				text = "[send]\nurl = \"" + target.URL + "\"\nevent = \"issues.opened\"\nsecret-file = \"" + secretFile + "\"\nretries = 0\n"
-			}
 			writeConfig(t, "config."+format, text)
 
 			if code, _, errOut := run(t, "send"); code != ExitOK {
@@ -112,7 +109,8 @@ func TestConfigFileErrors(t *testing.T) {
 		{"unknown command", "config.yaml", "sned:\n  event: push\n", `no command "sned"`},
 		{"a secret", "config.yaml", "send:\n  secret: hunter2\n", "keep the secret out of the config file"},
 		{"not a section", "config.yaml", "event: push\n", `"event" is not a section of options`},
-		{"wrong type", "config.toml", "[send]\nretries = \"many\"\n", "retries"},
+		{"wrong type", "config.yaml", "send:\n  retries: many\n", "retries: want a number, not text"},
+		{"a TOML file", "config.toml", "[send]\nevent = \"push\"\n", "is not read: hookline's config file is YAML"},
 		{"a list for one value", "config.yaml", "send:\n  payload: [a, b]\n", "send: payload: want text, not a list"},
 		{"not yaml", "config.yml", "send: [\n", "config:"},
 	} {
@@ -141,7 +139,7 @@ func TestConfigFileErrors(t *testing.T) {
 	}
 	// Two config files: which one is meant is unclear.
 	dir := filepath.Dir(writeConfig(t, "config.yaml", "send: {}\n"))
-	os.WriteFile(filepath.Join(dir, "config.toml"), []byte("[send]\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "config.yml"), []byte("send: {}\n"), 0o644)
 	if code, _, errOut := run(t, "send", "--no-color", "--event", "ping", "--url", "http://127.0.0.1:1/x"); code != ExitUsage || !strings.Contains(errOut, "two config files") {
 		t.Errorf("two files: exit %d, stderr %q", code, errOut)
 	}
