@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/internal/jsonscan"
 )
 
 // gosmee's --saveDir files, which Read also accepts: gosmee (github.com/
@@ -78,6 +78,7 @@ func readGosmee(path string, body, script []byte) (Delivery, error) {
 	if d.Event == "" {
 		d.Event = prefix
 	}
-	d.Action = webhooks.Event{Payload: body}.Action()
+	action, _ := jsonscan.StringMember(body, "action")
+	d.Action = string(action)
 	return d, nil
 }

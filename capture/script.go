@@ -2,12 +2,13 @@ package capture
 
 import (
 	"fmt"
-	"github.com/hookline/hookline/internal/httpx"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/hookline/hookline/internal/httpx"
 )
 
 // scriptMark is in every script WriteScript writes.

@@ -1177,44 +1177,34 @@ func isJSONObject(p []byte) bool {
 func summarize(payload []byte) (action, repo, sender string) {
 	// jsonscan splits the payload without decoding it: a 25 MiB push costs
 	// one fast scan, not a full json.Unmarshal. As in JSON.parse, the last
-	// of duplicate keys wins; keys are matched as written (GitHub never
-	// escapes these).
+	// of duplicate keys wins.
 	members, ok := jsonscan.Object(payload)
 	if !ok {
 		return "", "", ""
 	}
 	for _, m := range members {
-		switch string(m.Key) {
-		case `"action"`:
+		switch {
+		case m.Is("action"):
 			action = stringValue(m.Value)
-		case `"repository"`:
-			repo = memberString(m.Value, `"full_name"`)
-		case `"sender"`:
-			sender = memberString(m.Value, `"login"`)
+		case m.Is("repository"):
+			repo = memberString(m.Value, "full_name")
+		case m.Is("sender"):
+			sender = memberString(m.Value, "login")
 		}
 	}
 	return action, repo, sender
 }
 
-// memberString returns the string value of key in the JSON object obj, ""
+// memberString returns the string value of name in the JSON object obj, ""
 // when obj is not an object or the value is not a string.
-func memberString(obj []byte, key string) string {
-	members, _ := jsonscan.Object(obj)
-	v := ""
-	for _, m := range members {
-		if string(m.Key) == key {
-			v = stringValue(m.Value)
-		}
-	}
-	return v
+func memberString(obj []byte, name string) string {
+	v, _ := jsonscan.StringMember(obj, name)
+	return string(v)
 }
 
 // stringValue decodes a JSON string literal, "" for any other value.
 func stringValue(v []byte) string {
-	s, err := wire.String(v)
-	if err != nil {
-		return ""
-	}
+	s, _ := jsonscan.String(v)
 	return string(s)
 }
 

@@ -3,7 +3,6 @@ package relay
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/hookline/hookline/internal/httpx"
 	"mime"
 	"net/http"
 	"net/url"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/jsonscan"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/rest/header"

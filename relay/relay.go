@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hookline/hookline/internal/httpx"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/wire"
 )
 

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/hookline/hookline/internal/bytesize"
 	"io"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/internal/bytesize"
 )
 
 // The tools a trial can measure.

@@ -2,12 +2,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/hookline/hookline/internal/bytesize"
 	"io"
 	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/hookline/hookline/internal/bytesize"
 )
 
 // result is one trial's figures. Latencies are in milliseconds, memory in

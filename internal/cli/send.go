@@ -6,8 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"github.com/hookline/hookline/internal/bytesize"
-	"github.com/hookline/hookline/internal/jsonscan"
 	"hash/fnv"
 	"log/slog"
 	"net/http"
@@ -19,7 +17,9 @@ import (
 	"github.com/fatih/color"
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/hookline/hookline/internal/bytesize"
 	"github.com/hookline/hookline/internal/examples"
+	"github.com/hookline/hookline/internal/jsonscan"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest/header"

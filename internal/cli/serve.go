@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hookline/hookline/internal/bytesize"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -21,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/hookline/hookline/internal/bytesize"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/relay"
 )

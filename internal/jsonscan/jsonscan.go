@@ -8,13 +8,17 @@
 //	if !jsonscan.Valid(body) { ... }
 //	members, ok := jsonscan.Object(data) // raw keys and values, aliasing data
 //	elems, ok := jsonscan.Array(data)    // raw elements, aliasing data
+//	value, ok := jsonscan.String(key)    // a string literal's value
 //
 // Valid accepts exactly what encoding/json.Valid accepts, nesting limit
 // included (FuzzValid checks that against encoding/json).
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"unicode/utf8"
 )
 
 // maxDepth is encoding/json's nesting limit: 10000 arrays and objects.
@@ -133,8 +137,9 @@ func (s *scanner) whole(open, close byte, item func() bool) bool {
 }
 
 type scanner struct {
-	b []byte
-	i int
+	b       []byte
+	i       int
+	escaped bool // a string scanned held an escape (String's fast path)
 }
 
 func (s *scanner) ws() {
@@ -285,6 +290,7 @@ func (s *scanner) str() bool {
 			s.i = i + 1
 			return true
 		case c == '\\':
+			s.escaped = true
 			if i+1 >= len(b) {
 				return false
 			}
@@ -352,4 +358,54 @@ func digits(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// String returns the value of the JSON string literal lit (with its
+// quotes), as encoding/json decodes it: escapes resolved, invalid UTF-8
+// replaced by U+FFFD. ok is false when lit is not one valid string literal.
+// The value aliases lit when lit holds neither escapes nor invalid UTF-8
+// (no copy: a relay message's bodyB may be tens of megabytes; the check
+// runs eight bytes at a time). It is the module's one JSON string decoder.
+func String(lit []byte) (value []byte, ok bool) {
+	s := scanner{b: lit}
+	if len(lit) == 0 || lit[0] != '"' || !s.str() || s.i != len(lit) {
+		return nil, false
+	}
+	inner := lit[1 : len(lit)-1]
+	if !s.escaped && utf8.Valid(inner) {
+		return inner, true
+	}
+	var v string
+	if json.Unmarshal(lit, &v) != nil {
+		return nil, false
+	}
+	return []byte(v), true
+}
+
+// Is reports whether the member's name is name, after JSON unescaping
+// (GitHub never escapes its names, but a name is the same either way, as
+// JSON.parse and encoding/json see it).
+func (m Member) Is(name string) bool {
+	if len(m.Key) >= 2 && bytes.IndexByte(m.Key, '\\') < 0 {
+		return string(m.Key[1:len(m.Key)-1]) == name
+	}
+	v, ok := String(m.Key)
+	return ok && string(v) == name
+}
+
+// StringMember returns the string value of the last member named name of
+// the JSON object obj (nil when there is none or its value is not a
+// string: with duplicates the last one wins, as in JSON.parse), and
+// whether obj is a valid JSON object at all. The value may alias obj.
+func StringMember(obj []byte, name string) (value []byte, isObject bool) {
+	members, ok := Object(obj)
+	if !ok {
+		return nil, false
+	}
+	for _, m := range members {
+		if m.Is(name) {
+			value, _ = String(m.Value)
+		}
+	}
+	return value, true
 }

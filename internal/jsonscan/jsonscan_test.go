@@ -265,3 +265,45 @@ func BenchmarkValid(b *testing.B) {
 		}
 	})
 }
+
+// String decodes as encoding/json does, and aliases its input when it can.
+func TestString(t *testing.T) {
+	for _, lit := range []string{`"plain"`, `"a\"b"`, `"\u00e9\/"`, "\"\xff\"", `""`, `"tab\t"`} {
+		got, ok := jsonscan.String([]byte(lit))
+		var want string
+		if err := json.Unmarshal([]byte(lit), &want); !ok || err != nil || string(got) != want {
+			t.Errorf("String(%q) = %q, %v; want %q (encoding/json: %v)", lit, got, ok, want, err)
+		}
+	}
+	for _, bad := range []string{``, `"`, `"a`, `a"`, `"a"b"`, "\"\n\"", `"\x"`, `1`} {
+		if got, ok := jsonscan.String([]byte(bad)); ok {
+			t.Errorf("String(%q) = %q, want not ok", bad, got)
+		}
+	}
+	lit := []byte(`"no escapes"`)
+	if got, _ := jsonscan.String(lit); &got[0] != &lit[1] {
+		t.Error("String copied a literal without escapes")
+	}
+}
+
+// StringMember matches names after unescaping, takes the last duplicate,
+// and says whether the text was an object at all.
+func TestStringMember(t *testing.T) {
+	for _, tt := range []struct {
+		obj, want string
+		isObject  bool
+	}{
+		{`{"action":"opened"}`, "opened", true},
+		{`{"\u0061ction":"opened"}`, "opened", true},
+		{`{"action":"a","action":"b"}`, "b", true},
+		{`{"action":1}`, "", true},
+		{`{"zen":"x"}`, "", true},
+		{`["action","x"]`, "", false},
+		{`{"action":"x"`, "", false},
+	} {
+		v, isObject := jsonscan.StringMember([]byte(tt.obj), "action")
+		if string(v) != tt.want || isObject != tt.isObject {
+			t.Errorf("StringMember(%s) = %q, %v; want %q, %v", tt.obj, v, isObject, tt.want, tt.isObject)
+		}
+	}
+}

@@ -642,7 +642,7 @@ func decodeDelivery(obj map[string]json.RawMessage) (*Delivery, error) {
 // smee.io and hookline's relay define no method: for them a "method" key is
 // a sender's header, never a method to replay with.
 func decodeMethod(raw []byte) string {
-	m, err := String(raw)
+	m, err := jsonString(raw)
 	if err != nil {
 		return ""
 	}
@@ -657,7 +657,7 @@ func decodeMethod(raw []byte) string {
 // rawdata, body.
 func (d *Delivery) decodeBody(obj map[string]json.RawMessage) error {
 	if raw, ok := obj[KeyBodyLink]; ok && !isNull(raw) {
-		link, err := String(raw)
+		link, err := jsonString(raw)
 		if err != nil || len(link) == 0 {
 			return errors.New(`"bodyLink" is not a URL reference`)
 		}
@@ -665,7 +665,7 @@ func (d *Delivery) decodeBody(obj map[string]json.RawMessage) error {
 		return nil
 	}
 	if raw, ok := obj[KeyBodyB]; ok && !isNull(raw) {
-		s, err := String(raw)
+		s, err := jsonString(raw)
 		if err != nil {
 			return errors.New(`"bodyB" is not a string`)
 		}
@@ -677,7 +677,7 @@ func (d *Delivery) decodeBody(obj map[string]json.RawMessage) error {
 		return nil
 	}
 	if raw, ok := obj[KeyRawData]; ok && !isNull(raw) {
-		s, err := String(raw)
+		s, err := jsonString(raw)
 		if err != nil {
 			return errors.New(`"rawdata" is not a string`)
 		}
@@ -692,7 +692,7 @@ func (d *Delivery) decodeBody(obj map[string]json.RawMessage) error {
 	if raw[0] == '"' && !isJSONMediaType(d.Header.Get("Content-Type")) {
 		// A text body that the relay parsed as a string: its bytes are the
 		// string, not the JSON literal around it.
-		s, err := String(raw)
+		s, err := jsonString(raw)
 		if err != nil {
 			return errors.New(`"body" is not valid JSON`)
 		}
@@ -735,21 +735,14 @@ func decodeBase64InPlace(s []byte) ([]byte, error) {
 	return s[:n], nil
 }
 
-// String returns the value of a valid JSON string literal. When it holds no
-// escapes the result aliases raw (no copy: bodyB may be tens of megabytes).
-func String(raw []byte) ([]byte, error) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+// jsonString returns the value of a JSON string literal (jsonscan.String),
+// with an error for anything else.
+func jsonString(raw []byte) ([]byte, error) {
+	v, ok := jsonscan.String(raw)
+	if !ok {
 		return nil, errors.New("not a JSON string")
 	}
-	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
-		return inner, nil // already validated with the whole message
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, err
-	}
-	return []byte(s), nil
+	return v, nil
 }
 
 func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
@@ -763,7 +756,7 @@ func headerValues(raw json.RawMessage) []string {
 	}
 	switch raw[0] {
 	case '"':
-		if s, err := String(raw); err == nil {
+		if s, err := jsonString(raw); err == nil {
 			return []string{string(s)}
 		}
 	case '[':
@@ -773,7 +766,7 @@ func headerValues(raw json.RawMessage) []string {
 		}
 		var out []string
 		for _, v := range vs {
-			if s, err := String(v); err == nil {
+			if s, err := jsonString(v); err == nil {
 				out = append(out, string(s))
 			}
 		}
@@ -800,7 +793,7 @@ func decodeTimestamp(raw json.RawMessage) time.Time {
 	}
 	s := string(raw)
 	if raw[0] == '"' {
-		b, err := String(raw)
+		b, err := jsonString(raw)
 		if err != nil {
 			return time.Time{}
 		}
@@ -820,7 +813,7 @@ func decodeTimestamp(raw json.RawMessage) time.Time {
 // "a[b]=c"; a string is parsed as a raw query.
 func decodeQuery(raw json.RawMessage) url.Values {
 	if len(raw) > 0 && raw[0] == '"' {
-		s, err := String(raw)
+		s, err := jsonString(raw)
 		if err != nil {
 			return nil
 		}
@@ -855,7 +848,7 @@ func addQueryValue(q url.Values, name string, v json.RawMessage, depth int) {
 	}
 	switch v[0] {
 	case '"':
-		if s, err := String(v); err == nil {
+		if s, err := jsonString(v); err == nil {
 			q.Add(name, string(s))
 		}
 	case '[':

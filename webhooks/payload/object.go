@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/hookline/hookline/internal/jsonscan"
 )
@@ -118,12 +117,8 @@ func holdsStructs(t reflect.Type) bool {
 // unquote decodes a JSON string literal known to be valid, as
 // encoding/json does (invalid UTF-8 becomes U+FFFD).
 func unquote(lit []byte) string {
-	if bytes.IndexByte(lit, '\\') < 0 && utf8.Valid(lit) {
-		return string(lit[1 : len(lit)-1])
-	}
-	var s string
-	_ = json.Unmarshal(lit, &s)
-	return s
+	s, _ := jsonscan.String(lit)
+	return string(s)
 }
 
 // encodeObject encodes v, a struct without methods, and appends the
