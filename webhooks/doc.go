@@ -113,9 +113,10 @@
 //     level, Info, has the same effect for this package, which logs debug,
 //     warn and error only).
 //   - Event names. EmitterEventNames returns a fresh sorted slice. The
-//     list is octokit 14.2.0's plus "repository_dispatch.sample" from the
-//     original specification; it is generated from
-//     internal/eventnames/events.txt by `go generate`. ValidateEventName
+//     list is GitHub's webhooks description's (as octokit 14.2.0's) plus
+//     "repository_dispatch.sample" from the original specification; it is
+//     generated with package payload's types by `go generate
+//     ./webhooks/payload/`, one event table for both. ValidateEventName
 //     also rejects "" (ErrMissingName) in every mode; an OnUnknownEventName
 //     other than "warn" or "ignore" behaves like "" (an error), as in
 //     octokit.

@@ -43,7 +43,11 @@ var (
 	// event name is allowed: use OnAny and OnError instead.
 	ErrReservedEventName = errors.New("webhooks: reserved event name")
 	// ErrNilHandler means On or OnEach got a nil Handler.
-	ErrNilHandler = errors.New("webhooks: nil handler")
+	// ErrWrongPayloadType is returned by Handle for a payload type of
+	// another event than the name it is registered for (a generated type of
+	// package webhooks/payload says its event: EventName).
+	ErrWrongPayloadType = errors.New("webhooks: the payload type is another event's")
+	ErrNilHandler       = errors.New("webhooks: nil handler")
 	// ErrHandlerPanic wraps the value a handler (or the transform) panicked
 	// with; the panic is reported as that handler's error.
 	ErrHandlerPanic = errors.New("webhooks: handler panicked")

@@ -6,15 +6,15 @@ import (
 	"slices"
 )
 
-//go:generate go run ./internal/eventnames/cmd/geneventnames -in internal/eventnames/events.txt -out eventnames_gen.go
-
 // EmitterEventNames returns every event name and event.action combination
 // the emitter knows, sorted: the counterpart of octokit's emitterEventNames.
 // It returns a new slice on each call; callers may modify it.
 //
-// The list is generated from internal/eventnames/events.txt. It holds every
-// event of @octokit/webhooks 14.2.0 plus "repository_dispatch.sample" from
-// the project's original specification.
+// The list is generated from GitHub's webhooks description, with the
+// payload types of package payload (one event table: `go generate
+// ./webhooks/payload/`). It holds every event of @octokit/webhooks 14.2.0
+// plus "repository_dispatch.sample" from the project's original
+// specification (payloadgen.ExtraEventNames).
 func EmitterEventNames() []string {
 	return slices.Clone(emitterEventNames[:])
 }

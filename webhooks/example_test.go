@@ -196,3 +196,29 @@ func ExampleHandle() {
 	// octo/hello#7 opened by octocat (hook 42)
 	// octo/hello#8 now at 6dcb09b5
 }
+
+// HandleEvent takes the event from the payload type: the handler of
+// *payload.IssuesOpenedEvent runs for issues.opened, and for nothing else.
+func ExampleHandleEvent() {
+	wh, err := webhooks.New(webhooks.Options{Secret: "It's a Secret to Everybody"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	webhooks.HandleEvent(wh, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
+		fmt.Printf("%s#%d opened\n", p.Repository.FullName, p.Issue.Number)
+		return nil
+	})
+	// A type and a name that disagree are refused, not run with zeros.
+	_, err = webhooks.Handle(wh, webhooks.EventPush, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
+		return nil
+	})
+	fmt.Println(err)
+
+	wh.Receive(context.Background(), webhooks.Event{Name: "issues",
+		Payload: []byte(`{"action":"closed","issue":{"number":6},"repository":{"full_name":"octo/hello"}}`)})
+	wh.Receive(context.Background(), webhooks.Event{Name: "issues",
+		Payload: []byte(`{"action":"opened","issue":{"number":7},"repository":{"full_name":"octo/hello"}}`)})
+	// Output:
+	// webhooks: the payload type is another event's: *payload.IssuesOpenedEvent is the payload of "issues.opened", not of "push"
+	// octo/hello#7 opened
+}

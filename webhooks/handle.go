@@ -1,6 +1,10 @@
 package webhooks
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // Registrar is what Handle registers with: a *Webhooks or an *Emitter.
 type Registrar interface {
@@ -16,10 +20,20 @@ type Registrar interface {
 //		return greet(ctx, p.Repository.FullName, p.Issue.Number)
 //	})
 //
-// It returns what r.On returns.
+// It returns what r.On returns, or an error wrapping ErrWrongPayloadType
+// when T says it is the payload of another event (the generated types do:
+// EventName); the type of the whole event (payload.IssuesEvent) fits every
+// one of its actions. HandleEvent takes the name from the type.
 func Handle[T any](r Registrar, name string, h func(ctx context.Context, e Event, payload *T) error) (*Registration, error) {
 	if h == nil {
 		return nil, ErrNilHandler
+	}
+	if n, ok := any(new(T)).(interface{ EventName() string }); ok {
+		typeName := n.EventName()
+		event, _, _ := strings.Cut(name, ".")
+		if typeName != name && typeName != event {
+			return nil, fmt.Errorf("%w: %T is the payload of %q, not of %q", ErrWrongPayloadType, new(T), typeName, name)
+		}
 	}
 	return r.On(name, func(ctx context.Context, e Event) error {
 		p := new(T)
@@ -28,4 +42,21 @@ func Handle[T any](r Registrar, name string, h func(ctx context.Context, e Event
 		}
 		return h(ctx, e, p)
 	})
+}
+
+// HandleEvent is Handle for a generated payload type, which names its event
+// (EventName): the handler runs for that event or event.action, and the
+// type and the name cannot disagree.
+//
+//	webhooks.HandleEvent(wh, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
+//		return greet(ctx, p.Repository.FullName, p.Issue.Number)
+//	})
+func HandleEvent[T any, P interface {
+	*T
+	EventName() string
+}](r Registrar, h func(ctx context.Context, e Event, payload P) error) (*Registration, error) {
+	if h == nil {
+		return nil, ErrNilHandler
+	}
+	return Handle(r, P(new(T)).EventName(), func(ctx context.Context, e Event, p *T) error { return h(ctx, e, P(p)) })
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/payload"
 )
 
 type issuesEvent struct {
@@ -86,5 +87,28 @@ func TestVerifyAndReceiveDelivery(t *testing.T) {
 	d.Payload = []byte(`{"zen":"y"}`)
 	if err := wh.VerifyAndReceiveDelivery(context.Background(), d); !errors.Is(err, webhooks.ErrInvalidSignature) {
 		t.Errorf("another payload's signature: %v, want ErrInvalidSignature", err)
+	}
+}
+
+// Handle refuses a generated payload type of another event, and accepts
+// the event's own type for any of its actions, and types of one's own.
+func TestHandlePayloadTypeMustMatch(t *testing.T) {
+	em := webhooks.NewEmitter(webhooks.EmitterOptions{})
+	noop := func(context.Context, webhooks.Event, *payload.IssuesOpenedEvent) error { return nil }
+	if _, err := webhooks.Handle(em, webhooks.EventPush, noop); !errors.Is(err, webhooks.ErrWrongPayloadType) {
+		t.Errorf("Handle(push, *IssuesOpenedEvent) = %v, want ErrWrongPayloadType", err)
+	}
+	if _, err := webhooks.Handle(em, webhooks.EventIssuesClosed, noop); !errors.Is(err, webhooks.ErrWrongPayloadType) {
+		t.Errorf("Handle(issues.closed, *IssuesOpenedEvent) = %v, want ErrWrongPayloadType", err)
+	}
+	if _, err := webhooks.Handle(em, webhooks.EventIssuesOpened, noop); err != nil {
+		t.Errorf("Handle(issues.opened, *IssuesOpenedEvent) = %v", err)
+	}
+	if _, err := webhooks.Handle(em, webhooks.EventIssuesClosed, func(context.Context, webhooks.Event, *payload.IssuesEvent) error { return nil }); err != nil {
+		t.Errorf("Handle(issues.closed, *IssuesEvent) = %v: the event's type fits its actions", err)
+	}
+	type mine struct{ Action string }
+	if _, err := webhooks.Handle(em, webhooks.EventPush, func(context.Context, webhooks.Event, *mine) error { return nil }); err != nil {
+		t.Errorf("Handle(push, *mine) = %v: a type of one's own says no event", err)
 	}
 }

@@ -41,4 +41,4 @@
 // gives.
 package payload
 
-//go:generate go run ../internal/payloadgen/cmd/genpayload -in ../../interop/node_modules/@octokit/openapi-webhooks/generated/api.github.com.json -out payload_gen.go
+//go:generate go run ../internal/payloadgen/cmd/genpayload -in ../../interop/node_modules/@octokit/openapi-webhooks/generated/api.github.com.json -out payload_gen.go -names ../eventnames_gen.go

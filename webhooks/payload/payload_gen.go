@@ -30934,3 +30934,1060 @@ func (x WorkflowRunEvent) MarshalJSON() ([]byte, error) {
 	type plain WorkflowRunEvent
 	return encodeObject(plain(x), x.Extra)
 }
+
+// EventName returns "branch_protection_configuration", the event BranchProtectionConfigurationEvent is the payload of.
+func (*BranchProtectionConfigurationEvent) EventName() string {
+	return "branch_protection_configuration"
+}
+
+// EventName returns "branch_protection_configuration.disabled", the event BranchProtectionConfigurationDisabledEvent is the payload of.
+func (*BranchProtectionConfigurationDisabledEvent) EventName() string {
+	return "branch_protection_configuration.disabled"
+}
+
+// EventName returns "branch_protection_configuration.enabled", the event BranchProtectionConfigurationEnabledEvent is the payload of.
+func (*BranchProtectionConfigurationEnabledEvent) EventName() string {
+	return "branch_protection_configuration.enabled"
+}
+
+// EventName returns "branch_protection_rule", the event BranchProtectionRuleEvent is the payload of.
+func (*BranchProtectionRuleEvent) EventName() string { return "branch_protection_rule" }
+
+// EventName returns "branch_protection_rule.created", the event BranchProtectionRuleCreatedEvent is the payload of.
+func (*BranchProtectionRuleCreatedEvent) EventName() string { return "branch_protection_rule.created" }
+
+// EventName returns "branch_protection_rule.deleted", the event BranchProtectionRuleDeletedEvent is the payload of.
+func (*BranchProtectionRuleDeletedEvent) EventName() string { return "branch_protection_rule.deleted" }
+
+// EventName returns "branch_protection_rule.edited", the event BranchProtectionRuleEditedEvent is the payload of.
+func (*BranchProtectionRuleEditedEvent) EventName() string { return "branch_protection_rule.edited" }
+
+// EventName returns "check_run", the event CheckRunEvent is the payload of.
+func (*CheckRunEvent) EventName() string { return "check_run" }
+
+// EventName returns "check_run.completed", the event CheckRunCompletedEvent is the payload of.
+func (*CheckRunCompletedEvent) EventName() string { return "check_run.completed" }
+
+// EventName returns "check_run.created", the event CheckRunCreatedEvent is the payload of.
+func (*CheckRunCreatedEvent) EventName() string { return "check_run.created" }
+
+// EventName returns "check_run.requested_action", the event CheckRunRequestedActionEvent is the payload of.
+func (*CheckRunRequestedActionEvent) EventName() string { return "check_run.requested_action" }
+
+// EventName returns "check_run.rerequested", the event CheckRunRerequestedEvent is the payload of.
+func (*CheckRunRerequestedEvent) EventName() string { return "check_run.rerequested" }
+
+// EventName returns "check_suite", the event CheckSuiteEvent is the payload of.
+func (*CheckSuiteEvent) EventName() string { return "check_suite" }
+
+// EventName returns "check_suite.completed", the event CheckSuiteCompletedEvent is the payload of.
+func (*CheckSuiteCompletedEvent) EventName() string { return "check_suite.completed" }
+
+// EventName returns "check_suite.requested", the event CheckSuiteRequestedEvent is the payload of.
+func (*CheckSuiteRequestedEvent) EventName() string { return "check_suite.requested" }
+
+// EventName returns "check_suite.rerequested", the event CheckSuiteRerequestedEvent is the payload of.
+func (*CheckSuiteRerequestedEvent) EventName() string { return "check_suite.rerequested" }
+
+// EventName returns "code_scanning_alert", the event CodeScanningAlertEvent is the payload of.
+func (*CodeScanningAlertEvent) EventName() string { return "code_scanning_alert" }
+
+// EventName returns "code_scanning_alert.appeared_in_branch", the event CodeScanningAlertAppearedInBranchEvent is the payload of.
+func (*CodeScanningAlertAppearedInBranchEvent) EventName() string {
+	return "code_scanning_alert.appeared_in_branch"
+}
+
+// EventName returns "code_scanning_alert.closed_by_user", the event CodeScanningAlertClosedByUserEvent is the payload of.
+func (*CodeScanningAlertClosedByUserEvent) EventName() string {
+	return "code_scanning_alert.closed_by_user"
+}
+
+// EventName returns "code_scanning_alert.created", the event CodeScanningAlertCreatedEvent is the payload of.
+func (*CodeScanningAlertCreatedEvent) EventName() string { return "code_scanning_alert.created" }
+
+// EventName returns "code_scanning_alert.fixed", the event CodeScanningAlertFixedEvent is the payload of.
+func (*CodeScanningAlertFixedEvent) EventName() string { return "code_scanning_alert.fixed" }
+
+// EventName returns "code_scanning_alert.reopened", the event CodeScanningAlertReopenedEvent is the payload of.
+func (*CodeScanningAlertReopenedEvent) EventName() string { return "code_scanning_alert.reopened" }
+
+// EventName returns "code_scanning_alert.reopened_by_user", the event CodeScanningAlertReopenedByUserEvent is the payload of.
+func (*CodeScanningAlertReopenedByUserEvent) EventName() string {
+	return "code_scanning_alert.reopened_by_user"
+}
+
+// EventName returns "commit_comment", the event CommitCommentEvent is the payload of.
+func (*CommitCommentEvent) EventName() string { return "commit_comment" }
+
+// EventName returns "commit_comment.created", the event CommitCommentCreatedEvent is the payload of.
+func (*CommitCommentCreatedEvent) EventName() string { return "commit_comment.created" }
+
+// EventName returns "create", the event CreateEvent is the payload of.
+func (*CreateEvent) EventName() string { return "create" }
+
+// EventName returns "custom_property", the event CustomPropertyEvent is the payload of.
+func (*CustomPropertyEvent) EventName() string { return "custom_property" }
+
+// EventName returns "custom_property.created", the event CustomPropertyCreatedEvent is the payload of.
+func (*CustomPropertyCreatedEvent) EventName() string { return "custom_property.created" }
+
+// EventName returns "custom_property.deleted", the event CustomPropertyDeletedEvent is the payload of.
+func (*CustomPropertyDeletedEvent) EventName() string { return "custom_property.deleted" }
+
+// EventName returns "custom_property.promote_to_enterprise", the event CustomPropertyPromoteToEnterpriseEvent is the payload of.
+func (*CustomPropertyPromoteToEnterpriseEvent) EventName() string {
+	return "custom_property.promote_to_enterprise"
+}
+
+// EventName returns "custom_property.updated", the event CustomPropertyUpdatedEvent is the payload of.
+func (*CustomPropertyUpdatedEvent) EventName() string { return "custom_property.updated" }
+
+// EventName returns "custom_property_values", the event CustomPropertyValuesEvent is the payload of.
+func (*CustomPropertyValuesEvent) EventName() string { return "custom_property_values" }
+
+// EventName returns "custom_property_values.updated", the event CustomPropertyValuesUpdatedEvent is the payload of.
+func (*CustomPropertyValuesUpdatedEvent) EventName() string { return "custom_property_values.updated" }
+
+// EventName returns "delete", the event DeleteEvent is the payload of.
+func (*DeleteEvent) EventName() string { return "delete" }
+
+// EventName returns "dependabot_alert", the event DependabotAlertEvent is the payload of.
+func (*DependabotAlertEvent) EventName() string { return "dependabot_alert" }
+
+// EventName returns "dependabot_alert.auto_dismissed", the event DependabotAlertAutoDismissedEvent is the payload of.
+func (*DependabotAlertAutoDismissedEvent) EventName() string {
+	return "dependabot_alert.auto_dismissed"
+}
+
+// EventName returns "dependabot_alert.auto_reopened", the event DependabotAlertAutoReopenedEvent is the payload of.
+func (*DependabotAlertAutoReopenedEvent) EventName() string { return "dependabot_alert.auto_reopened" }
+
+// EventName returns "dependabot_alert.created", the event DependabotAlertCreatedEvent is the payload of.
+func (*DependabotAlertCreatedEvent) EventName() string { return "dependabot_alert.created" }
+
+// EventName returns "dependabot_alert.dismissed", the event DependabotAlertDismissedEvent is the payload of.
+func (*DependabotAlertDismissedEvent) EventName() string { return "dependabot_alert.dismissed" }
+
+// EventName returns "dependabot_alert.fixed", the event DependabotAlertFixedEvent is the payload of.
+func (*DependabotAlertFixedEvent) EventName() string { return "dependabot_alert.fixed" }
+
+// EventName returns "dependabot_alert.reintroduced", the event DependabotAlertReintroducedEvent is the payload of.
+func (*DependabotAlertReintroducedEvent) EventName() string { return "dependabot_alert.reintroduced" }
+
+// EventName returns "dependabot_alert.reopened", the event DependabotAlertReopenedEvent is the payload of.
+func (*DependabotAlertReopenedEvent) EventName() string { return "dependabot_alert.reopened" }
+
+// EventName returns "deploy_key", the event DeployKeyEvent is the payload of.
+func (*DeployKeyEvent) EventName() string { return "deploy_key" }
+
+// EventName returns "deploy_key.created", the event DeployKeyCreatedEvent is the payload of.
+func (*DeployKeyCreatedEvent) EventName() string { return "deploy_key.created" }
+
+// EventName returns "deploy_key.deleted", the event DeployKeyDeletedEvent is the payload of.
+func (*DeployKeyDeletedEvent) EventName() string { return "deploy_key.deleted" }
+
+// EventName returns "deployment", the event DeploymentEvent is the payload of.
+func (*DeploymentEvent) EventName() string { return "deployment" }
+
+// EventName returns "deployment.created", the event DeploymentCreatedEvent is the payload of.
+func (*DeploymentCreatedEvent) EventName() string { return "deployment.created" }
+
+// EventName returns "deployment_protection_rule", the event DeploymentProtectionRuleEvent is the payload of.
+func (*DeploymentProtectionRuleEvent) EventName() string { return "deployment_protection_rule" }
+
+// EventName returns "deployment_protection_rule.requested", the event DeploymentProtectionRuleRequestedEvent is the payload of.
+func (*DeploymentProtectionRuleRequestedEvent) EventName() string {
+	return "deployment_protection_rule.requested"
+}
+
+// EventName returns "deployment_review", the event DeploymentReviewEvent is the payload of.
+func (*DeploymentReviewEvent) EventName() string { return "deployment_review" }
+
+// EventName returns "deployment_review.approved", the event DeploymentReviewApprovedEvent is the payload of.
+func (*DeploymentReviewApprovedEvent) EventName() string { return "deployment_review.approved" }
+
+// EventName returns "deployment_review.rejected", the event DeploymentReviewRejectedEvent is the payload of.
+func (*DeploymentReviewRejectedEvent) EventName() string { return "deployment_review.rejected" }
+
+// EventName returns "deployment_review.requested", the event DeploymentReviewRequestedEvent is the payload of.
+func (*DeploymentReviewRequestedEvent) EventName() string { return "deployment_review.requested" }
+
+// EventName returns "deployment_status", the event DeploymentStatusEvent is the payload of.
+func (*DeploymentStatusEvent) EventName() string { return "deployment_status" }
+
+// EventName returns "deployment_status.created", the event DeploymentStatusCreatedEvent is the payload of.
+func (*DeploymentStatusCreatedEvent) EventName() string { return "deployment_status.created" }
+
+// EventName returns "discussion", the event DiscussionEvent is the payload of.
+func (*DiscussionEvent) EventName() string { return "discussion" }
+
+// EventName returns "discussion.answered", the event DiscussionAnsweredEvent is the payload of.
+func (*DiscussionAnsweredEvent) EventName() string { return "discussion.answered" }
+
+// EventName returns "discussion.category_changed", the event DiscussionCategoryChangedEvent is the payload of.
+func (*DiscussionCategoryChangedEvent) EventName() string { return "discussion.category_changed" }
+
+// EventName returns "discussion.closed", the event DiscussionClosedEvent is the payload of.
+func (*DiscussionClosedEvent) EventName() string { return "discussion.closed" }
+
+// EventName returns "discussion.created", the event DiscussionCreatedEvent is the payload of.
+func (*DiscussionCreatedEvent) EventName() string { return "discussion.created" }
+
+// EventName returns "discussion.deleted", the event DiscussionDeletedEvent is the payload of.
+func (*DiscussionDeletedEvent) EventName() string { return "discussion.deleted" }
+
+// EventName returns "discussion.edited", the event DiscussionEditedEvent is the payload of.
+func (*DiscussionEditedEvent) EventName() string { return "discussion.edited" }
+
+// EventName returns "discussion.labeled", the event DiscussionLabeledEvent is the payload of.
+func (*DiscussionLabeledEvent) EventName() string { return "discussion.labeled" }
+
+// EventName returns "discussion.locked", the event DiscussionLockedEvent is the payload of.
+func (*DiscussionLockedEvent) EventName() string { return "discussion.locked" }
+
+// EventName returns "discussion.pinned", the event DiscussionPinnedEvent is the payload of.
+func (*DiscussionPinnedEvent) EventName() string { return "discussion.pinned" }
+
+// EventName returns "discussion.reopened", the event DiscussionReopenedEvent is the payload of.
+func (*DiscussionReopenedEvent) EventName() string { return "discussion.reopened" }
+
+// EventName returns "discussion.transferred", the event DiscussionTransferredEvent is the payload of.
+func (*DiscussionTransferredEvent) EventName() string { return "discussion.transferred" }
+
+// EventName returns "discussion.unanswered", the event DiscussionUnansweredEvent is the payload of.
+func (*DiscussionUnansweredEvent) EventName() string { return "discussion.unanswered" }
+
+// EventName returns "discussion.unlabeled", the event DiscussionUnlabeledEvent is the payload of.
+func (*DiscussionUnlabeledEvent) EventName() string { return "discussion.unlabeled" }
+
+// EventName returns "discussion.unlocked", the event DiscussionUnlockedEvent is the payload of.
+func (*DiscussionUnlockedEvent) EventName() string { return "discussion.unlocked" }
+
+// EventName returns "discussion.unpinned", the event DiscussionUnpinnedEvent is the payload of.
+func (*DiscussionUnpinnedEvent) EventName() string { return "discussion.unpinned" }
+
+// EventName returns "discussion_comment", the event DiscussionCommentEvent is the payload of.
+func (*DiscussionCommentEvent) EventName() string { return "discussion_comment" }
+
+// EventName returns "discussion_comment.created", the event DiscussionCommentCreatedEvent is the payload of.
+func (*DiscussionCommentCreatedEvent) EventName() string { return "discussion_comment.created" }
+
+// EventName returns "discussion_comment.deleted", the event DiscussionCommentDeletedEvent is the payload of.
+func (*DiscussionCommentDeletedEvent) EventName() string { return "discussion_comment.deleted" }
+
+// EventName returns "discussion_comment.edited", the event DiscussionCommentEditedEvent is the payload of.
+func (*DiscussionCommentEditedEvent) EventName() string { return "discussion_comment.edited" }
+
+// EventName returns "fork", the event ForkEvent is the payload of.
+func (*ForkEvent) EventName() string { return "fork" }
+
+// EventName returns "github_app_authorization", the event GithubAppAuthorizationEvent is the payload of.
+func (*GithubAppAuthorizationEvent) EventName() string { return "github_app_authorization" }
+
+// EventName returns "github_app_authorization.revoked", the event GithubAppAuthorizationRevokedEvent is the payload of.
+func (*GithubAppAuthorizationRevokedEvent) EventName() string {
+	return "github_app_authorization.revoked"
+}
+
+// EventName returns "gollum", the event GollumEvent is the payload of.
+func (*GollumEvent) EventName() string { return "gollum" }
+
+// EventName returns "installation", the event InstallationEvent is the payload of.
+func (*InstallationEvent) EventName() string { return "installation" }
+
+// EventName returns "installation.created", the event InstallationCreatedEvent is the payload of.
+func (*InstallationCreatedEvent) EventName() string { return "installation.created" }
+
+// EventName returns "installation.deleted", the event InstallationDeletedEvent is the payload of.
+func (*InstallationDeletedEvent) EventName() string { return "installation.deleted" }
+
+// EventName returns "installation.new_permissions_accepted", the event InstallationNewPermissionsAcceptedEvent is the payload of.
+func (*InstallationNewPermissionsAcceptedEvent) EventName() string {
+	return "installation.new_permissions_accepted"
+}
+
+// EventName returns "installation.suspend", the event InstallationSuspendEvent is the payload of.
+func (*InstallationSuspendEvent) EventName() string { return "installation.suspend" }
+
+// EventName returns "installation.unsuspend", the event InstallationUnsuspendEvent is the payload of.
+func (*InstallationUnsuspendEvent) EventName() string { return "installation.unsuspend" }
+
+// EventName returns "installation_repositories", the event InstallationRepositoriesEvent is the payload of.
+func (*InstallationRepositoriesEvent) EventName() string { return "installation_repositories" }
+
+// EventName returns "installation_repositories.added", the event InstallationRepositoriesAddedEvent is the payload of.
+func (*InstallationRepositoriesAddedEvent) EventName() string {
+	return "installation_repositories.added"
+}
+
+// EventName returns "installation_repositories.removed", the event InstallationRepositoriesRemovedEvent is the payload of.
+func (*InstallationRepositoriesRemovedEvent) EventName() string {
+	return "installation_repositories.removed"
+}
+
+// EventName returns "installation_target", the event InstallationTargetEvent is the payload of.
+func (*InstallationTargetEvent) EventName() string { return "installation_target" }
+
+// EventName returns "installation_target.renamed", the event InstallationTargetRenamedEvent is the payload of.
+func (*InstallationTargetRenamedEvent) EventName() string { return "installation_target.renamed" }
+
+// EventName returns "issue_comment", the event IssueCommentEvent is the payload of.
+func (*IssueCommentEvent) EventName() string { return "issue_comment" }
+
+// EventName returns "issue_comment.created", the event IssueCommentCreatedEvent is the payload of.
+func (*IssueCommentCreatedEvent) EventName() string { return "issue_comment.created" }
+
+// EventName returns "issue_comment.deleted", the event IssueCommentDeletedEvent is the payload of.
+func (*IssueCommentDeletedEvent) EventName() string { return "issue_comment.deleted" }
+
+// EventName returns "issue_comment.edited", the event IssueCommentEditedEvent is the payload of.
+func (*IssueCommentEditedEvent) EventName() string { return "issue_comment.edited" }
+
+// EventName returns "issue_dependencies", the event IssueDependenciesEvent is the payload of.
+func (*IssueDependenciesEvent) EventName() string { return "issue_dependencies" }
+
+// EventName returns "issue_dependencies.blocked_by_added", the event IssueDependenciesBlockedByAddedEvent is the payload of.
+func (*IssueDependenciesBlockedByAddedEvent) EventName() string {
+	return "issue_dependencies.blocked_by_added"
+}
+
+// EventName returns "issue_dependencies.blocked_by_removed", the event IssueDependenciesBlockedByRemovedEvent is the payload of.
+func (*IssueDependenciesBlockedByRemovedEvent) EventName() string {
+	return "issue_dependencies.blocked_by_removed"
+}
+
+// EventName returns "issue_dependencies.blocking_added", the event IssueDependenciesBlockingAddedEvent is the payload of.
+func (*IssueDependenciesBlockingAddedEvent) EventName() string {
+	return "issue_dependencies.blocking_added"
+}
+
+// EventName returns "issue_dependencies.blocking_removed", the event IssueDependenciesBlockingRemovedEvent is the payload of.
+func (*IssueDependenciesBlockingRemovedEvent) EventName() string {
+	return "issue_dependencies.blocking_removed"
+}
+
+// EventName returns "issues", the event IssuesEvent is the payload of.
+func (*IssuesEvent) EventName() string { return "issues" }
+
+// EventName returns "issues.assigned", the event IssuesAssignedEvent is the payload of.
+func (*IssuesAssignedEvent) EventName() string { return "issues.assigned" }
+
+// EventName returns "issues.closed", the event IssuesClosedEvent is the payload of.
+func (*IssuesClosedEvent) EventName() string { return "issues.closed" }
+
+// EventName returns "issues.deleted", the event IssuesDeletedEvent is the payload of.
+func (*IssuesDeletedEvent) EventName() string { return "issues.deleted" }
+
+// EventName returns "issues.demilestoned", the event IssuesDemilestonedEvent is the payload of.
+func (*IssuesDemilestonedEvent) EventName() string { return "issues.demilestoned" }
+
+// EventName returns "issues.edited", the event IssuesEditedEvent is the payload of.
+func (*IssuesEditedEvent) EventName() string { return "issues.edited" }
+
+// EventName returns "issues.labeled", the event IssuesLabeledEvent is the payload of.
+func (*IssuesLabeledEvent) EventName() string { return "issues.labeled" }
+
+// EventName returns "issues.locked", the event IssuesLockedEvent is the payload of.
+func (*IssuesLockedEvent) EventName() string { return "issues.locked" }
+
+// EventName returns "issues.milestoned", the event IssuesMilestonedEvent is the payload of.
+func (*IssuesMilestonedEvent) EventName() string { return "issues.milestoned" }
+
+// EventName returns "issues.opened", the event IssuesOpenedEvent is the payload of.
+func (*IssuesOpenedEvent) EventName() string { return "issues.opened" }
+
+// EventName returns "issues.pinned", the event IssuesPinnedEvent is the payload of.
+func (*IssuesPinnedEvent) EventName() string { return "issues.pinned" }
+
+// EventName returns "issues.reopened", the event IssuesReopenedEvent is the payload of.
+func (*IssuesReopenedEvent) EventName() string { return "issues.reopened" }
+
+// EventName returns "issues.transferred", the event IssuesTransferredEvent is the payload of.
+func (*IssuesTransferredEvent) EventName() string { return "issues.transferred" }
+
+// EventName returns "issues.typed", the event IssuesTypedEvent is the payload of.
+func (*IssuesTypedEvent) EventName() string { return "issues.typed" }
+
+// EventName returns "issues.unassigned", the event IssuesUnassignedEvent is the payload of.
+func (*IssuesUnassignedEvent) EventName() string { return "issues.unassigned" }
+
+// EventName returns "issues.unlabeled", the event IssuesUnlabeledEvent is the payload of.
+func (*IssuesUnlabeledEvent) EventName() string { return "issues.unlabeled" }
+
+// EventName returns "issues.unlocked", the event IssuesUnlockedEvent is the payload of.
+func (*IssuesUnlockedEvent) EventName() string { return "issues.unlocked" }
+
+// EventName returns "issues.unpinned", the event IssuesUnpinnedEvent is the payload of.
+func (*IssuesUnpinnedEvent) EventName() string { return "issues.unpinned" }
+
+// EventName returns "issues.untyped", the event IssuesUntypedEvent is the payload of.
+func (*IssuesUntypedEvent) EventName() string { return "issues.untyped" }
+
+// EventName returns "label", the event LabelEvent is the payload of.
+func (*LabelEvent) EventName() string { return "label" }
+
+// EventName returns "label.created", the event LabelCreatedEvent is the payload of.
+func (*LabelCreatedEvent) EventName() string { return "label.created" }
+
+// EventName returns "label.deleted", the event LabelDeletedEvent is the payload of.
+func (*LabelDeletedEvent) EventName() string { return "label.deleted" }
+
+// EventName returns "label.edited", the event LabelEditedEvent is the payload of.
+func (*LabelEditedEvent) EventName() string { return "label.edited" }
+
+// EventName returns "marketplace_purchase", the event MarketplacePurchaseEvent is the payload of.
+func (*MarketplacePurchaseEvent) EventName() string { return "marketplace_purchase" }
+
+// EventName returns "marketplace_purchase.cancelled", the event MarketplacePurchaseCancelledEvent is the payload of.
+func (*MarketplacePurchaseCancelledEvent) EventName() string { return "marketplace_purchase.cancelled" }
+
+// EventName returns "marketplace_purchase.changed", the event MarketplacePurchaseChangedEvent is the payload of.
+func (*MarketplacePurchaseChangedEvent) EventName() string { return "marketplace_purchase.changed" }
+
+// EventName returns "marketplace_purchase.pending_change", the event MarketplacePurchasePendingChangeEvent is the payload of.
+func (*MarketplacePurchasePendingChangeEvent) EventName() string {
+	return "marketplace_purchase.pending_change"
+}
+
+// EventName returns "marketplace_purchase.pending_change_cancelled", the event MarketplacePurchasePendingChangeCancelledEvent is the payload of.
+func (*MarketplacePurchasePendingChangeCancelledEvent) EventName() string {
+	return "marketplace_purchase.pending_change_cancelled"
+}
+
+// EventName returns "marketplace_purchase.purchased", the event MarketplacePurchasePurchasedEvent is the payload of.
+func (*MarketplacePurchasePurchasedEvent) EventName() string { return "marketplace_purchase.purchased" }
+
+// EventName returns "member", the event MemberEvent is the payload of.
+func (*MemberEvent) EventName() string { return "member" }
+
+// EventName returns "member.added", the event MemberAddedEvent is the payload of.
+func (*MemberAddedEvent) EventName() string { return "member.added" }
+
+// EventName returns "member.edited", the event MemberEditedEvent is the payload of.
+func (*MemberEditedEvent) EventName() string { return "member.edited" }
+
+// EventName returns "member.removed", the event MemberRemovedEvent is the payload of.
+func (*MemberRemovedEvent) EventName() string { return "member.removed" }
+
+// EventName returns "membership", the event MembershipEvent is the payload of.
+func (*MembershipEvent) EventName() string { return "membership" }
+
+// EventName returns "membership.added", the event MembershipAddedEvent is the payload of.
+func (*MembershipAddedEvent) EventName() string { return "membership.added" }
+
+// EventName returns "membership.removed", the event MembershipRemovedEvent is the payload of.
+func (*MembershipRemovedEvent) EventName() string { return "membership.removed" }
+
+// EventName returns "merge_group", the event MergeGroupEvent is the payload of.
+func (*MergeGroupEvent) EventName() string { return "merge_group" }
+
+// EventName returns "merge_group.checks_requested", the event MergeGroupChecksRequestedEvent is the payload of.
+func (*MergeGroupChecksRequestedEvent) EventName() string { return "merge_group.checks_requested" }
+
+// EventName returns "merge_group.destroyed", the event MergeGroupDestroyedEvent is the payload of.
+func (*MergeGroupDestroyedEvent) EventName() string { return "merge_group.destroyed" }
+
+// EventName returns "meta", the event MetaEvent is the payload of.
+func (*MetaEvent) EventName() string { return "meta" }
+
+// EventName returns "meta.deleted", the event MetaDeletedEvent is the payload of.
+func (*MetaDeletedEvent) EventName() string { return "meta.deleted" }
+
+// EventName returns "milestone", the event MilestoneEvent is the payload of.
+func (*MilestoneEvent) EventName() string { return "milestone" }
+
+// EventName returns "milestone.closed", the event MilestoneClosedEvent is the payload of.
+func (*MilestoneClosedEvent) EventName() string { return "milestone.closed" }
+
+// EventName returns "milestone.created", the event MilestoneCreatedEvent is the payload of.
+func (*MilestoneCreatedEvent) EventName() string { return "milestone.created" }
+
+// EventName returns "milestone.deleted", the event MilestoneDeletedEvent is the payload of.
+func (*MilestoneDeletedEvent) EventName() string { return "milestone.deleted" }
+
+// EventName returns "milestone.edited", the event MilestoneEditedEvent is the payload of.
+func (*MilestoneEditedEvent) EventName() string { return "milestone.edited" }
+
+// EventName returns "milestone.opened", the event MilestoneOpenedEvent is the payload of.
+func (*MilestoneOpenedEvent) EventName() string { return "milestone.opened" }
+
+// EventName returns "org_block", the event OrgBlockEvent is the payload of.
+func (*OrgBlockEvent) EventName() string { return "org_block" }
+
+// EventName returns "org_block.blocked", the event OrgBlockBlockedEvent is the payload of.
+func (*OrgBlockBlockedEvent) EventName() string { return "org_block.blocked" }
+
+// EventName returns "org_block.unblocked", the event OrgBlockUnblockedEvent is the payload of.
+func (*OrgBlockUnblockedEvent) EventName() string { return "org_block.unblocked" }
+
+// EventName returns "organization", the event OrganizationEvent is the payload of.
+func (*OrganizationEvent) EventName() string { return "organization" }
+
+// EventName returns "organization.deleted", the event OrganizationDeletedEvent is the payload of.
+func (*OrganizationDeletedEvent) EventName() string { return "organization.deleted" }
+
+// EventName returns "organization.member_added", the event OrganizationMemberAddedEvent is the payload of.
+func (*OrganizationMemberAddedEvent) EventName() string { return "organization.member_added" }
+
+// EventName returns "organization.member_invited", the event OrganizationMemberInvitedEvent is the payload of.
+func (*OrganizationMemberInvitedEvent) EventName() string { return "organization.member_invited" }
+
+// EventName returns "organization.member_removed", the event OrganizationMemberRemovedEvent is the payload of.
+func (*OrganizationMemberRemovedEvent) EventName() string { return "organization.member_removed" }
+
+// EventName returns "organization.renamed", the event OrganizationRenamedEvent is the payload of.
+func (*OrganizationRenamedEvent) EventName() string { return "organization.renamed" }
+
+// EventName returns "package", the event PackageEvent is the payload of.
+func (*PackageEvent) EventName() string { return "package" }
+
+// EventName returns "package.published", the event PackagePublishedEvent is the payload of.
+func (*PackagePublishedEvent) EventName() string { return "package.published" }
+
+// EventName returns "package.updated", the event PackageUpdatedEvent is the payload of.
+func (*PackageUpdatedEvent) EventName() string { return "package.updated" }
+
+// EventName returns "page_build", the event PageBuildEvent is the payload of.
+func (*PageBuildEvent) EventName() string { return "page_build" }
+
+// EventName returns "personal_access_token_request", the event PersonalAccessTokenRequestEvent is the payload of.
+func (*PersonalAccessTokenRequestEvent) EventName() string { return "personal_access_token_request" }
+
+// EventName returns "personal_access_token_request.approved", the event PersonalAccessTokenRequestApprovedEvent is the payload of.
+func (*PersonalAccessTokenRequestApprovedEvent) EventName() string {
+	return "personal_access_token_request.approved"
+}
+
+// EventName returns "personal_access_token_request.cancelled", the event PersonalAccessTokenRequestCancelledEvent is the payload of.
+func (*PersonalAccessTokenRequestCancelledEvent) EventName() string {
+	return "personal_access_token_request.cancelled"
+}
+
+// EventName returns "personal_access_token_request.created", the event PersonalAccessTokenRequestCreatedEvent is the payload of.
+func (*PersonalAccessTokenRequestCreatedEvent) EventName() string {
+	return "personal_access_token_request.created"
+}
+
+// EventName returns "personal_access_token_request.denied", the event PersonalAccessTokenRequestDeniedEvent is the payload of.
+func (*PersonalAccessTokenRequestDeniedEvent) EventName() string {
+	return "personal_access_token_request.denied"
+}
+
+// EventName returns "ping", the event PingEvent is the payload of.
+func (*PingEvent) EventName() string { return "ping" }
+
+// EventName returns "project", the event ProjectEvent is the payload of.
+func (*ProjectEvent) EventName() string { return "project" }
+
+// EventName returns "project.closed", the event ProjectClosedEvent is the payload of.
+func (*ProjectClosedEvent) EventName() string { return "project.closed" }
+
+// EventName returns "project.created", the event ProjectCreatedEvent is the payload of.
+func (*ProjectCreatedEvent) EventName() string { return "project.created" }
+
+// EventName returns "project.deleted", the event ProjectDeletedEvent is the payload of.
+func (*ProjectDeletedEvent) EventName() string { return "project.deleted" }
+
+// EventName returns "project.edited", the event ProjectEditedEvent is the payload of.
+func (*ProjectEditedEvent) EventName() string { return "project.edited" }
+
+// EventName returns "project.reopened", the event ProjectReopenedEvent is the payload of.
+func (*ProjectReopenedEvent) EventName() string { return "project.reopened" }
+
+// EventName returns "project_card", the event ProjectCardEvent is the payload of.
+func (*ProjectCardEvent) EventName() string { return "project_card" }
+
+// EventName returns "project_card.converted", the event ProjectCardConvertedEvent is the payload of.
+func (*ProjectCardConvertedEvent) EventName() string { return "project_card.converted" }
+
+// EventName returns "project_card.created", the event ProjectCardCreatedEvent is the payload of.
+func (*ProjectCardCreatedEvent) EventName() string { return "project_card.created" }
+
+// EventName returns "project_card.deleted", the event ProjectCardDeletedEvent is the payload of.
+func (*ProjectCardDeletedEvent) EventName() string { return "project_card.deleted" }
+
+// EventName returns "project_card.edited", the event ProjectCardEditedEvent is the payload of.
+func (*ProjectCardEditedEvent) EventName() string { return "project_card.edited" }
+
+// EventName returns "project_card.moved", the event ProjectCardMovedEvent is the payload of.
+func (*ProjectCardMovedEvent) EventName() string { return "project_card.moved" }
+
+// EventName returns "project_column", the event ProjectColumnEvent is the payload of.
+func (*ProjectColumnEvent) EventName() string { return "project_column" }
+
+// EventName returns "project_column.created", the event ProjectColumnCreatedEvent is the payload of.
+func (*ProjectColumnCreatedEvent) EventName() string { return "project_column.created" }
+
+// EventName returns "project_column.deleted", the event ProjectColumnDeletedEvent is the payload of.
+func (*ProjectColumnDeletedEvent) EventName() string { return "project_column.deleted" }
+
+// EventName returns "project_column.edited", the event ProjectColumnEditedEvent is the payload of.
+func (*ProjectColumnEditedEvent) EventName() string { return "project_column.edited" }
+
+// EventName returns "project_column.moved", the event ProjectColumnMovedEvent is the payload of.
+func (*ProjectColumnMovedEvent) EventName() string { return "project_column.moved" }
+
+// EventName returns "projects_v2", the event ProjectsV2Event is the payload of.
+func (*ProjectsV2Event) EventName() string { return "projects_v2" }
+
+// EventName returns "projects_v2.closed", the event ProjectsV2ClosedEvent is the payload of.
+func (*ProjectsV2ClosedEvent) EventName() string { return "projects_v2.closed" }
+
+// EventName returns "projects_v2.created", the event ProjectsV2CreatedEvent is the payload of.
+func (*ProjectsV2CreatedEvent) EventName() string { return "projects_v2.created" }
+
+// EventName returns "projects_v2.deleted", the event ProjectsV2DeletedEvent is the payload of.
+func (*ProjectsV2DeletedEvent) EventName() string { return "projects_v2.deleted" }
+
+// EventName returns "projects_v2.edited", the event ProjectsV2EditedEvent is the payload of.
+func (*ProjectsV2EditedEvent) EventName() string { return "projects_v2.edited" }
+
+// EventName returns "projects_v2.reopened", the event ProjectsV2ReopenedEvent is the payload of.
+func (*ProjectsV2ReopenedEvent) EventName() string { return "projects_v2.reopened" }
+
+// EventName returns "projects_v2_item", the event ProjectsV2ItemEvent is the payload of.
+func (*ProjectsV2ItemEvent) EventName() string { return "projects_v2_item" }
+
+// EventName returns "projects_v2_item.archived", the event ProjectsV2ItemArchivedEvent is the payload of.
+func (*ProjectsV2ItemArchivedEvent) EventName() string { return "projects_v2_item.archived" }
+
+// EventName returns "projects_v2_item.converted", the event ProjectsV2ItemConvertedEvent is the payload of.
+func (*ProjectsV2ItemConvertedEvent) EventName() string { return "projects_v2_item.converted" }
+
+// EventName returns "projects_v2_item.created", the event ProjectsV2ItemCreatedEvent is the payload of.
+func (*ProjectsV2ItemCreatedEvent) EventName() string { return "projects_v2_item.created" }
+
+// EventName returns "projects_v2_item.deleted", the event ProjectsV2ItemDeletedEvent is the payload of.
+func (*ProjectsV2ItemDeletedEvent) EventName() string { return "projects_v2_item.deleted" }
+
+// EventName returns "projects_v2_item.edited", the event ProjectsV2ItemEditedEvent is the payload of.
+func (*ProjectsV2ItemEditedEvent) EventName() string { return "projects_v2_item.edited" }
+
+// EventName returns "projects_v2_item.reordered", the event ProjectsV2ItemReorderedEvent is the payload of.
+func (*ProjectsV2ItemReorderedEvent) EventName() string { return "projects_v2_item.reordered" }
+
+// EventName returns "projects_v2_item.restored", the event ProjectsV2ItemRestoredEvent is the payload of.
+func (*ProjectsV2ItemRestoredEvent) EventName() string { return "projects_v2_item.restored" }
+
+// EventName returns "projects_v2_status_update", the event ProjectsV2StatusUpdateEvent is the payload of.
+func (*ProjectsV2StatusUpdateEvent) EventName() string { return "projects_v2_status_update" }
+
+// EventName returns "projects_v2_status_update.created", the event ProjectsV2StatusUpdateCreatedEvent is the payload of.
+func (*ProjectsV2StatusUpdateCreatedEvent) EventName() string {
+	return "projects_v2_status_update.created"
+}
+
+// EventName returns "projects_v2_status_update.deleted", the event ProjectsV2StatusUpdateDeletedEvent is the payload of.
+func (*ProjectsV2StatusUpdateDeletedEvent) EventName() string {
+	return "projects_v2_status_update.deleted"
+}
+
+// EventName returns "projects_v2_status_update.edited", the event ProjectsV2StatusUpdateEditedEvent is the payload of.
+func (*ProjectsV2StatusUpdateEditedEvent) EventName() string {
+	return "projects_v2_status_update.edited"
+}
+
+// EventName returns "public", the event PublicEvent is the payload of.
+func (*PublicEvent) EventName() string { return "public" }
+
+// EventName returns "pull_request", the event PullRequestEvent is the payload of.
+func (*PullRequestEvent) EventName() string { return "pull_request" }
+
+// EventName returns "pull_request.assigned", the event PullRequestAssignedEvent is the payload of.
+func (*PullRequestAssignedEvent) EventName() string { return "pull_request.assigned" }
+
+// EventName returns "pull_request.auto_merge_disabled", the event PullRequestAutoMergeDisabledEvent is the payload of.
+func (*PullRequestAutoMergeDisabledEvent) EventName() string {
+	return "pull_request.auto_merge_disabled"
+}
+
+// EventName returns "pull_request.auto_merge_enabled", the event PullRequestAutoMergeEnabledEvent is the payload of.
+func (*PullRequestAutoMergeEnabledEvent) EventName() string { return "pull_request.auto_merge_enabled" }
+
+// EventName returns "pull_request.closed", the event PullRequestClosedEvent is the payload of.
+func (*PullRequestClosedEvent) EventName() string { return "pull_request.closed" }
+
+// EventName returns "pull_request.converted_to_draft", the event PullRequestConvertedToDraftEvent is the payload of.
+func (*PullRequestConvertedToDraftEvent) EventName() string { return "pull_request.converted_to_draft" }
+
+// EventName returns "pull_request.demilestoned", the event PullRequestDemilestonedEvent is the payload of.
+func (*PullRequestDemilestonedEvent) EventName() string { return "pull_request.demilestoned" }
+
+// EventName returns "pull_request.dequeued", the event PullRequestDequeuedEvent is the payload of.
+func (*PullRequestDequeuedEvent) EventName() string { return "pull_request.dequeued" }
+
+// EventName returns "pull_request.edited", the event PullRequestEditedEvent is the payload of.
+func (*PullRequestEditedEvent) EventName() string { return "pull_request.edited" }
+
+// EventName returns "pull_request.enqueued", the event PullRequestEnqueuedEvent is the payload of.
+func (*PullRequestEnqueuedEvent) EventName() string { return "pull_request.enqueued" }
+
+// EventName returns "pull_request.labeled", the event PullRequestLabeledEvent is the payload of.
+func (*PullRequestLabeledEvent) EventName() string { return "pull_request.labeled" }
+
+// EventName returns "pull_request.locked", the event PullRequestLockedEvent is the payload of.
+func (*PullRequestLockedEvent) EventName() string { return "pull_request.locked" }
+
+// EventName returns "pull_request.milestoned", the event PullRequestMilestonedEvent is the payload of.
+func (*PullRequestMilestonedEvent) EventName() string { return "pull_request.milestoned" }
+
+// EventName returns "pull_request.opened", the event PullRequestOpenedEvent is the payload of.
+func (*PullRequestOpenedEvent) EventName() string { return "pull_request.opened" }
+
+// EventName returns "pull_request.ready_for_review", the event PullRequestReadyForReviewEvent is the payload of.
+func (*PullRequestReadyForReviewEvent) EventName() string { return "pull_request.ready_for_review" }
+
+// EventName returns "pull_request.reopened", the event PullRequestReopenedEvent is the payload of.
+func (*PullRequestReopenedEvent) EventName() string { return "pull_request.reopened" }
+
+// EventName returns "pull_request.review_request_removed", the event PullRequestReviewRequestRemovedEvent is the payload of.
+func (*PullRequestReviewRequestRemovedEvent) EventName() string {
+	return "pull_request.review_request_removed"
+}
+
+// EventName returns "pull_request.review_requested", the event PullRequestReviewRequestedEvent is the payload of.
+func (*PullRequestReviewRequestedEvent) EventName() string { return "pull_request.review_requested" }
+
+// EventName returns "pull_request.synchronize", the event PullRequestSynchronizeEvent is the payload of.
+func (*PullRequestSynchronizeEvent) EventName() string { return "pull_request.synchronize" }
+
+// EventName returns "pull_request.unassigned", the event PullRequestUnassignedEvent is the payload of.
+func (*PullRequestUnassignedEvent) EventName() string { return "pull_request.unassigned" }
+
+// EventName returns "pull_request.unlabeled", the event PullRequestUnlabeledEvent is the payload of.
+func (*PullRequestUnlabeledEvent) EventName() string { return "pull_request.unlabeled" }
+
+// EventName returns "pull_request.unlocked", the event PullRequestUnlockedEvent is the payload of.
+func (*PullRequestUnlockedEvent) EventName() string { return "pull_request.unlocked" }
+
+// EventName returns "pull_request_review", the event PullRequestReviewEvent is the payload of.
+func (*PullRequestReviewEvent) EventName() string { return "pull_request_review" }
+
+// EventName returns "pull_request_review.dismissed", the event PullRequestReviewDismissedEvent is the payload of.
+func (*PullRequestReviewDismissedEvent) EventName() string { return "pull_request_review.dismissed" }
+
+// EventName returns "pull_request_review.edited", the event PullRequestReviewEditedEvent is the payload of.
+func (*PullRequestReviewEditedEvent) EventName() string { return "pull_request_review.edited" }
+
+// EventName returns "pull_request_review.submitted", the event PullRequestReviewSubmittedEvent is the payload of.
+func (*PullRequestReviewSubmittedEvent) EventName() string { return "pull_request_review.submitted" }
+
+// EventName returns "pull_request_review_comment", the event PullRequestReviewCommentEvent is the payload of.
+func (*PullRequestReviewCommentEvent) EventName() string { return "pull_request_review_comment" }
+
+// EventName returns "pull_request_review_comment.created", the event PullRequestReviewCommentCreatedEvent is the payload of.
+func (*PullRequestReviewCommentCreatedEvent) EventName() string {
+	return "pull_request_review_comment.created"
+}
+
+// EventName returns "pull_request_review_comment.deleted", the event PullRequestReviewCommentDeletedEvent is the payload of.
+func (*PullRequestReviewCommentDeletedEvent) EventName() string {
+	return "pull_request_review_comment.deleted"
+}
+
+// EventName returns "pull_request_review_comment.edited", the event PullRequestReviewCommentEditedEvent is the payload of.
+func (*PullRequestReviewCommentEditedEvent) EventName() string {
+	return "pull_request_review_comment.edited"
+}
+
+// EventName returns "pull_request_review_thread", the event PullRequestReviewThreadEvent is the payload of.
+func (*PullRequestReviewThreadEvent) EventName() string { return "pull_request_review_thread" }
+
+// EventName returns "pull_request_review_thread.resolved", the event PullRequestReviewThreadResolvedEvent is the payload of.
+func (*PullRequestReviewThreadResolvedEvent) EventName() string {
+	return "pull_request_review_thread.resolved"
+}
+
+// EventName returns "pull_request_review_thread.unresolved", the event PullRequestReviewThreadUnresolvedEvent is the payload of.
+func (*PullRequestReviewThreadUnresolvedEvent) EventName() string {
+	return "pull_request_review_thread.unresolved"
+}
+
+// EventName returns "push", the event PushEvent is the payload of.
+func (*PushEvent) EventName() string { return "push" }
+
+// EventName returns "registry_package", the event RegistryPackageEvent is the payload of.
+func (*RegistryPackageEvent) EventName() string { return "registry_package" }
+
+// EventName returns "registry_package.published", the event RegistryPackagePublishedEvent is the payload of.
+func (*RegistryPackagePublishedEvent) EventName() string { return "registry_package.published" }
+
+// EventName returns "registry_package.updated", the event RegistryPackageUpdatedEvent is the payload of.
+func (*RegistryPackageUpdatedEvent) EventName() string { return "registry_package.updated" }
+
+// EventName returns "release", the event ReleaseEvent is the payload of.
+func (*ReleaseEvent) EventName() string { return "release" }
+
+// EventName returns "release.created", the event ReleaseCreatedEvent is the payload of.
+func (*ReleaseCreatedEvent) EventName() string { return "release.created" }
+
+// EventName returns "release.deleted", the event ReleaseDeletedEvent is the payload of.
+func (*ReleaseDeletedEvent) EventName() string { return "release.deleted" }
+
+// EventName returns "release.edited", the event ReleaseEditedEvent is the payload of.
+func (*ReleaseEditedEvent) EventName() string { return "release.edited" }
+
+// EventName returns "release.prereleased", the event ReleasePrereleasedEvent is the payload of.
+func (*ReleasePrereleasedEvent) EventName() string { return "release.prereleased" }
+
+// EventName returns "release.published", the event ReleasePublishedEvent is the payload of.
+func (*ReleasePublishedEvent) EventName() string { return "release.published" }
+
+// EventName returns "release.released", the event ReleaseReleasedEvent is the payload of.
+func (*ReleaseReleasedEvent) EventName() string { return "release.released" }
+
+// EventName returns "release.unpublished", the event ReleaseUnpublishedEvent is the payload of.
+func (*ReleaseUnpublishedEvent) EventName() string { return "release.unpublished" }
+
+// EventName returns "repository", the event RepositoryEvent is the payload of.
+func (*RepositoryEvent) EventName() string { return "repository" }
+
+// EventName returns "repository.archived", the event RepositoryArchivedEvent is the payload of.
+func (*RepositoryArchivedEvent) EventName() string { return "repository.archived" }
+
+// EventName returns "repository.created", the event RepositoryCreatedEvent is the payload of.
+func (*RepositoryCreatedEvent) EventName() string { return "repository.created" }
+
+// EventName returns "repository.deleted", the event RepositoryDeletedEvent is the payload of.
+func (*RepositoryDeletedEvent) EventName() string { return "repository.deleted" }
+
+// EventName returns "repository.edited", the event RepositoryEditedEvent is the payload of.
+func (*RepositoryEditedEvent) EventName() string { return "repository.edited" }
+
+// EventName returns "repository.privatized", the event RepositoryPrivatizedEvent is the payload of.
+func (*RepositoryPrivatizedEvent) EventName() string { return "repository.privatized" }
+
+// EventName returns "repository.publicized", the event RepositoryPublicizedEvent is the payload of.
+func (*RepositoryPublicizedEvent) EventName() string { return "repository.publicized" }
+
+// EventName returns "repository.renamed", the event RepositoryRenamedEvent is the payload of.
+func (*RepositoryRenamedEvent) EventName() string { return "repository.renamed" }
+
+// EventName returns "repository.transferred", the event RepositoryTransferredEvent is the payload of.
+func (*RepositoryTransferredEvent) EventName() string { return "repository.transferred" }
+
+// EventName returns "repository.unarchived", the event RepositoryUnarchivedEvent is the payload of.
+func (*RepositoryUnarchivedEvent) EventName() string { return "repository.unarchived" }
+
+// EventName returns "repository_advisory", the event RepositoryAdvisoryEvent is the payload of.
+func (*RepositoryAdvisoryEvent) EventName() string { return "repository_advisory" }
+
+// EventName returns "repository_advisory.published", the event RepositoryAdvisoryPublishedEvent is the payload of.
+func (*RepositoryAdvisoryPublishedEvent) EventName() string { return "repository_advisory.published" }
+
+// EventName returns "repository_advisory.reported", the event RepositoryAdvisoryReportedEvent is the payload of.
+func (*RepositoryAdvisoryReportedEvent) EventName() string { return "repository_advisory.reported" }
+
+// EventName returns "repository_dispatch", the event RepositoryDispatchEvent is the payload of.
+func (*RepositoryDispatchEvent) EventName() string { return "repository_dispatch" }
+
+// EventName returns "repository_dispatch.sample.collected", the event RepositoryDispatchSampleCollectedEvent is the payload of.
+func (*RepositoryDispatchSampleCollectedEvent) EventName() string {
+	return "repository_dispatch.sample.collected"
+}
+
+// EventName returns "repository_import", the event RepositoryImportEvent is the payload of.
+func (*RepositoryImportEvent) EventName() string { return "repository_import" }
+
+// EventName returns "repository_ruleset", the event RepositoryRulesetEvent is the payload of.
+func (*RepositoryRulesetEvent) EventName() string { return "repository_ruleset" }
+
+// EventName returns "repository_ruleset.created", the event RepositoryRulesetCreatedEvent is the payload of.
+func (*RepositoryRulesetCreatedEvent) EventName() string { return "repository_ruleset.created" }
+
+// EventName returns "repository_ruleset.deleted", the event RepositoryRulesetDeletedEvent is the payload of.
+func (*RepositoryRulesetDeletedEvent) EventName() string { return "repository_ruleset.deleted" }
+
+// EventName returns "repository_ruleset.edited", the event RepositoryRulesetEditedEvent is the payload of.
+func (*RepositoryRulesetEditedEvent) EventName() string { return "repository_ruleset.edited" }
+
+// EventName returns "repository_vulnerability_alert", the event RepositoryVulnerabilityAlertEvent is the payload of.
+func (*RepositoryVulnerabilityAlertEvent) EventName() string { return "repository_vulnerability_alert" }
+
+// EventName returns "repository_vulnerability_alert.create", the event RepositoryVulnerabilityAlertCreateEvent is the payload of.
+func (*RepositoryVulnerabilityAlertCreateEvent) EventName() string {
+	return "repository_vulnerability_alert.create"
+}
+
+// EventName returns "repository_vulnerability_alert.dismiss", the event RepositoryVulnerabilityAlertDismissEvent is the payload of.
+func (*RepositoryVulnerabilityAlertDismissEvent) EventName() string {
+	return "repository_vulnerability_alert.dismiss"
+}
+
+// EventName returns "repository_vulnerability_alert.reopen", the event RepositoryVulnerabilityAlertReopenEvent is the payload of.
+func (*RepositoryVulnerabilityAlertReopenEvent) EventName() string {
+	return "repository_vulnerability_alert.reopen"
+}
+
+// EventName returns "repository_vulnerability_alert.resolve", the event RepositoryVulnerabilityAlertResolveEvent is the payload of.
+func (*RepositoryVulnerabilityAlertResolveEvent) EventName() string {
+	return "repository_vulnerability_alert.resolve"
+}
+
+// EventName returns "secret_scanning_alert", the event SecretScanningAlertEvent is the payload of.
+func (*SecretScanningAlertEvent) EventName() string { return "secret_scanning_alert" }
+
+// EventName returns "secret_scanning_alert.assigned", the event SecretScanningAlertAssignedEvent is the payload of.
+func (*SecretScanningAlertAssignedEvent) EventName() string { return "secret_scanning_alert.assigned" }
+
+// EventName returns "secret_scanning_alert.created", the event SecretScanningAlertCreatedEvent is the payload of.
+func (*SecretScanningAlertCreatedEvent) EventName() string { return "secret_scanning_alert.created" }
+
+// EventName returns "secret_scanning_alert.publicly_leaked", the event SecretScanningAlertPubliclyLeakedEvent is the payload of.
+func (*SecretScanningAlertPubliclyLeakedEvent) EventName() string {
+	return "secret_scanning_alert.publicly_leaked"
+}
+
+// EventName returns "secret_scanning_alert.reopened", the event SecretScanningAlertReopenedEvent is the payload of.
+func (*SecretScanningAlertReopenedEvent) EventName() string { return "secret_scanning_alert.reopened" }
+
+// EventName returns "secret_scanning_alert.resolved", the event SecretScanningAlertResolvedEvent is the payload of.
+func (*SecretScanningAlertResolvedEvent) EventName() string { return "secret_scanning_alert.resolved" }
+
+// EventName returns "secret_scanning_alert.unassigned", the event SecretScanningAlertUnassignedEvent is the payload of.
+func (*SecretScanningAlertUnassignedEvent) EventName() string {
+	return "secret_scanning_alert.unassigned"
+}
+
+// EventName returns "secret_scanning_alert.validated", the event SecretScanningAlertValidatedEvent is the payload of.
+func (*SecretScanningAlertValidatedEvent) EventName() string {
+	return "secret_scanning_alert.validated"
+}
+
+// EventName returns "secret_scanning_alert_location", the event SecretScanningAlertLocationEvent is the payload of.
+func (*SecretScanningAlertLocationEvent) EventName() string { return "secret_scanning_alert_location" }
+
+// EventName returns "secret_scanning_alert_location.created", the event SecretScanningAlertLocationCreatedEvent is the payload of.
+func (*SecretScanningAlertLocationCreatedEvent) EventName() string {
+	return "secret_scanning_alert_location.created"
+}
+
+// EventName returns "secret_scanning_scan", the event SecretScanningScanEvent is the payload of.
+func (*SecretScanningScanEvent) EventName() string { return "secret_scanning_scan" }
+
+// EventName returns "secret_scanning_scan.completed", the event SecretScanningScanCompletedEvent is the payload of.
+func (*SecretScanningScanCompletedEvent) EventName() string { return "secret_scanning_scan.completed" }
+
+// EventName returns "security_advisory", the event SecurityAdvisoryEvent is the payload of.
+func (*SecurityAdvisoryEvent) EventName() string { return "security_advisory" }
+
+// EventName returns "security_advisory.published", the event SecurityAdvisoryPublishedEvent is the payload of.
+func (*SecurityAdvisoryPublishedEvent) EventName() string { return "security_advisory.published" }
+
+// EventName returns "security_advisory.updated", the event SecurityAdvisoryUpdatedEvent is the payload of.
+func (*SecurityAdvisoryUpdatedEvent) EventName() string { return "security_advisory.updated" }
+
+// EventName returns "security_advisory.withdrawn", the event SecurityAdvisoryWithdrawnEvent is the payload of.
+func (*SecurityAdvisoryWithdrawnEvent) EventName() string { return "security_advisory.withdrawn" }
+
+// EventName returns "security_and_analysis", the event SecurityAndAnalysisEvent is the payload of.
+func (*SecurityAndAnalysisEvent) EventName() string { return "security_and_analysis" }
+
+// EventName returns "sponsorship", the event SponsorshipEvent is the payload of.
+func (*SponsorshipEvent) EventName() string { return "sponsorship" }
+
+// EventName returns "sponsorship.cancelled", the event SponsorshipCancelledEvent is the payload of.
+func (*SponsorshipCancelledEvent) EventName() string { return "sponsorship.cancelled" }
+
+// EventName returns "sponsorship.created", the event SponsorshipCreatedEvent is the payload of.
+func (*SponsorshipCreatedEvent) EventName() string { return "sponsorship.created" }
+
+// EventName returns "sponsorship.edited", the event SponsorshipEditedEvent is the payload of.
+func (*SponsorshipEditedEvent) EventName() string { return "sponsorship.edited" }
+
+// EventName returns "sponsorship.pending_cancellation", the event SponsorshipPendingCancellationEvent is the payload of.
+func (*SponsorshipPendingCancellationEvent) EventName() string {
+	return "sponsorship.pending_cancellation"
+}
+
+// EventName returns "sponsorship.pending_tier_change", the event SponsorshipPendingTierChangeEvent is the payload of.
+func (*SponsorshipPendingTierChangeEvent) EventName() string {
+	return "sponsorship.pending_tier_change"
+}
+
+// EventName returns "sponsorship.tier_changed", the event SponsorshipTierChangedEvent is the payload of.
+func (*SponsorshipTierChangedEvent) EventName() string { return "sponsorship.tier_changed" }
+
+// EventName returns "star", the event StarEvent is the payload of.
+func (*StarEvent) EventName() string { return "star" }
+
+// EventName returns "star.created", the event StarCreatedEvent is the payload of.
+func (*StarCreatedEvent) EventName() string { return "star.created" }
+
+// EventName returns "star.deleted", the event StarDeletedEvent is the payload of.
+func (*StarDeletedEvent) EventName() string { return "star.deleted" }
+
+// EventName returns "status", the event StatusEvent is the payload of.
+func (*StatusEvent) EventName() string { return "status" }
+
+// EventName returns "sub_issues", the event SubIssuesEvent is the payload of.
+func (*SubIssuesEvent) EventName() string { return "sub_issues" }
+
+// EventName returns "sub_issues.parent_issue_added", the event SubIssuesParentIssueAddedEvent is the payload of.
+func (*SubIssuesParentIssueAddedEvent) EventName() string { return "sub_issues.parent_issue_added" }
+
+// EventName returns "sub_issues.parent_issue_removed", the event SubIssuesParentIssueRemovedEvent is the payload of.
+func (*SubIssuesParentIssueRemovedEvent) EventName() string { return "sub_issues.parent_issue_removed" }
+
+// EventName returns "sub_issues.sub_issue_added", the event SubIssuesSubIssueAddedEvent is the payload of.
+func (*SubIssuesSubIssueAddedEvent) EventName() string { return "sub_issues.sub_issue_added" }
+
+// EventName returns "sub_issues.sub_issue_removed", the event SubIssuesSubIssueRemovedEvent is the payload of.
+func (*SubIssuesSubIssueRemovedEvent) EventName() string { return "sub_issues.sub_issue_removed" }
+
+// EventName returns "team", the event TeamEvent is the payload of.
+func (*TeamEvent) EventName() string { return "team" }
+
+// EventName returns "team.added_to_repository", the event TeamAddedToRepositoryEvent is the payload of.
+func (*TeamAddedToRepositoryEvent) EventName() string { return "team.added_to_repository" }
+
+// EventName returns "team.created", the event TeamCreatedEvent is the payload of.
+func (*TeamCreatedEvent) EventName() string { return "team.created" }
+
+// EventName returns "team.deleted", the event TeamDeletedEvent is the payload of.
+func (*TeamDeletedEvent) EventName() string { return "team.deleted" }
+
+// EventName returns "team.edited", the event TeamEditedEvent is the payload of.
+func (*TeamEditedEvent) EventName() string { return "team.edited" }
+
+// EventName returns "team.removed_from_repository", the event TeamRemovedFromRepositoryEvent is the payload of.
+func (*TeamRemovedFromRepositoryEvent) EventName() string { return "team.removed_from_repository" }
+
+// EventName returns "team_add", the event TeamAddEvent is the payload of.
+func (*TeamAddEvent) EventName() string { return "team_add" }
+
+// EventName returns "watch", the event WatchEvent is the payload of.
+func (*WatchEvent) EventName() string { return "watch" }
+
+// EventName returns "watch.started", the event WatchStartedEvent is the payload of.
+func (*WatchStartedEvent) EventName() string { return "watch.started" }
+
+// EventName returns "workflow_dispatch", the event WorkflowDispatchEvent is the payload of.
+func (*WorkflowDispatchEvent) EventName() string { return "workflow_dispatch" }
+
+// EventName returns "workflow_job", the event WorkflowJobEvent is the payload of.
+func (*WorkflowJobEvent) EventName() string { return "workflow_job" }
+
+// EventName returns "workflow_job.completed", the event WorkflowJobCompletedEvent is the payload of.
+func (*WorkflowJobCompletedEvent) EventName() string { return "workflow_job.completed" }
+
+// EventName returns "workflow_job.in_progress", the event WorkflowJobInProgressEvent is the payload of.
+func (*WorkflowJobInProgressEvent) EventName() string { return "workflow_job.in_progress" }
+
+// EventName returns "workflow_job.queued", the event WorkflowJobQueuedEvent is the payload of.
+func (*WorkflowJobQueuedEvent) EventName() string { return "workflow_job.queued" }
+
+// EventName returns "workflow_job.waiting", the event WorkflowJobWaitingEvent is the payload of.
+func (*WorkflowJobWaitingEvent) EventName() string { return "workflow_job.waiting" }
+
+// EventName returns "workflow_run", the event WorkflowRunEvent is the payload of.
+func (*WorkflowRunEvent) EventName() string { return "workflow_run" }
+
+// EventName returns "workflow_run.completed", the event WorkflowRunCompletedEvent is the payload of.
+func (*WorkflowRunCompletedEvent) EventName() string { return "workflow_run.completed" }
+
+// EventName returns "workflow_run.in_progress", the event WorkflowRunInProgressEvent is the payload of.
+func (*WorkflowRunInProgressEvent) EventName() string { return "workflow_run.in_progress" }
+
+// EventName returns "workflow_run.requested", the event WorkflowRunRequestedEvent is the payload of.
+func (*WorkflowRunRequestedEvent) EventName() string { return "workflow_run.requested" }

@@ -43,7 +43,7 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _, err := payloadgen.Generate("payload", source, src)
+	want, events, err := payloadgen.Generate("payload", source, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +53,15 @@ func TestGeneratedUpToDate(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("payload_gen.go is out of date with %s; run: go generate ./webhooks/payload/", source)
+	}
+	// The one event table: webhooks' constants and EmitterEventNames come
+	// from the same description and generator.
+	wantNames, err := payloadgen.GenerateEventNames("webhooks", source, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotNames, err := os.ReadFile("../eventnames_gen.go"); err != nil || !bytes.Equal(gotNames, wantNames) {
+		t.Errorf("webhooks/eventnames_gen.go is out of date with %s (%v); run: go generate ./webhooks/payload/", source, err)
 	}
 }
 

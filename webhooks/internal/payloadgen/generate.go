@@ -149,6 +149,12 @@ func Generate(pkg, source string, src []byte) ([]byte, []Event, error) {
 	for _, name := range e.order {
 		b.WriteString(e.decls[name])
 	}
+	// Each event type says which event it is the payload of, so that a
+	// handler registered for another event is refused (webhooks.Handle) and
+	// one can be registered by its type alone (webhooks.HandleEvent).
+	for _, ev := range events {
+		fmt.Fprintf(&b, "\n// EventName returns %q, the event %s is the payload of.\nfunc (*%s) EventName() string { return %q }\n", ev.Key(), ev.Type, ev.Type, ev.Key())
+	}
 	out, err := format.Source(b.Bytes())
 	if err != nil {
 		return nil, nil, fmt.Errorf("generated code does not format: %w", err)
