@@ -322,6 +322,9 @@ func (h *traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *traceHandler) WithGroup(string) slog.Handler { return h }
 
+// runForward is forward: the channel (setUpChannel), the client and what
+// reports on it (newForwardClient), the webhook of --repo/--org
+// (startHook), then the run, its summary and what its end means.
 func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	defer oneProc(o)()
 	logger := newLogger(s.err)
@@ -335,76 +338,24 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 			return err
 		}
 	}
-	channel := o.url
-	if o.newChannel {
-		fmt.Fprintf(s.err, "creating a channel on %s (up to %s)\n", httpx.RedactURL(o.server), newChannelTimeout)
-		u, err := createChannel(ctx, o.server, transport)
-		if err != nil {
-			return err
-		}
-		channel = u
-		fmt.Fprintf(s.err, "created channel %s\n", httpx.RedactURL(channel))
+	channel, stopRelay, err := setUpChannel(ctx, &o, s, transport)
+	if err != nil {
+		return err
 	}
-	o.defaultPaths(channel, s)
-	if channel == "" {
-		name, keep := o.embeddedChannel()
-		u, stop, err := startEmbeddedRelay(ctx, o.listen, name, o.sendHint, s)
-		if err != nil {
-			return err
-		}
-		defer stop()
-		channel = u
-		keep(u[strings.LastIndexByte(u, '/')+1:])
-	}
-	if o.target != "" && sameChannel(channel, o.target) {
-		return usageErrorf("--target %s is the relay channel itself: every delivery would come back and be forwarded again, for ever; give your server's URL (http://127.0.0.1:PORT/PATH)", httpx.RedactURL(o.target))
-	}
-
+	defer stopRelay()
 	if o.github.set() && o.secret == "" {
 		o.secret = rand.Text() // 26 characters, 130 random bits
 		fmt.Fprintln(s.err, "webhook secret: a new random one for this run, not shown (give --secret to choose it)")
 	}
-
 	handlers, err := pluginHandlers(o.plugins, logger, s)
 	if err != nil {
 		return err
-	}
-
-	resignSecret := ""
-	if o.resign {
-		resignSecret = o.targetSecret
-		if resignSecret == "" {
-			resignSecret = o.secret
-		}
 	}
 	tr := newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose, nil)
 	defer tr.flush()
 	tr.secrets = []string{o.secret, o.targetSecret}
 	tr.forward = true
-	dedupWindow := o.dedupWindow
-	if dedupWindow == 0 {
-		dedupWindow = -1 // off
-	}
-	popts := proxy.Options{
-		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
-		Transport: &proxy.SSETransport{Client: &http.Client{Transport: transport}},
-		Secret:    o.secret,
-		Target:    o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
-		HTTPClient:  targetClient(o.timeout, o.retries, transport, tr.note),
-		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
-		FailedDir: o.failedDir, DedupWindow: dedupWindow, SaveScripts: o.saveScripts,
-		OnResult: tr.result, OnState: tr.state, Logger: logger,
-	}
-	if handlers != nil {
-		popts.Handlers = handlers
-		popts.AllowUnverified = true // without --secret the trace says "unverified"; the user chose it
-	}
-	var health *forwardHealth
-	if o.health != "" {
-		health = &forwardHealth{}
-		popts.OnState = func(sc proxy.StateChange) { health.onState(sc); tr.state(sc) }
-		popts.OnResult = func(r proxy.Result) { health.onResult(r); tr.result(r) }
-	}
+
 	// With --repo, the webhook is created once the channel is subscribed
 	// to, so that GitHub's ping does not go to a relay that keeps nothing
 	// (smee.io) before anyone listens.
@@ -413,49 +364,12 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	var hook *hookSetup
 	if o.github.set() {
 		hook = &hookSetup{connected: make(chan struct{})}
-		onState := popts.OnState
-		popts.OnState = func(sc proxy.StateChange) {
-			if sc.State == proxy.StateConnected {
-				hook.once.Do(func() { close(hook.connected) })
-			}
-			onState(sc)
-		}
 	}
-	client, err := proxy.New(popts)
+	client, closeClient, err := newForwardClient(ctx, o, channel, transport, handlers, hook, tr, logger, s)
 	if err != nil {
-		if errors.Is(err, proxy.ErrInvalidOptions) && o.stateFile != "" && strings.Contains(err.Error(), "state file") {
-			return fmt.Errorf("--state-file %s: %w", o.stateFile, err)
-		}
 		return err
 	}
-	if health != nil {
-		health.stats = client.Stats
-		u, closeHealth, err := serveHealth(o.health, health)
-		if err != nil {
-			return err
-		}
-		defer closeHealth()
-		defer context.AfterFunc(ctx, health.stop)()
-		fmt.Fprintf(s.err, "health: %s\n", u)
-	}
-	if o.secret == "" {
-		fmt.Fprintln(s.err, "no --secret: deliveries are not verified (set HOOKLINE_SECRET to the webhook's secret)")
-	}
-	fmt.Fprintf(s.err, "forwarding %s", httpx.RedactURL(channel))
-	if o.target != "" {
-		fmt.Fprintf(s.err, " → %s%s", httpx.RedactURL(o.target), headerNote(o.header))
-	}
-	fmt.Fprintln(s.err)
-	if o.target == "" && handlers == nil {
-		fmt.Fprintln(s.err, "no --target and no plugins: deliveries are only shown here (and saved with --save), not sent anywhere")
-	}
-	if o.stateFile != "" {
-		if id := client.Checkpoint(); id != "" && o.lastEventID == "" {
-			fmt.Fprintf(s.err, "position in the channel: after event %s (state file %s; --no-state starts from new deliveries)\n", id, o.stateFile)
-		} else if o.stateDefault {
-			fmt.Fprintf(s.err, "state file: %s (the position in the channel, to resume after a restart; --no-state keeps none)\n", o.stateFile)
-		}
-	}
+	defer closeClient()
 	// The first Ctrl-C (ctx) says what it waits for; the second quits.
 	quit := quitContext(ctx)
 	defer context.AfterFunc(quit, client.Stop)()
@@ -465,26 +379,9 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		}
 	})()
 	if hook != nil {
-		hook.done = make(chan struct{})
-		go func() {
-			defer close(hook.done)
-			select {
-			case <-hook.connected:
-			case <-runCtx.Done():
-				return
-			}
-			hook.remove, hook.err = o.github.setUpHook(runCtx, access, channel, o.secret, hookEvents(o.events), o.keepHook, s)
-			if hook.err != nil {
-				stopRun(hook.err)
-			}
-		}()
-		defer func() {
-			stopRun(nil)
-			<-hook.done
-			if hook.remove != nil {
-				hook.remove()
-			}
-		}()
+		defer hook.start(runCtx, stopRun, func(ctx context.Context) (func(), error) {
+			return o.github.setUpHook(ctx, access, channel, o.secret, hookEvents(o.events), o.keepHook, s)
+		})()
 	}
 	err = client.Run(runCtx)
 	if hook != nil && context.Cause(runCtx) != nil && ctx.Err() == nil {
@@ -509,6 +406,123 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		return fmt.Errorf("%w\nthe relay refused the channel; check --url (a channel URL looks like https://smee.io/AbCdEf123)", err)
 	}
 	return err
+}
+
+// setUpChannel returns the channel forward subscribes to: --url, a new one
+// on --server (--new), or the embedded relay's (whose stop it returns; a
+// no-op otherwise). It fills in o's default paths for that channel, and
+// refuses a --target that is the channel itself.
+func setUpChannel(ctx context.Context, o *forwardOptions, s *streams, transport http.RoundTripper) (channel string, stop func(), err error) {
+	stop = func() {}
+	channel = o.url
+	if o.newChannel {
+		fmt.Fprintf(s.err, "creating a channel on %s (up to %s)\n", httpx.RedactURL(o.server), newChannelTimeout)
+		if channel, err = createChannel(ctx, o.server, transport); err != nil {
+			return "", stop, err
+		}
+		fmt.Fprintf(s.err, "created channel %s\n", httpx.RedactURL(channel))
+	}
+	o.defaultPaths(channel, s)
+	if channel == "" {
+		name, keep := o.embeddedChannel()
+		if channel, stop, err = startEmbeddedRelay(ctx, o.listen, name, o.sendHint, s); err != nil {
+			return "", func() {}, err
+		}
+		keep(channel[strings.LastIndexByte(channel, '/')+1:])
+	}
+	if o.target != "" && sameChannel(channel, o.target) {
+		stop()
+		return "", func() {}, usageErrorf("--target %s is the relay channel itself: every delivery would come back and be forwarded again, for ever; give your server's URL (http://127.0.0.1:PORT/PATH)", httpx.RedactURL(o.target))
+	}
+	return channel, stop, nil
+}
+
+// newForwardClient makes the client for channel from o, reporting to the
+// tracer (and --health, and hook's first connection), serves --health
+// until closeFn, and prints the start lines.
+func newForwardClient(ctx context.Context, o forwardOptions, channel string, transport http.RoundTripper, handlers *webhooks.Emitter,
+	hook *hookSetup, tr *tracer, logger *slog.Logger, s *streams) (client *proxy.Client, closeFn func(), err error) {
+	closeFn = func() {}
+	resignSecret := ""
+	if o.resign {
+		resignSecret = o.targetSecret
+		if resignSecret == "" {
+			resignSecret = o.secret
+		}
+	}
+	dedupWindow := o.dedupWindow
+	if dedupWindow == 0 {
+		dedupWindow = -1 // off
+	}
+	var health *forwardHealth
+	if o.health != "" {
+		health = &forwardHealth{}
+	}
+	popts := proxy.Options{
+		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
+		Transport: &proxy.SSETransport{Client: &http.Client{Transport: transport}},
+		Secret:    o.secret,
+		Target:    o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
+		HTTPClient:  targetClient(o.timeout, o.retries, transport, tr.note),
+		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
+		FailedDir: o.failedDir, DedupWindow: dedupWindow, SaveScripts: o.saveScripts,
+		Logger: logger,
+		OnState: func(sc proxy.StateChange) {
+			if health != nil {
+				health.onState(sc)
+			}
+			if hook != nil && sc.State == proxy.StateConnected {
+				hook.once.Do(func() { close(hook.connected) })
+			}
+			tr.state(sc)
+		},
+		OnResult: func(r proxy.Result) {
+			if health != nil {
+				health.onResult(r)
+			}
+			tr.result(r)
+		},
+	}
+	if handlers != nil {
+		popts.Handlers = handlers
+		popts.AllowUnverified = true // without --secret the trace says "unverified"; the user chose it
+	}
+	if client, err = proxy.New(popts); err != nil {
+		if errors.Is(err, proxy.ErrInvalidOptions) && o.stateFile != "" && strings.Contains(err.Error(), "state file") {
+			return nil, closeFn, fmt.Errorf("--state-file %s: %w", o.stateFile, err)
+		}
+		return nil, closeFn, err
+	}
+	if health != nil {
+		health.stats = client.Stats
+		u, closeHealth, err := serveHealth(o.health, health)
+		if err != nil {
+			return nil, closeFn, err
+		}
+		// Served until forward exits: "stopping" from the first Ctrl-C.
+		stopWatch := context.AfterFunc(ctx, health.stop)
+		closeFn = func() { stopWatch(); closeHealth() }
+		fmt.Fprintf(s.err, "health: %s\n", u)
+	}
+	if o.secret == "" {
+		fmt.Fprintln(s.err, "no --secret: deliveries are not verified (set HOOKLINE_SECRET to the webhook's secret)")
+	}
+	fmt.Fprintf(s.err, "forwarding %s", httpx.RedactURL(channel))
+	if o.target != "" {
+		fmt.Fprintf(s.err, " → %s%s", httpx.RedactURL(o.target), headerNote(o.header))
+	}
+	fmt.Fprintln(s.err)
+	if o.target == "" && handlers == nil {
+		fmt.Fprintln(s.err, "no --target and no plugins: deliveries are only shown here (and saved with --save), not sent anywhere")
+	}
+	if o.stateFile != "" {
+		if id := client.Checkpoint(); id != "" && o.lastEventID == "" {
+			fmt.Fprintf(s.err, "position in the channel: after event %s (state file %s; --no-state starts from new deliveries)\n", id, o.stateFile)
+		} else if o.stateDefault {
+			fmt.Fprintf(s.err, "state file: %s (the position in the channel, to resume after a restart; --no-state keeps none)\n", o.stateFile)
+		}
+	}
+	return client, closeFn, nil
 }
 
 // sameChannel reports whether target is a URL of the relay channel itself:
@@ -565,6 +579,32 @@ type hookSetup struct {
 	done      chan struct{} // closed when set up, or given up
 	remove    func()
 	err       error
+}
+
+// start sets the webhook up with setUp once the client is first connected
+// (or gives up when ctx ends), stopping the run with setUp's error, and
+// returns what ends it when forward ends: it waits for the set-up, then
+// removes the webhook.
+func (h *hookSetup) start(ctx context.Context, stop context.CancelCauseFunc, setUp func(context.Context) (func(), error)) (end func()) {
+	h.done = make(chan struct{})
+	go func() {
+		defer close(h.done)
+		select {
+		case <-h.connected:
+		case <-ctx.Done():
+			return
+		}
+		if h.remove, h.err = setUp(ctx); h.err != nil {
+			stop(h.err)
+		}
+	}()
+	return func() {
+		stop(nil)
+		<-h.done
+		if h.remove != nil {
+			h.remove()
+		}
+	}
 }
 
 // embeddedChannel returns the embedded relay's channel name: --channel, else
