@@ -213,12 +213,7 @@ func TestForwardUsageErrors(t *testing.T) {
 // The embedded relay's channel given as the target is refused at start, in
 // one line, before anything is forwarded (it looped: 4,780 deliveries in 3 s).
 func TestForwardRefusesTheEmbeddedChannelAsTarget(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := closedAddr(t)
 	code, _, errOut := run(t, "forward", "--listen", addr, "--channel", "loopchannel", "--target", "http://"+addr+"/loopchannel")
 	if code != ExitUsage || !strings.Contains(errOut, "is the relay channel itself") {
 		t.Errorf("exit %d, stderr %q; want a usage error saying the target is the channel", code, errOut)
@@ -604,12 +599,7 @@ func TestForwardHealth(t *testing.T) {
 	}
 	f.stop(t)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := "http://" + ln.Addr().String() + "/AbCdEf1234567890"
-	ln.Close()
+	gone := "http://" + closedAddr(t) + "/AbCdEf1234567890"
 	g := startForward(t, "--url", gone, "--health", "127.0.0.1:0")
 	g.waitErr(t, "health: ")
 	g.waitErr(t, "cannot reach")

@@ -19,13 +19,19 @@ import (
 // closedPort returns a loopback URL where nothing listens.
 func closedPort(t *testing.T) string {
 	t.Helper()
+	return "http://" + closedAddr(t) + "/hook"
+}
+
+// closedAddr returns a loopback address (host:port) where nothing listens
+// now: a test may start a server there later.
+func closedAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr + "/hook"
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 // A target that is down: every delivery is saved in the failed folder and

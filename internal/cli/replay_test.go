@@ -320,12 +320,7 @@ func TestReplayRetriesA5xxOnlyWhenAsked(t *testing.T) {
 // A target that is not up yet is waited for, with a line per retry; the
 // delivery goes once it listens.
 func TestReplayWaitsForATargetNotUpYet(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // refused until the target starts below
+	addr := closedAddr(t) // refused until the target starts below
 	path := filepath.Join(capturesDir, "20260115T090001.000Z-ping-048733b6-2af5-4fb8-b853-3c9170bc906c.json")
 	var stdout, stderr relaytest.Buffer
 	code := make(chan int, 1)
@@ -341,7 +336,7 @@ func TestReplayWaitsForATargetNotUpYet(t *testing.T) {
 	}
 	target := newRecordingTarget(t, nil)
 	target.Close()
-	ln, err = net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
