@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -313,23 +312,18 @@ func checkPayload(p []byte, o sendOptions, warn func(string, ...interface{})) {
 	if len(p) > maxPayloadWarn {
 		warn("the payload is %s; GitHub never sends more than 25 MiB", bytesize.Format(int64(len(p))))
 	}
-	if !isJSONObject(p) {
+	action, isObject := jsonscan.StringMember(p, "action")
+	if !isObject {
 		warn("the payload is not a JSON object; GitHub always sends one (sending it as it is)")
 		return
 	}
-	got := webhooks.Event{Payload: p}.Action()
+	got := string(action)
 	switch {
 	case o.action != "" && got == "":
 		warn("--event %s asks for action %q, but the payload has no \"action\"", o.name, o.action)
 	case o.action != "" && got != o.action:
 		warn("--event %s asks for action %q, but the payload's action is %q; sending the payload as it is", o.name, o.action, got)
 	}
-}
-
-// isJSONObject reports whether p is a JSON object.
-func isJSONObject(p []byte) bool {
-	t := bytes.TrimLeft(p, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && json.Valid(p)
 }
 
 // printSent prints the result line and returns the command's error.

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -485,6 +486,29 @@ func TestInstallationTarget(t *testing.T) {
 	} {
 		if typ, id := installationTarget([]byte(tt.payload)); typ != tt.typ || id != tt.id {
 			t.Errorf("installationTarget(%s) = %q, %q; want %q, %q", tt.payload, typ, id, tt.typ, tt.id)
+		}
+	}
+}
+
+// send's warnings about a payload GitHub would not send: the size in
+// words, not bytes; not an object; an action other than the one asked for.
+func TestCheckPayloadWarnings(t *testing.T) {
+	for _, tt := range []struct {
+		payload []byte
+		action  string
+		want    string
+	}{
+		{[]byte(`{"a":"` + strings.Repeat("x", 30<<20) + `"}`), "", "the payload is 30 MiB; GitHub never sends more than 25 MiB"},
+		{[]byte(`[1]`), "", "the payload is not a JSON object"},
+		{[]byte(`{"action":"closed"}`), "opened", `asks for action "opened", but the payload's action is "closed"`},
+		{[]byte(`{"\u0061ction":"opened"}`), "opened", ""},
+	} {
+		var got []string
+		checkPayload(tt.payload, sendOptions{name: "issues." + tt.action, action: tt.action}, func(f string, a ...interface{}) {
+			got = append(got, fmt.Sprintf(f, a...))
+		})
+		if tt.want == "" && len(got) != 0 || tt.want != "" && (len(got) != 1 || !strings.Contains(got[0], tt.want)) {
+			t.Errorf("warnings %q, want %q", got, tt.want)
 		}
 	}
 }
