@@ -152,7 +152,11 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 	const total = 300
 	killAt := map[int]bool{90: true, 200: true}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Second)
+	// A hang guard on progress, not a budget for the whole run: each
+	// delivery has stallAfter to be accepted, counted from the acceptance
+	// of the one before, so a loaded machine is slower, never failed.
+	const stallAfter = 60 * time.Second
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	bin := buildHookline(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -231,9 +235,10 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 			killer <- struct{}{}
 		}
 		bodies[seq] = faultBody(seq)
+		stall := time.Now().Add(stallAfter)
 		for attempt := 0; ; attempt++ {
-			if ctx.Err() != nil {
-				t.Fatalf("delivery %d not accepted before the deadline (%d retries so far)\nrelay log:\n%s", seq, retries, rp.stderr())
+			if time.Now().After(stall) {
+				t.Fatalf("delivery %d not accepted within %s of the one before (%d retries so far)\nrelay log:\n%s", seq, stallAfter, retries, rp.stderr())
 			}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, channel, bytes.NewReader(bodies[seq]))
 			req.Header.Set("Content-Type", "application/json")
@@ -256,9 +261,11 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 	close(killer)
 	<-killerDone
 
+	// Every delivery is accepted: the last ones reach the target soon, or
+	// the subscriber has stalled.
 	select {
 	case <-all:
-	case <-ctx.Done():
+	case <-time.After(stallAfter):
 	}
 	// Anything more (a duplicate) would arrive right behind the last one.
 	time.Sleep(200 * time.Millisecond) // room for a stray duplicate over the real sockets to show
