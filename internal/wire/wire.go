@@ -555,16 +555,10 @@ func members(data []byte) (map[string]json.RawMessage, bool) {
 	return obj, true
 }
 
-// jsonKey decodes a valid JSON string literal as encoding/json does
-// (invalid UTF-8 becomes U+FFFD), without its cost in the usual case.
+// jsonKey decodes a member name jsonscan.Object split off.
 func jsonKey(raw []byte) string {
-	inner := raw[1 : len(raw)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner)
-	}
-	var s string
-	_ = json.Unmarshal(raw, &s) // cannot fail: jsonscan checked the literal
-	return s
+	s, _ := jsonscan.String(raw)
+	return string(s)
 }
 
 // SendUserAgent is the User-Agent of deliveries made by `hookline send`
