@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"golang.org/x/term"
 	"io"
 	"maps"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fatih/color"
+	"golang.org/x/term"
 
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
