@@ -310,7 +310,6 @@ var invalidValue = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for fl
 // commandUsageError turns what the flag parser said about cmd's arguments
 // into one line naming the flag as a user types it, with a suggestion.
 func commandUsageError(cmd *ucli.Command, err error) error {
-	dashes := dashOf
 	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
 		name = strings.TrimLeft(name, "-")
 		var names []string
@@ -319,13 +318,13 @@ func commandUsageError(cmd *ucli.Command, err error) error {
 		}
 		hint := ""
 		if best := closest(name, names); best != "" {
-			hint = " (did you mean " + dashes(best) + "?)"
+			hint = " (did you mean " + dashOf(best) + "?)"
 		}
-		return usageErrorf("%s: unknown flag %s%s", cmd.Name, dashes(name), hint)
+		return usageErrorf("%s: unknown flag %s%s", cmd.Name, dashOf(name), hint)
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "flag needs an argument: "); ok {
 		name = strings.TrimLeft(name, "-")
-		return usageErrorf("%s: %s needs a value; run 'hookline %s --help' for its flags", cmd.Name, dashes(name), cmd.Name)
+		return usageErrorf("%s: %s needs a value; run 'hookline %s --help' for its flags", cmd.Name, dashOf(name), cmd.Name)
 	}
 	if m := invalidValue.FindStringSubmatch(err.Error()); m != nil {
 		what := m[3]
@@ -336,7 +335,7 @@ func commandUsageError(cmd *ucli.Command, err error) error {
 				what = "want a duration such as 5s, 30s or 2m"
 			}
 		}
-		return usageErrorf("%s: %s %s: %s", cmd.Name, dashes(m[2]), m[1], what)
+		return usageErrorf("%s: %s %s: %s", cmd.Name, dashOf(m[2]), m[1], what)
 	}
 	return usageErrorf("%s: %v; run 'hookline %s --help' for its flags", cmd.Name, err, cmd.Name)
 }
