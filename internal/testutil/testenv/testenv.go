@@ -59,13 +59,33 @@ func Chromium(t testing.TB, how string) string {
 	return ""
 }
 
-// ModuleRoot is the directory of the hookline module's go.mod, found with
-// `go env GOMOD` from the working directory.
+// ModuleRoot is the directory of the hookline module's go.mod, found by
+// walking up from the working directory (a test runs in its package's
+// directory). It needs no go command on PATH: a test that empties PATH
+// (to hide gh, say) still finds it.
 func ModuleRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	gomod := strings.TrimSpace(string(out))
-	if err != nil || gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("not in the hookline module (go env GOMOD: %q, %v)", gomod, err)
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
 	}
-	return filepath.Dir(gomod), nil
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && modulePath(b) == "github.com/hookline/hookline" {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("not in the hookline module: no go.mod of github.com/hookline/hookline above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// modulePath returns the module path a go.mod declares.
+func modulePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.Trim(strings.TrimSpace(rest), `"`)
+		}
+	}
+	return ""
 }
