@@ -278,24 +278,27 @@ func hookID(target string) string {
 // app_id) for an App's delivery, else the repository, else the
 // organization the payload is about; "" when it names none.
 func installationTarget(payload []byte) (typ, id string) {
-	members, _ := jsonscan.Object(payload)
-	field := func(obj []byte, key string) string {
-		inner, _ := jsonscan.Object(obj)
+	// number is the integer value of member name of the JSON object obj.
+	number := func(obj []byte, name string) string {
+		members, _ := jsonscan.Object(obj)
 		v := ""
-		for _, m := range inner {
-			if string(m.Key) == `"`+key+`"` && len(m.Value) > 0 && m.Value[0] >= '0' && m.Value[0] <= '9' {
+		for _, m := range members {
+			if m.Is(name) && len(m.Value) > 0 && m.Value[0] >= '0' && m.Value[0] <= '9' {
 				v = string(m.Value)
 			}
 		}
 		return v
 	}
+	members, _ := jsonscan.Object(payload)
 	found := map[string]string{}
 	for _, m := range members {
-		switch k := strings.Trim(string(m.Key), `"`); k {
-		case "installation":
-			found["integration"] = field(m.Value, "app_id")
-		case "repository", "organization":
-			found[k] = field(m.Value, "id")
+		switch {
+		case m.Is("installation"):
+			found["integration"] = number(m.Value, "app_id")
+		case m.Is("repository"):
+			found["repository"] = number(m.Value, "id")
+		case m.Is("organization"):
+			found["organization"] = number(m.Value, "id")
 		}
 	}
 	for _, typ := range []string{"integration", "repository", "organization"} {
