@@ -639,9 +639,11 @@ func TestRedisRedeliveryReferenceAcrossReplicas(t *testing.T) {
 	sub := subscribe(t, b.url("refs"), relay.StreamHeader, "1")
 	sub.ready()
 	big := `{"a":"` + strings.Repeat("x", 2<<20) + `"}`
-	// Each delivery is read before the next is made: the subscriber's
-	// queue is bounded by HistoryBytes too, and a reader two 2 MiB
-	// deliveries behind (a loaded machine) is rightly cut off.
+	// Each delivery is read before the next is made: Redis keeps one 2 MiB
+	// delivery (HistoryBytes), and redeliveries made in a row on replica a
+	// can trim the history before a loaded replica b has caught up from it,
+	// when b rightly cuts its subscriber off ("deliveries left the history
+	// before this relay could relay them").
 	read := func(id int) {
 		t.Helper()
 		ev := sub.next()
