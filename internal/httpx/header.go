@@ -39,13 +39,18 @@ var hopByHop = []string{
 // of hopByHop: it describes a request as it reached one server, and is
 // neither kept by the relay nor sent on by the forwarder.
 func IsHopByHop(name string) bool {
-	for _, h := range hopByHop {
-		if strings.EqualFold(h, name) {
-			return true
-		}
-	}
-	return false
+	return hopByHopSet[strings.ToLower(name)] // no copy for a lowercase name (the relay's)
 }
+
+// hopByHopSet is hopByHop in lower case, for IsHopByHop on the relay's
+// path, where every header of every POST is looked up.
+var hopByHopSet = func() map[string]bool {
+	set := map[string]bool{}
+	for _, h := range hopByHop {
+		set[strings.ToLower(h)] = true
+	}
+	return set
+}()
 
 // Forwardable returns a copy of h without what must not be sent on when a
 // request is replayed elsewhere: hop-by-hop headers (those of RFC 9110 and
