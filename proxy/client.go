@@ -578,8 +578,10 @@ func (c *Client) Checkpoint() string { return c.state.Mark() }
 
 // Run subscribes and handles deliveries until ctx is done, then stops
 // reading, lets deliveries already received finish (for up to
-// DrainTimeout, or until Stop) and returns nil. It returns early with an error wrapping
-// ErrPermanent when the relay refuses the channel for good (a 404, say).
+// DrainTimeout, or until Stop) and returns nil. It returns early with an
+// error wrapping ErrPermanent when the relay refuses the channel for good
+// (a 404, say), or ErrLoop when the target sends deliveries back to the
+// channel.
 func (c *Client) Run(ctx context.Context) error {
 	if c.streamURL == "" {
 		return fmt.Errorf("%w: no relay URL to subscribe to", ErrInvalidOptions)

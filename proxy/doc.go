@@ -43,7 +43,8 @@
 //
 // Errors: [New] wraps [ErrInvalidTarget] or [ErrInvalidOptions]; [Run]
 // returns early only with [ErrPermanent] (a relay that refuses the channel
-// for good); [Decode] wraps [ErrMalformedMessage]; failed plugins
+// for good) or [ErrLoop] (the target posts deliveries back to the
+// channel); [Decode] wraps [ErrMalformedMessage]; failed plugins
 // [ErrPluginFailed].
 //
 // docs/PROXY.md holds the rules the client follows and why: relay

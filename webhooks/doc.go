@@ -24,7 +24,8 @@
 //
 // Payload types for every event and action are in package webhooks/payload,
 // generated from GitHub's description of its webhooks; Handle decodes into
-// them (or into any type of yours). Event names are constants
+// them (or into any type of yours), and refuses a type of another event
+// ([ErrWrongPayloadType]); HandleEvent takes the event from the type. Event names are constants
 // (EventIssuesOpened is "issues.opened"); with
 // Options.StrictEventNames, On refuses a name GitHub does not send. A
 // handler reads the delivery's headers in Event.Header (HeaderHookID...).
