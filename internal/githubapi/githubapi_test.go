@@ -204,6 +204,10 @@ func TestDeliveries(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
+	// The rate limit resets an hour from now, in the middle of a minute:
+	// the error names the minute (the reset plus the second GitHub's
+	// advice adds), which a reset near a minute's end would cross.
+	resetAt := time.Now().Add(time.Hour).Truncate(time.Minute).Add(30 * time.Second)
 	gh := githubtest.New(t, "")
 	ctx := context.Background()
 	repo := Repo("octo/hello")
@@ -234,9 +238,9 @@ func TestErrors(t *testing.T) {
 			},
 			is: ErrInvalid, want: []string{"422 Validation Failed (Hook already exists on this repository)"}},
 		{name: "rate limit used up", token: githubtest.Token,
-			refusal: &githubtest.Refusal{Status: 403, Header: http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)}}, Body: `{"message":"API rate limit exceeded"}`},
+			refusal: &githubtest.Refusal{Status: 403, Header: http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {strconv.FormatInt(resetAt.Unix(), 10)}}, Body: `{"message":"API rate limit exceeded"}`},
 			call:    func(c *Client) error { _, err := c.Hooks(ctx, repo); return err },
-			is:      ErrRateLimited, want: []string{"403 API rate limit exceeded", "rate limit is used up; try again after " + time.Now().Add(time.Hour).Format("15:04")}},
+			is:      ErrRateLimited, want: []string{"403 API rate limit exceeded", "rate limit is used up; try again after " + resetAt.Format("15:04")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.refusal != nil {
