@@ -58,6 +58,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hookline/hookline/delivery"
 )
 
 // Version is the capture format version this package writes and reads.
@@ -80,18 +82,14 @@ var (
 	ErrNotCapture = errors.New("not a capture file")
 )
 
-// Delivery is one captured webhook delivery.
-type Delivery struct {
-	ID         string      // delivery id; may be empty for non-GitHub senders
-	Event      string      // event name; required
-	Action     string      // top-level "action" of the payload, if any
-	ReceivedAt time.Time   // when hookline received it
-	Source     string      // where it came from, without credentials
-	Method     string      // HTTP method; empty means POST
-	Query      string      // raw query string, without '?'
-	Headers    http.Header // original request headers
-	Body       []byte      // exact body bytes
-	Note       string      // why it was kept, for a delivery in a failed folder
+// File is a delivery as a capture file holds it: the delivery (its body
+// source is delivery.BodyCapture once read) and what the file says about
+// it.
+type File struct {
+	delivery.Delivery
+	Action string // top-level "action" of the payload, if any
+	Source string // where it came from, without credentials
+	Note   string // why it was kept, for a delivery in a failed folder
 
 	// Path is the file the delivery was read from. Read and Load set it;
 	// Marshal and Write ignore it.
@@ -115,7 +113,7 @@ type document struct {
 }
 
 // Marshal returns the capture document for d, indented for people to read.
-func Marshal(d Delivery) ([]byte, error) {
+func Marshal(d File) ([]byte, error) {
 	if d.Event == "" {
 		return nil, fmt.Errorf("%w: delivery %q has no event name", ErrMalformed, d.ID)
 	}
@@ -150,38 +148,41 @@ func Marshal(d Delivery) ([]byte, error) {
 }
 
 // Unmarshal parses a capture document.
-func Unmarshal(data []byte) (Delivery, error) {
+func Unmarshal(data []byte) (File, error) {
 	var probe struct {
 		Version *int `json:"version"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return Delivery{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return File{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if probe.Version == nil {
-		return Delivery{}, fmt.Errorf("%w: no \"version\" field (%w)", ErrMalformed, ErrNotCapture)
+		return File{}, fmt.Errorf("%w: no \"version\" field (%w)", ErrMalformed, ErrNotCapture)
 	}
 	if *probe.Version != Version {
-		return Delivery{}, fmt.Errorf("%w %d (this hookline reads version %d; upgrade hookline)", ErrVersion, *probe.Version, Version)
+		return File{}, fmt.Errorf("%w %d (this hookline reads version %d; upgrade hookline)", ErrVersion, *probe.Version, Version)
 	}
 	var doc document
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
-		return Delivery{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return File{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	if doc.Event == "" {
-		return Delivery{}, fmt.Errorf("%w: no \"event\" name", ErrMalformed)
+		return File{}, fmt.Errorf("%w: no \"event\" name", ErrMalformed)
 	}
-	d := Delivery{
-		ID:         doc.ID,
-		Event:      doc.Event,
-		Action:     doc.Action,
-		ReceivedAt: doc.ReceivedAt,
-		Source:     doc.Source,
-		Method:     doc.Method,
-		Query:      doc.Query,
-		Headers:    http.Header{},
-		Note:       doc.Note,
+	d := File{
+		Delivery: delivery.Delivery{
+			ID:         doc.ID,
+			Event:      doc.Event,
+			ReceivedAt: doc.ReceivedAt,
+			Method:     doc.Method,
+			Query:      doc.Query,
+			Headers:    http.Header{},
+			BodySource: delivery.BodyCapture,
+		},
+		Action: doc.Action,
+		Source: doc.Source,
+		Note:   doc.Note,
 	}
 	for k, v := range doc.Headers {
 		d.Headers[http.CanonicalHeaderKey(k)] = append(d.Headers[http.CanonicalHeaderKey(k)], v...)
@@ -192,11 +193,11 @@ func Unmarshal(data []byte) (Delivery, error) {
 	case EncodingBase64:
 		b, err := base64.StdEncoding.DecodeString(doc.Body)
 		if err != nil {
-			return Delivery{}, fmt.Errorf("%w: body is not valid base64: %v", ErrMalformed, err)
+			return File{}, fmt.Errorf("%w: body is not valid base64: %v", ErrMalformed, err)
 		}
 		d.Body = b
 	default:
-		return Delivery{}, fmt.Errorf("%w: body_encoding %q (want %q or %q)", ErrMalformed, doc.BodyEncoding, EncodingText, EncodingBase64)
+		return File{}, fmt.Errorf("%w: body_encoding %q (want %q or %q)", ErrMalformed, doc.BodyEncoding, EncodingText, EncodingBase64)
 	}
 	return d, nil
 }
@@ -205,7 +206,7 @@ func Unmarshal(data []byte) (Delivery, error) {
 // with every character outside [A-Za-z0-9_-] of the event and delivery id
 // replaced by '_' and each part cut to 64 bytes, so no header value can
 // steer the file elsewhere (no separators, no dots, no hidden files).
-func FileName(d Delivery) string {
+func FileName(d *delivery.Delivery) string {
 	ts := d.ReceivedAt.UTC().Format("20060102T150405.000Z")
 	id := safePart(d.ID)
 	if id == "" {
@@ -236,7 +237,7 @@ func safePart(s string) string {
 // half-written capture and a failed write (a full disk) leaves nothing
 // behind. An existing file of the same name is never replaced: a numeric
 // suffix is added instead.
-func Write(dir string, d Delivery) (string, error) {
+func Write(dir string, d File) (string, error) {
 	data, err := Marshal(d)
 	if err != nil {
 		return "", err
@@ -258,7 +259,7 @@ func Write(dir string, d Delivery) (string, error) {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("saving delivery %s to %s: %w", d.ID, dir, err)
 	}
-	name := FileName(d)
+	name := FileName(&d.Delivery)
 	base := strings.TrimSuffix(name, ".json")
 	for i := 1; ; i++ {
 		path := filepath.Join(dir, name)
@@ -286,29 +287,29 @@ const MaxFileSize = 64 << 20
 // Read reads one capture file. Errors name the file. Anything but a regular
 // file (a directory, a FIFO that would block) and files over MaxFileSize
 // are refused before reading.
-func Read(path string) (Delivery, error) {
+func Read(path string) (File, error) {
 	// Stat before opening: opening a FIFO would block.
 	st, err := os.Stat(path)
 	if err != nil {
-		return Delivery{}, err
+		return File{}, err
 	}
 	if !st.Mode().IsRegular() {
-		return Delivery{}, fmt.Errorf("%s: %w: not a regular file", path, ErrMalformed)
+		return File{}, fmt.Errorf("%s: %w: not a regular file", path, ErrMalformed)
 	}
 	if st.Size() > MaxFileSize {
-		return Delivery{}, fmt.Errorf("%s: %w: %d bytes, more than a capture file holds (%d)", path, ErrMalformed, st.Size(), MaxFileSize)
+		return File{}, fmt.Errorf("%s: %w: %d bytes, more than a capture file holds (%d)", path, ErrMalformed, st.Size(), MaxFileSize)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return Delivery{}, err
+		return File{}, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return Delivery{}, fmt.Errorf("%s: %w", path, err)
+		return File{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(data) > MaxFileSize {
-		return Delivery{}, fmt.Errorf("%s: %w: more than %d bytes", path, ErrMalformed, MaxFileSize)
+		return File{}, fmt.Errorf("%s: %w: more than %d bytes", path, ErrMalformed, MaxFileSize)
 	}
 	d, err := Unmarshal(data)
 	if err != nil && !errors.Is(err, ErrVersion) {
@@ -322,7 +323,7 @@ func Read(path string) (Delivery, error) {
 		}
 	}
 	if err != nil {
-		return Delivery{}, fmt.Errorf("%s: %w", path, err)
+		return File{}, fmt.Errorf("%s: %w", path, err)
 	}
 	d.Path = path
 	return d, nil
@@ -332,7 +333,7 @@ func Read(path string) (Delivery, error) {
 // the *.json files directly in it, and returns them in received-time order
 // (ties keep the order of the paths). It stops at the first file that cannot
 // be read, naming it; a directory with no capture files is an error too.
-func Load(paths ...string) ([]Delivery, error) {
+func Load(paths ...string) ([]File, error) {
 	ds, errs := LoadAll(paths...)
 	if len(errs) > 0 {
 		return nil, errs[0]
@@ -345,7 +346,7 @@ func Load(paths ...string) ([]Delivery, error) {
 // in received-time order, and one error per path or file it could not read
 // (each naming it), in the order of paths. One bad file never hides the
 // others.
-func LoadAll(paths ...string) ([]Delivery, []error) {
+func LoadAll(paths ...string) ([]File, []error) {
 	var files []string
 	var errs []error
 	for _, p := range paths {
@@ -370,7 +371,7 @@ func LoadAll(paths ...string) ([]Delivery, []error) {
 		sort.Strings(matches)
 		files = append(files, matches...)
 	}
-	out := make([]Delivery, 0, len(files))
+	out := make([]File, 0, len(files))
 	for _, f := range files {
 		d, err := Read(f)
 		if err != nil {

@@ -11,23 +11,26 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 )
 
 var received = time.Date(2026, 11, 22, 10, 0, 0, 123000000, time.UTC)
 
 func TestMarshalGolden(t *testing.T) {
-	d := capture.Delivery{
-		ID:         "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-		Event:      "issues",
-		Action:     "opened",
-		ReceivedAt: received,
-		Source:     "http://127.0.0.1:3333/abc",
-		Method:     "POST",
-		Headers: http.Header{
-			"Content-Type":   {"application/json"},
-			"X-Github-Event": {"issues"},
+	d := capture.File{
+		Delivery: delivery.Delivery{
+			ID:         "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+			Event:      "issues",
+			ReceivedAt: received,
+			Method:     "POST",
+			Headers: http.Header{
+				"Content-Type":   {"application/json"},
+				"X-Github-Event": {"issues"},
+			},
+			Body: []byte(`{"action":"opened","html":"<a>&"}`),
 		},
-		Body: []byte(`{"action":"opened","html":"<a>&"}`),
+		Action: "opened",
+		Source: "http://127.0.0.1:3333/abc",
 	}
 	got, err := capture.Marshal(d)
 	if err != nil {
@@ -72,7 +75,7 @@ func TestRoundTripKeepsBytes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := capture.Delivery{ID: "id-1", Event: "push", ReceivedAt: received, Headers: http.Header{"X-A": {"1", "2"}}, Body: tt.body}
+			in := capture.File{Delivery: delivery.Delivery{ID: "id-1", Event: "push", ReceivedAt: received, Headers: http.Header{"X-A": {"1", "2"}}, Body: tt.body}}
 			data, err := capture.Marshal(in)
 			if err != nil {
 				t.Fatal(err)
@@ -137,7 +140,7 @@ func TestFileNameIsSafe(t *testing.T) {
 		{"push", strings.Repeat("x", 100), "20261122T100000.123Z-push-" + strings.Repeat("x", 64) + ".json"},
 	}
 	for _, tt := range tests {
-		got := capture.FileName(capture.Delivery{Event: tt.event, ID: tt.id, ReceivedAt: received})
+		got := capture.FileName(&delivery.Delivery{Event: tt.event, ID: tt.id, ReceivedAt: received})
 		if got != tt.want {
 			t.Errorf("FileName(event %q, id %q) = %q, want %q", tt.event, tt.id, got, tt.want)
 		}
@@ -146,8 +149,8 @@ func TestFileNameIsSafe(t *testing.T) {
 
 func TestWriteNeverOverwritesAndLoadSorts(t *testing.T) {
 	dir := t.TempDir()
-	later := capture.Delivery{ID: "b", Event: "push", ReceivedAt: received.Add(time.Second), Body: []byte("2")}
-	first := capture.Delivery{ID: "a", Event: "push", ReceivedAt: received, Body: []byte("1")}
+	later := capture.File{Delivery: delivery.Delivery{ID: "b", Event: "push", ReceivedAt: received.Add(time.Second), Body: []byte("2")}}
+	first := capture.File{Delivery: delivery.Delivery{ID: "a", Event: "push", ReceivedAt: received, Body: []byte("1")}}
 	p1, err := capture.Write(dir, later)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +203,7 @@ func TestLoadNamesTheBadFile(t *testing.T) {
 }
 
 func TestWriteToMissingDirFails(t *testing.T) {
-	_, err := capture.Write(filepath.Join(t.TempDir(), "missing"), capture.Delivery{Event: "push"})
+	_, err := capture.Write(filepath.Join(t.TempDir(), "missing"), capture.File{Delivery: delivery.Delivery{Event: "push"}})
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Write to a missing dir error = %v, want os.ErrNotExist", err)
 	}

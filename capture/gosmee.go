@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/jsonscan"
 )
 
@@ -33,10 +34,10 @@ var (
 
 // readGosmee returns the delivery of gosmee's files: body is the .json at
 // path, script the .sh beside it.
-func readGosmee(path string, body, script []byte) (Delivery, error) {
+func readGosmee(path string, body, script []byte) (File, error) {
 	if bytes.Contains(script, []byte(scriptMark)) {
 		// hookline's own script beside a damaged capture: not gosmee's.
-		return Delivery{}, fmt.Errorf("%w: not a capture, and the script beside it is hookline's", ErrMalformed)
+		return File{}, fmt.Errorf("%w: not a capture, and the script beside it is hookline's", ErrMalformed)
 	}
 	h := http.Header{}
 	for _, m := range gosmeeHeader.FindAllSubmatch(script, -1) {
@@ -46,12 +47,14 @@ func readGosmee(path string, body, script []byte) (Delivery, error) {
 		h.Set("Content-Type", string(m[1]))
 	}
 	if len(h) == 0 {
-		return Delivery{}, fmt.Errorf("%w: %s has no -H headers: not a gosmee replay script", ErrMalformed, strings.TrimSuffix(filepath.Base(path), ".json")+".sh")
+		return File{}, fmt.Errorf("%w: %s has no -H headers: not a gosmee replay script", ErrMalformed, strings.TrimSuffix(filepath.Base(path), ".json")+".sh")
 	}
-	d := Delivery{
-		ID:     h.Get("X-Github-Delivery"),
-		Source: "gosmee " + filepath.Base(path), Method: http.MethodPost,
-		Headers: h, Body: body,
+	d := File{
+		Delivery: delivery.Delivery{
+			ID: h.Get("X-Github-Delivery"), Method: http.MethodPost,
+			Headers: h, Body: body, BodySource: delivery.BodyCapture,
+		},
+		Source: "gosmee " + filepath.Base(path),
 	}
 	base := strings.TrimSuffix(filepath.Base(path), ".json")
 	prefix := base

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 )
 
@@ -17,12 +18,12 @@ const scriptMark = "written by hookline"
 // WriteScript writes, beside the capture file at path (as written by
 // Write), `<name>.body` with d's exact body and `<name>.sh`, a POSIX shell
 // script that re-sends d with curl: its method, the headers hookline's
-// forwarder sends (header.Forwardable: not Host, Content-Length nor
+// forwarder sends (httpx.Forwardable: not Host, Content-Length nor
 // hop-by-hop ones, which curl writes itself), and its body byte for byte
 // (--data-binary, never -d, which strips line breaks and so breaks
 // signatures), to the URL given as its first argument, else target (if
 // not empty). It returns the script's path.
-func WriteScript(path string, d Delivery, target string) (string, error) {
+func WriteScript(path string, d *delivery.Delivery, target string) (string, error) {
 	base := strings.TrimSuffix(path, ".json")
 	if err := os.WriteFile(base+".body", d.Body, 0o600); err != nil {
 		return "", fmt.Errorf("saving the body of delivery %s: %w", d.ID, err)

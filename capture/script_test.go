@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
@@ -23,7 +24,7 @@ func TestWriteScriptResendsExactBytes(t *testing.T) {
 		testenv.Missing(t, "curl", "install Debian's curl")
 	}
 	body := []byte("{\n  \"a\": \"it's\"\n}\r\n\xff\x00end")
-	d := capture.Delivery{
+	d := &delivery.Delivery{
 		ID: "d-1", Event: "push", ReceivedAt: time.Unix(1700000000, 0), Method: http.MethodPost, Query: "x=1&y=it%27s",
 		Headers: http.Header{
 			"Content-Type": {"application/json"}, "X-Github-Event": {"push"}, "X-Github-Delivery": {"d-1"},
@@ -32,7 +33,7 @@ func TestWriteScriptResendsExactBytes(t *testing.T) {
 		Body: body,
 	}
 	dir := t.TempDir()
-	path, err := capture.Write(dir, d)
+	path, err := capture.Write(dir, capture.File{Delivery: *d})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,10 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/jsonscan"
+	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
@@ -31,22 +33,17 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultTargetTimeout = 30 * time.Second
-	DefaultDrainTimeout  = 10 * time.Second
+	defaultTargetTimeout = 30 * time.Second
+	defaultDrainTimeout  = 10 * time.Second
 	// GitHubTimeout is how long GitHub waits for a webhook's answer: a
 	// delivery answered later, or with a status other than 2xx, is recorded
 	// as failed on GitHub's side (and GitHub does not send it again on its
 	// own). TargetResult.GitHubWouldFail applies it to the target's answer.
 	GitHubTimeout = 10 * time.Second
-	// DefaultQueueSize is how many received deliveries may wait for a
+	// defaultQueueSize is how many received deliveries may wait for a
 	// worker before the client stops reading the stream (the relay then
 	// holds them).
-	DefaultQueueSize = 256
-	// StreamHeader is sent with every subscription: a hookline relay then
-	// adds the exact body bytes (bodyB) to each message. Other relays
-	// ignore it. With it goes wire.LeanHeader: a hookline relay that knows
-	// it leaves "body" out (bodyB carries the body), half the bytes to read.
-	StreamHeader = wire.StreamHeader
+	defaultQueueSize = 256
 )
 
 // Errors returned by New.
@@ -65,11 +62,17 @@ var (
 type Options struct {
 	// URL is the relay channel URL (the one GitHub posts to).
 	URL string
-	// Format is the relay's format when known; empty detects it (see
-	// StreamURL and Subscribe).
-	Format Format
-	// Transport opens the event stream. If nil, &SSETransport{}.
-	Transport Transport
+	// Format is the relay's format when known; empty detects it (a gosmee
+	// channel URL is recognised by the page it serves).
+	Format delivery.Format
+	// MaxBackoff caps the wait between reconnection attempts (jittered,
+	// exponential from 250 ms). If zero, 30 s.
+	MaxBackoff time.Duration
+	// RelayClient makes the requests to the relay: the event stream and
+	// the bodies a hookline relay sends by link. If nil, a client on
+	// http.DefaultTransport. Its Timeout is ignored for the stream, which
+	// has no overall deadline (an idle stream is cut after 90 s).
+	RelayClient *http.Client
 	// LastEventID resumes a channel after an id saved by an earlier run. It
 	// wins over the id in StateFile.
 	LastEventID string
@@ -85,10 +88,6 @@ type Options struct {
 	// directory is created when missing. Nothing is stored for a relay
 	// whose ids are not durable (smee.io).
 	StateFile string
-	// Stream tunes reconnection (backoff, resume rule). Its URL,
-	// LastEventID and OnState fields are set by the Client.
-	Stream StreamOptions
-
 	// Secret, when not empty, verifies every delivery: a delivery whose
 	// X-Hub-Signature-256 (or legacy X-Hub-Signature) does not match the
 	// exact body under Secret or one of AdditionalSecrets is never
@@ -102,19 +101,23 @@ type Options struct {
 	// [*webhooks.Emitter] (with [RegisterPlugins] for plugins), or any
 	// value with that Receive method. If nil, no local handler runs.
 	//
-	// A *webhooks.Webhooks brings its secrets: without Secret, deliveries
-	// are verified with them (VerifyWithFallback), and one that fails is
-	// neither handled nor forwarded. Handlers never run on an unverified
-	// delivery (no secret anywhere) unless AllowUnverified is set.
+	// Handlers never run on an unverified delivery (no Secret nor
+	// Verifier) unless AllowUnverified is set.
 	Handlers interface {
 		Receive(ctx context.Context, e webhooks.Event) error
+	}
+	// Verifier, when Secret is empty, checks signatures instead: give the
+	// *webhooks.Webhooks of Handlers to verify with its secrets. A delivery
+	// it does not pass is neither handled nor forwarded.
+	Verifier interface {
+		VerifyWithFallback(payload []byte, sig string) (bool, error)
 	}
 	// AllowUnverified runs Handlers on deliveries no secret could check:
 	// anyone who can post to the channel then reaches them.
 	AllowUnverified bool
 
 	// Target, if not empty, is the URL each delivery is replayed to, with
-	// its exact body, method, content type and headers (see ForwardRequest).
+	// its exact body, method, content type and headers (see forwardRequest).
 	Target string
 	// NoQuery drops the delivery's query string instead of adding it to
 	// Target's.
@@ -124,7 +127,7 @@ type Options struct {
 	// secret than GitHub's.
 	ResignSecret string
 	// TargetHeader is set on every request to Target, replacing the
-	// delivery's headers of the same names (see ForwardOptions.Header).
+	// delivery's headers of the same names (see forwardOptions.Header).
 	// Credentials here are never saved nor printed by hookline.
 	TargetHeader http.Header
 	// HTTPClient sends to Target. If nil, a rest.Client with TargetTimeout
@@ -133,11 +136,11 @@ type Options struct {
 	// adds "Accept-Encoding: gzip" to deliveries whose sender sent none.
 	HTTPClient *rest.Client
 	// TargetTimeout bounds one attempt to Target. If zero,
-	// DefaultTargetTimeout. Ignored when HTTPClient is set.
+	// 30 s. Ignored when HTTPClient is set.
 	TargetTimeout time.Duration
 	// Retry says which failed requests to the target are sent again. If
 	// nil, SafeRetry(): only what surely did not reach the target's handler
-	// (see RetryUnsent), so that a handler with side effects never runs
+	// (see retryUnsent), so that a handler with side effects never runs
 	// twice for one delivery, as with GitHub, which sends once. Give
 	// &rest.RetryPolicy{} to retry 5xx answers and timeouts too. Ignored
 	// when HTTPClient is set.
@@ -174,7 +177,7 @@ type Options struct {
 	// (or X-Request-Id) was read in the last DedupWindow, among the last
 	// DedupSize ids, is skipped and reported with Result.Duplicate, unless
 	// it is a redelivery (see Result.Redelivery). If zero,
-	// DefaultDedupWindow (1 hour) and DefaultDedupSize (10,000); if
+	// defaultDedupWindow (1 hour) and defaultDedupSize (10,000); if
 	// either is negative, nothing is skipped.
 	DedupWindow time.Duration
 	DedupSize   int
@@ -183,10 +186,10 @@ type Options struct {
 	Source string
 
 	// DrainTimeout bounds how long deliveries already received may take to
-	// finish once the context is done. If zero, DefaultDrainTimeout.
+	// finish once the context is done. If zero, 10 s.
 	DrainTimeout time.Duration
 	// QueueSize bounds the deliveries waiting for a worker. If zero,
-	// DefaultQueueSize.
+	// 256.
 	QueueSize int
 
 	// OnResult, if not nil, is called once per delivery when it is done
@@ -196,9 +199,37 @@ type Options struct {
 	// OnState, if not nil, is called on every connection state change.
 	OnState func(StateChange)
 	// Logger receives warnings: malformed messages, gaps reported by the
-	// relay, unknown event names, legacy signatures. If nil, slog.Default().
+	// relay, unknown event names, lost deliveries. Without OnResult it also
+	// gets, at WARN, every delivery whose signature failed or that the
+	// target did not take, so that an embedding program sees failures. If
+	// nil, slog.Default().
 	Logger *slog.Logger
+
+	// Test seams (export_test.go): the transport (nil: an
+	// sse.HTTPTransport on RelayClient) and the reconnect loop's options.
+	transport sse.Transport
+	stream    sse.Options
 }
+
+// StateChange reports one change of the subscription's state; State is
+// the new state (see the State constants).
+type StateChange = sse.StateChange
+
+// State is a subscription's state.
+type State = sse.State
+
+// The subscription states, in the order a connection goes through them.
+const (
+	StateConnecting   = sse.StateConnecting   // an attempt has started
+	StateConnected    = sse.StateConnected    // the relay answered with an event stream
+	StateReady        = sse.StateReady        // a hookline relay said how many deliveries it kept (StateChange.Pending)
+	StateDisconnected = sse.StateDisconnected // the attempt ended; the loop retries after StateChange.RetryIn
+	StateStopped      = sse.StateStopped      // Run's subscription ended; StateChange.Err says why
+)
+
+// ErrPermanent is wrapped by Run's error when the relay refuses the channel
+// for good (a 404, say): reconnecting cannot fix it.
+var ErrPermanent = sse.ErrPermanent
 
 // Verification is the outcome of checking a delivery's signature.
 type Verification string
@@ -212,7 +243,7 @@ const (
 
 // Result is what happened to one delivery.
 type Result struct {
-	Delivery *Delivery
+	Delivery *delivery.Delivery
 	// Received is when the client read the delivery from the stream.
 	Received time.Time
 	// Action, Repository and Sender are read from the payload for the
@@ -256,7 +287,7 @@ type Result struct {
 	SaveErr error
 
 	// FailedFile is the capture file written in FailedDir for a delivery
-	// the target did not take (Target.Failed()) or whose signature failed
+	// the target did not take (!Target.OK()) or whose signature failed
 	// (its Note says which); FailedErr why that write failed. Both are
 	// empty otherwise, or when there is no FailedDir.
 	FailedFile string
@@ -273,7 +304,7 @@ func (r Result) OK() bool {
 // file keeps it for a replay (no FailedDir, or writing there failed). The
 // relay may still have it.
 func (r Result) Lost() bool {
-	return r.Target != nil && r.Target.Failed() && r.FailedFile == "" && r.Saved == ""
+	return r.Target != nil && !r.Target.OK() && r.FailedFile == "" && r.Saved == ""
 }
 
 // TargetResult is the outcome of forwarding one delivery.
@@ -309,14 +340,12 @@ func (t *TargetResult) Summary() string {
 // handler goes on to answer).
 func (t *TargetResult) GitHubWouldFail() bool { return !t.OK() || t.Duration > GitHubTimeout }
 
-// OK reports whether the target answered 2xx.
+// OK reports whether the target answered 2xx. A delivery it did not take
+// is kept in the failed folder: a 404 from a wrong path is fixed by
+// replaying the same bytes to the right URL, a 5xx by replaying once the
+// target is back.
 func (t *TargetResult) OK() bool { return t.Err == nil && t.Status >= 200 && t.Status < 300 }
 
-// Failed reports whether the target did not take the delivery: no answer
-// or a status other than 2xx. Such a delivery is kept in the failed folder:
-// a 404 from a wrong path is fixed by replaying the same bytes to the right
-// URL, a 5xx by replaying once the target is back.
-func (t *TargetResult) Failed() bool { return !t.OK() }
 
 // Stats count what a Client did. All counts are deliveries.
 type Stats struct {
@@ -358,11 +387,9 @@ type Client struct {
 	state     *checkpoint
 	skip      map[string]bool // event ids a state file lists as done
 	seq       uint64          // deliveries read so far (the reading goroutine's)
-	lastID    string          // the id of the last event read
-	perConn   atomic.Bool     // a control event set an id: ids are per connection
 	stateWarn atomic.Bool     // a state write failed and was reported
 	// writeCapture saves a capture file; tests replace it to inject errors.
-	writeCapture func(dir string, d capture.Delivery) (string, error)
+	writeCapture func(dir string, d capture.File) (string, error)
 
 	stats struct {
 		received, filtered, verified, verifyFailed, unverified, handlerFails,
@@ -376,9 +403,10 @@ type Client struct {
 
 // item is a delivery on its way to a worker.
 type item struct {
-	d          *Delivery
+	d          *delivery.Delivery
 	read       time.Time // when it was read from the stream
 	seq        uint64
+	durable    bool // its event id may be stored (sse.Event.Durable)
 	duplicate  bool
 	redelivery bool
 }
@@ -392,7 +420,7 @@ func New(opts Options) (*Client, error) {
 	}
 	var err error
 	if opts.URL != "" {
-		if c.streamURL, err = StreamURL(opts.URL, opts.Format); err != nil {
+		if c.streamURL, err = sse.StreamURL(opts.URL, opts.Format); err != nil {
 			return nil, fmt.Errorf("%w: relay URL: %v", ErrInvalidOptions, err)
 		}
 	}
@@ -411,8 +439,8 @@ func New(opts Options) (*Client, error) {
 			return nil, fmt.Errorf("%w: AdditionalSecrets[%d] is empty", ErrInvalidOptions, i)
 		}
 	}
-	if opts.LastEventID != "" && !usableEventID(opts.LastEventID) {
-		return nil, fmt.Errorf("%w: LastEventID must be at most %d bytes with no control characters", ErrInvalidOptions, maxEventIDLen)
+	if opts.LastEventID != "" && !sse.UsableEventID(opts.LastEventID) {
+		return nil, fmt.Errorf("%w: LastEventID must be at most %d bytes with no control characters", ErrInvalidOptions, sse.MaxEventIDLen)
 	}
 	if opts.Concurrency < 0 {
 		return nil, fmt.Errorf("%w: concurrency %d is negative", ErrInvalidOptions, opts.Concurrency)
@@ -433,7 +461,7 @@ func New(opts Options) (*Client, error) {
 		if hc == nil {
 			timeout := opts.TargetTimeout
 			if timeout <= 0 {
-				timeout = DefaultTargetTimeout
+				timeout = defaultTargetTimeout
 			}
 			retry := opts.Retry
 			if retry == nil {
@@ -445,21 +473,21 @@ func New(opts Options) (*Client, error) {
 			t.DisableCompression = true
 			hc = &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: t}, Retry: retry}
 		}
-		c.fwd = newForwarder(target, hc, ForwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Header: opts.TargetHeader})
+		c.fwd = newForwarder(target, hc, forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Header: opts.TargetHeader})
 	}
 	return c, nil
 }
 
 // SafeRetry returns the retry policy for a target whose handler must not
-// run twice for one delivery: RetryUnsent with 8 attempts, which waits for
+// run twice for one delivery: retryUnsent with 8 attempts, which waits for
 // a target that is not up yet for about 20 s at the most (backoff from
 // 500 ms to 5 s, with jitter) before the delivery goes to the failed
 // folder.
 func SafeRetry() *rest.RetryPolicy {
-	return &rest.RetryPolicy{MaxAttempts: 8, BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, Retryable: RetryUnsent}
+	return &rest.RetryPolicy{MaxAttempts: 8, BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, Retryable: retryUnsent}
 }
 
-// RetryUnsent is a rest.RetryPolicy.Retryable that retries only what
+// retryUnsent is a rest.RetryPolicy.Retryable that retries only what
 // surely did not reach the target's handler: a connection that could not
 // be made (refused: the server is not up yet, or restarting; an unknown
 // host; not a certificate error, which waiting does not fix), and a 429 or
@@ -468,7 +496,7 @@ func SafeRetry() *rest.RetryPolicy {
 // connection cut after the request was sent is not retried: the handler may
 // have run. (A request on a kept-alive connection that the server had
 // closed is resent by net/http itself, before anything is written.)
-func RetryUnsent(resp *http.Response, err error) bool {
+func retryUnsent(resp *http.Response, err error) bool {
 	if err != nil {
 		var op *net.OpError
 		return httpx.CertError(err) == nil && errors.As(err, &op) && op.Op == "dial"
@@ -480,66 +508,13 @@ func RetryUnsent(resp *http.Response, err error) bool {
 	return false
 }
 
-// parseTarget checks a target URL (see parseHTTPURL).
+// parseTarget checks a target URL (see httpx.ParseHTTPURL).
 func parseTarget(s string) (*url.URL, error) {
-	u, err := parseHTTPURL(s)
+	u, err := httpx.ParseHTTPURL(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidTarget, err)
 	}
 	return u, nil
-}
-
-// parseHTTPURL checks an absolute http or https URL with a host, for a
-// target or a channel. Its errors quote what was typed (credentials
-// hidden) and, for a URL without a scheme, suggest http://.
-func parseHTTPURL(s string) (*url.URL, error) {
-	u, err := url.Parse(s)
-	shown := httpx.RedactURL(s) // "<invalid URL>" when it does not parse
-	if err != nil && !strings.Contains(s, "@") {
-		shown = s // no credentials to hide: as typed
-	}
-	if !strings.Contains(s, "://") {
-		rest := strings.TrimPrefix(shown, "//")
-		return nil, fmt.Errorf("%q has no scheme; did you mean %s://%s?", shown, likelyScheme(rest), rest)
-	}
-	switch {
-	case err != nil:
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("%q: %v", shown, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("%q must start with http:// or https://", shown)
-	case u.Host == "":
-		return nil, fmt.Errorf("%q has no host", shown)
-	}
-	return u, nil
-}
-
-// likelyScheme guesses the scheme a URL typed without one meant: http for
-// this machine and private networks (a local server rarely has TLS),
-// https for a public host (smee.io/abc is https://smee.io/abc).
-func likelyScheme(hostPath string) string {
-	host := hostPath
-	if i := strings.IndexAny(host, "/?#"); i >= 0 {
-		host = host[:i]
-	}
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(strings.ToLower(host), "[]")
-	if ip := net.ParseIP(host); ip != nil {
-		if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() {
-			return "http"
-		}
-		return "https"
-	}
-	if host == "localhost" || !strings.Contains(host, ".") || strings.HasSuffix(host, ".localhost") ||
-		strings.HasSuffix(host, ".local") || strings.HasSuffix(host, ".test") || strings.HasSuffix(host, ".internal") {
-		return "http"
-	}
-	return "https"
 }
 
 // Stats returns the counts so far. It is safe to call while Run runs.
@@ -586,13 +561,9 @@ func (c *Client) Run(ctx context.Context) error {
 	if c.streamURL == "" {
 		return fmt.Errorf("%w: no relay URL to subscribe to", ErrInvalidOptions)
 	}
-	workers := c.opts.Concurrency
-	if workers < 1 {
-		workers = 1
-	}
 	qsize := c.opts.QueueSize
 	if qsize <= 0 {
-		qsize = DefaultQueueSize
+		qsize = defaultQueueSize
 	}
 	queue := make(chan item, qsize)
 
@@ -604,7 +575,7 @@ func (c *Client) Run(ctx context.Context) error {
 	defer c.stop.Store(nil)
 	drain := c.opts.DrainTimeout
 	if drain <= 0 {
-		drain = DefaultDrainTimeout
+		drain = defaultDrainTimeout
 	}
 	stopDrainTimer := context.AfterFunc(ctx, func() {
 		t := time.AfterFunc(drain, cancelWork)
@@ -613,18 +584,12 @@ func (c *Client) Run(ctx context.Context) error {
 	})
 	defer stopDrainTimer()
 
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for it := range queue {
-				c.handle(work, it)
-			}
-		}()
-	}
+	wg := workers(c.opts.Concurrency, queue, func(it item) { c.handle(work, it) })
 
-	so := c.opts.Stream
+	so := c.opts.stream
+	if c.opts.MaxBackoff > 0 {
+		so.MaxBackoff = c.opts.MaxBackoff
+	}
 	so.URL = c.streamURL
 	so.LastEventID = c.state.Mark()
 	so.OnState = c.opts.OnState
@@ -632,13 +597,16 @@ func (c *Client) Run(ctx context.Context) error {
 	if so.Header == nil {
 		so.Header = http.Header{}
 	}
-	so.Header.Set(StreamHeader, "1")
+	so.Header.Set(wire.StreamHeader, "1")
 	so.Header.Set(wire.LeanHeader, "1")
 	so.Header.Set(wire.LinkHeader, "1")
+	t := c.opts.transport
+	if t == nil {
+		t = &sse.HTTPTransport{Client: c.opts.RelayClient}
+	}
 	subCtx, stopSub := context.WithCancelCause(ctx)
 	defer stopSub(nil)
-	err := Subscribe(subCtx, c.opts.Transport, so, func(ev SSEEvent) {
-		c.noteID(ev)
+	err := sse.Subscribe(subCtx, t, so, func(ev sse.Event) {
 		if d := c.decode(ev); d != nil {
 			if n := c.loops.cameBack(d.ID, d.EventID, time.Now()); n >= loopLimit {
 				err := fmt.Errorf("%w: delivery %s came back to the channel %d times within %s of being sent to the target; is the target the channel's own URL, or does it post deliveries back to it?",
@@ -647,7 +615,7 @@ func (c *Client) Run(ctx context.Context) error {
 				stopSub(err)
 				return
 			}
-			if d.link != "" {
+			if d.Link != "" {
 				if err := c.fetchBody(ctx, d); err != nil && ctx.Err() != nil {
 					c.logger.Warn("shutting down: delivery received but its body not fetched; it stays in the relay's history",
 						"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
@@ -657,7 +625,7 @@ func (c *Client) Run(ctx context.Context) error {
 					return
 				}
 			}
-			it := c.classify(d)
+			it := c.classify(d, ev.Durable)
 			select {
 			case queue <- it:
 			case <-ctx.Done():
@@ -757,25 +725,20 @@ const linkFetchTimeout = 2 * time.Minute
 // stream's HTTP client and rest's retries. The link is a reference relative
 // to the stream's URL; the relay keeps the body for it until a later link
 // is fetched or the stream ends.
-func (c *Client) fetchBody(ctx context.Context, d *Delivery) error {
-	ref, err := url.Parse(d.link)
+func (c *Client) fetchBody(ctx context.Context, d *delivery.Delivery) error {
+	ref, err := url.Parse(d.Link)
 	if err != nil || ref.Scheme != "" || ref.Host != "" {
-		return fmt.Errorf("%w: bodyLink %q is not a relative URL reference", ErrMalformedMessage, d.link)
+		return fmt.Errorf("%w: bodyLink %q is not a relative URL reference", errMalformed, d.Link)
 	}
 	base, err := url.Parse(c.streamURL)
 	if err != nil {
 		return err
 	}
-	hc := http.DefaultClient
-	limit := DefaultMaxEventSize
-	if t, ok := c.opts.Transport.(*SSETransport); ok {
-		if t.Client != nil {
-			hc = t.Client
-		}
-		if t.MaxEventSize > 0 {
-			limit = t.MaxEventSize
-		}
+	hc := c.opts.RelayClient
+	if hc == nil {
+		hc = http.DefaultClient
 	}
+	limit := sse.DefaultMaxEventSize
 	ctx, cancel := context.WithTimeout(ctx, linkFetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.ResolveReference(ref).String(), nil)
@@ -797,15 +760,16 @@ func (c *Client) fetchBody(ctx context.Context, d *Delivery) error {
 	if _, err := io.ReadFull(resp.Body, body); err != nil {
 		return fmt.Errorf("fetching the body of delivery %s: %w", d.ID, err)
 	}
-	d.Body, d.link = body, ""
+	d.Body, d.Link, d.BodySource = body, "", delivery.BodyLinked
 	return nil
 }
 
 // decode reads one relay event, counting and logging what is not a
 // delivery. It returns nil for those.
-func (c *Client) decode(ev SSEEvent) *Delivery {
-	m, err := Decode(ev)
-	if err != nil {
+func (c *Client) decode(ev sse.Event) *delivery.Delivery {
+	d, gap, err := decodeEvent(ev)
+	switch {
+	case err != nil:
 		c.stats.malformed.Add(1)
 		if errors.Is(err, bufio.ErrTooLong) {
 			c.keepSkipped(ev, "too large to receive", err)
@@ -816,67 +780,36 @@ func (c *Client) decode(ev SSEEvent) *Delivery {
 			}
 			c.logger.Warn("skipping a relay message that is not a delivery", "err", err)
 		}
-		return nil
-	}
-	switch m.Kind {
-	case KindDelivery:
+	case d != nil:
 		c.stats.received.Add(1)
-		return m.Delivery
-	case KindGap:
+	case gap != nil:
 		c.stats.gaps.Add(1)
-		if m.Gap.Reason == "unknown" {
+		if gap.Reason == "unknown" {
 			// Not a loss this client could have avoided: the relay's ids
 			// started again (a relay that keeps its history in memory).
-			c.logger.Warn("the relay restarted and its history is new: what it held after the id resumed from is gone (a relay keeps deliveries across restarts with --data-dir or Redis)", "after_id", m.Gap.RequestedID)
-		} else if m.Gap.RequestedID != "" || m.Gap.OldestID != "" {
-			c.logger.Warn("the relay lost deliveries while this client was away", "after_id", m.Gap.RequestedID, "oldest_kept", m.Gap.OldestID)
+			c.logger.Warn("the relay restarted and its history is new: what it held after the id resumed from is gone (a relay keeps deliveries across restarts with --data-dir or Redis)", "after_id", gap.LastEventID)
+		} else if gap.LastEventID != "" || gap.Oldest != "" {
+			c.logger.Warn("the relay lost deliveries while this client was away", "after_id", gap.LastEventID, "oldest_kept", gap.Oldest)
 		} else {
 			c.logger.Warn("the relay lost deliveries while this client was away")
 		}
 	default:
-		c.logger.Debug("relay control event", "name", m.Name)
+		c.logger.Debug("relay control event", "name", ev.Event)
 	}
-	return nil
-}
-
-// noteID follows the relay's ids the way Subscribe does (see Resume): a
-// control event that sets a new id means the ids are per connection, and
-// then nothing is stored in the state file. It runs on the reading
-// goroutine.
-func (c *Client) noteID(ev SSEEvent) {
-	if !usableEventID(ev.ID) {
-		return // Subscribe has already cleared it
-	}
-	if ev.ID != "" && ev.ID != c.lastID && isControlEvent(ev) && !c.perConn.Load() {
-		c.perConn.Store(true)
-		c.logger.Debug("the relay numbers events per connection; the state file is not updated")
-	}
-	c.lastID = ev.ID
-}
-
-// durableIDs reports whether event ids may be stored and compared across
-// connections.
-func (c *Client) durableIDs() bool {
-	switch c.opts.Stream.Resume {
-	case ResumeAlways:
-		return true
-	case ResumeNever:
-		return false
-	}
-	return !c.perConn.Load()
+	return d
 }
 
 // classify numbers a delivery in read order and decides whether it is a
 // duplicate. It runs on the reading goroutine.
-func (c *Client) classify(d *Delivery) item {
-	it := item{d: d, seq: c.seq, read: time.Now()}
+func (c *Client) classify(d *delivery.Delivery, durable bool) item {
+	it := item{d: d, seq: c.seq, read: time.Now(), durable: durable}
 	c.seq++
 	if d.EventID != "" && c.skip[d.EventID] {
 		delete(c.skip, d.EventID)
 		it.duplicate = true
 		return it
 	}
-	it.duplicate, it.redelivery = c.dedup.check(d.ID, d.EventID, c.durableIDs(), time.Now())
+	it.duplicate, it.redelivery = c.dedup.check(d.ID, d.EventID, durable, time.Now())
 	return it
 }
 
@@ -885,16 +818,44 @@ func (c *Client) classify(d *Delivery) item {
 // check, Events/Ignore, verification, Handlers and Target at the same
 // time, SaveDir and FailedDir. It reports the Result to OnResult too, and
 // returns it. It is safe for concurrent use, and needs no URL.
-func (c *Client) Handle(ctx context.Context, d *Delivery) Result {
+func (c *Client) Handle(ctx context.Context, d *delivery.Delivery) Result {
 	dup, redelivery := c.dedup.check(d.ID, d.EventID, false, time.Now())
 	r := c.process(ctx, d, dup, redelivery)
 	c.report(r)
 	return r
 }
 
-// Replay is Handle for a delivery saved in a capture file.
-func (c *Client) Replay(ctx context.Context, cd capture.Delivery) Result {
-	return c.Handle(ctx, fromCapture(cd))
+// Replay runs ds (from capture files, say) through Handle, Concurrency at
+// a time (one: in order), reporting each Result to OnResult; Stats counts
+// them. It returns once all are done, or, when ctx ends, once those
+// started are done, with ctx's error.
+func (c *Client) Replay(ctx context.Context, ds []*delivery.Delivery) error {
+	queue := make(chan *delivery.Delivery)
+	wg := workers(c.opts.Concurrency, queue, func(d *delivery.Delivery) { c.Handle(ctx, d) })
+	defer wg.Wait()
+	defer close(queue)
+	for _, d := range ds {
+		select {
+		case queue <- d:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// workers starts n goroutines (at least one) that run do on what queue
+// carries until it is closed; wait on the WaitGroup.
+func workers[T any](n int, queue <-chan T, do func(T)) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for range max(1, n) {
+		wg.Go(func() {
+			for v := range queue {
+				do(v)
+			}
+		})
+	}
+	return &wg
 }
 
 // handle runs one delivery read by Run, stores the checkpoint and reports
@@ -905,15 +866,15 @@ func (c *Client) handle(ctx context.Context, it item) {
 	waited := time.Since(it.read)
 	r := c.process(ctx, it.d, it.duplicate, it.redelivery)
 	r.Waited = waited
-	c.state.finish(it.seq, it.d.EventID, c.durableIDs())
+	c.state.finish(it.seq, it.d.EventID, it.durable)
 	c.report(r)
 }
 
 // process is the pipeline: filter, verify, handlers ∥ forward, save.
-func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery bool) (r Result) {
+func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, redelivery bool) (r Result) {
 	r = Result{Delivery: d, Received: time.Now(), Duplicate: duplicate, Redelivery: redelivery}
-	if d.BodySource == BodyCapture && !d.Timestamp.IsZero() {
-		r.Received = d.Timestamp
+	if d.BodySource == delivery.BodyCapture && !d.ReceivedAt.IsZero() {
+		r.Received = d.ReceivedAt
 	}
 	payload := payloadJSON(d)
 	r.Action, r.Repository, r.Sender = summarize(payload)
@@ -932,13 +893,10 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 	}
 
 	r.Verification, r.VerifyNote = verifyDelivery(d, c.opts.Secret, c.opts.AdditionalSecrets...)
-	if v, ok := c.opts.Handlers.(interface {
-		VerifyWithFallback(payload []byte, sig string) (bool, error)
-	}); ok && r.Verification == VerificationSkipped {
-		// The handlers' own secret (a *webhooks.Webhooks) protects them.
+	if v := c.opts.Verifier; v != nil && r.Verification == VerificationSkipped {
 		r.Verification, r.VerifyNote = VerificationPassed, ""
-		if ok, _ := v.VerifyWithFallback(d.Body, d.Signature); !ok {
-			r.Verification, r.VerifyNote = VerificationFailed, "the signature does not match the secret of the webhooks.Webhooks given as Handlers"
+		if sig, _ := d.Signature(); !verifiedBy(v, d.Body, sig) {
+			r.Verification, r.VerifyNote = VerificationFailed, "the signature does not match the Verifier's secrets"
 		}
 	}
 	switch r.Verification {
@@ -990,7 +948,7 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 	switch {
 	case r.Verification == VerificationFailed:
 		note = "not passed on: " + r.VerifyNote + " (replay it with the right secret)"
-	case r.Target != nil && r.Target.Failed():
+	case r.Target != nil && !r.Target.OK():
 		note = "the target answered " + r.Target.Summary()
 	}
 	if c.opts.SaveDir == "" && (note == "" || c.failedDir == "") {
@@ -998,15 +956,12 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 		c.noteLost(r, d)
 		return r
 	}
-	cd := capture.Delivery{
-		ID: d.ID, Event: captureEvent(d), Action: r.Action, ReceivedAt: r.Received,
-		Source: c.source, Method: d.Method, Query: d.Query.Encode(),
-		Headers: saveableHeader(d.Headers), Body: d.Body,
-	}
+	cd := capture.File{Delivery: *d, Action: r.Action, Source: c.source}
+	cd.Event, cd.ReceivedAt, cd.Headers = captureEvent(d), r.Received, saveableHeader(d.Headers)
 	if c.opts.SaveDir != "" {
 		r.Saved, r.SaveErr = c.writeCapture(c.opts.SaveDir, cd)
 		if r.SaveErr == nil && c.opts.SaveScripts {
-			_, r.SaveErr = capture.WriteScript(r.Saved, cd, c.opts.Target)
+			_, r.SaveErr = capture.WriteScript(r.Saved, &cd.Delivery, c.opts.Target)
 		}
 		if r.SaveErr != nil {
 			c.stats.saveFails.Add(1)
@@ -1027,8 +982,16 @@ func (c *Client) process(ctx context.Context, d *Delivery, duplicate, redelivery
 	return r
 }
 
+// verifiedBy reports whether v passes sig over body.
+func verifiedBy(v interface {
+	VerifyWithFallback(payload []byte, sig string) (bool, error)
+}, body []byte, sig string) bool {
+	ok, err := v.VerifyWithFallback(body, sig)
+	return ok && err == nil
+}
+
 // noteLost counts and logs d when r says it was lost.
-func (c *Client) noteLost(r Result, d *Delivery) {
+func (c *Client) noteLost(r Result, d *delivery.Delivery) {
 	if r.Lost() {
 		c.stats.lost.Add(1)
 		c.logger.Warn("the target did not take a delivery and it was not saved; the relay may still have it",
@@ -1041,14 +1004,14 @@ func (c *Client) noteLost(r Result, d *Delivery) {
 // be fetched"): the client goes on past it (its id counts as read, or every
 // reconnect would receive it again), so the note is what tells the user
 // that a delivery the relay acknowledged did not arrive, and how to get it.
-func (c *Client) keepSkipped(ev SSEEvent, why string, cause error) {
+func (c *Client) keepSkipped(ev sse.Event, why string, cause error) {
 	if c.failedDir == "" {
 		c.stats.lost.Add(1)
 		c.logger.Error("a delivery "+why+" was skipped; the relay still has it", "event_id", ev.ID, "err", cause)
 		return
 	}
 	// Named as a capture file would be, but .txt: replay reads only .json.
-	name := strings.TrimSuffix(capture.FileName(capture.Delivery{ReceivedAt: time.Now(), Event: "skipped", ID: ev.ID}), ".json") + ".txt"
+	name := strings.TrimSuffix(capture.FileName(&delivery.Delivery{ReceivedAt: time.Now(), Event: "skipped", ID: ev.ID}), ".json") + ".txt"
 	text := fmt.Sprintf("hookline skipped event %q of %s: %v.\nThe relay still has it while its history keeps it: resume before that id (--last-event-id; for an event over the size limit, raise the limit first), or on a hookline relay POST %s/redeliver/%s.\n",
 		ev.ID, c.source, cause, c.source, ev.ID)
 	path := filepath.Join(c.failedDir, name)
@@ -1066,7 +1029,7 @@ func (c *Client) keepSkipped(ev SSEEvent, why string, cause error) {
 
 // saveFailed writes a delivery the target did not take to the failed
 // folder, creating the folder (owner-only) the first time.
-func (c *Client) saveFailed(cd capture.Delivery) (string, error) {
+func (c *Client) saveFailed(cd capture.File) (string, error) {
 	if err := os.MkdirAll(c.failedDir, 0o700); err != nil {
 		return "", fmt.Errorf("saving delivery %s for a replay: %w", cd.ID, err)
 	}
@@ -1123,7 +1086,7 @@ func (c *Client) stateWriteErr(err error) {
 
 // captureEvent is the event name recorded in a capture file, which requires
 // one.
-func captureEvent(d *Delivery) string {
+func captureEvent(d *delivery.Delivery) string {
 	if d.Event == "" {
 		return "unknown"
 	}
@@ -1133,13 +1096,21 @@ func captureEvent(d *Delivery) string {
 func (c *Client) report(r Result) {
 	if c.opts.OnResult != nil {
 		c.opts.OnResult(r)
+		return
+	}
+	d := r.Delivery
+	switch {
+	case r.Verification == VerificationFailed:
+		c.logger.Warn("delivery not passed on: "+r.VerifyNote, "delivery", d.ID, "event", d.Event, "event_id", d.EventID)
+	case r.Target != nil && !r.Target.OK():
+		c.logger.Warn("the target did not take a delivery: "+r.Target.Summary(), "delivery", d.ID, "event", d.Event, "event_id", d.EventID, "url", r.Target.URL)
 	}
 }
 
 // dispatch runs the local handlers for d.
-func (c *Client) dispatch(ctx context.Context, d *Delivery, payload []byte) ([]HandlerResult, error) {
+func (c *Client) dispatch(ctx context.Context, d *delivery.Delivery, payload []byte) ([]HandlerResult, error) {
 	if payload == nil {
-		return nil, fmt.Errorf("handlers not run: the body is not a JSON object (Content-Type %q)", d.ContentType)
+		return nil, fmt.Errorf("handlers not run: the body is not a JSON object (Content-Type %q)", d.ContentType())
 	}
 	ctx, log := withHandlerLog(ctx)
 	err := c.opts.Handlers.Receive(ctx, webhooks.Event{ID: d.ID, Name: d.Event, Payload: payload, Header: d.Headers})
@@ -1151,8 +1122,8 @@ func (c *Client) dispatch(ctx context.Context, d *Delivery, payload []byte) ([]H
 // payloadJSON returns the delivery's JSON payload: the body when it is a
 // JSON object, or the "payload" field of a form-encoded body (GitHub's
 // application/x-www-form-urlencoded content type); nil otherwise.
-func payloadJSON(d *Delivery) []byte {
-	mt, _, _ := mime.ParseMediaType(d.ContentType)
+func payloadJSON(d *delivery.Delivery) []byte {
+	mt, _, _ := mime.ParseMediaType(d.ContentType())
 	if mt == "application/x-www-form-urlencoded" {
 		form, err := url.ParseQuery(string(d.Body))
 		if err != nil {

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
@@ -315,7 +317,7 @@ func TestClientHandlersOnlyRunVerified(t *testing.T) {
 					t.Fatal(err)
 				}
 				wh.OnAny(run)
-				opts.Handlers = wh
+				opts.Handlers, opts.Verifier = wh, wh // its secrets, given explicitly
 			} else {
 				em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: quiet})
 				em.OnAny(run)
@@ -330,7 +332,7 @@ func TestClientHandlersOnlyRunVerified(t *testing.T) {
 				msg[strings.ToLower(k)] = v
 			}
 			data, _ := json.Marshal(msg)
-			m, err := proxy.Decode(proxy.SSEEvent{ID: "1", Data: data})
+			m, err := proxy.Decode(sse.Event{ID: "1", Data: data})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -680,6 +682,31 @@ func TestNewTarget(t *testing.T) {
 		}
 		if !errors.Is(err, proxy.ErrInvalidTarget) || !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("New(Target: %q) = %v, want ErrInvalidTarget saying %q", tt.in, err, tt.wantErr)
+		}
+	}
+}
+
+// Without OnResult, an embedding program still sees failures: a forged
+// signature and a target that refuses are logged at WARN.
+func TestClientLogsFailuresWithoutOnResult(t *testing.T) {
+	var logs bytes.Buffer
+	refuse := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) }))
+	c, err := proxy.New(proxy.Options{Secret: "right", Target: refuse, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"zen":"x"}`)
+	for _, secret := range []string{"forged", "right"} {
+		h := http.Header{}
+		for k, v := range githubHeaders("d-"+secret, "ping", secret, body) {
+			h.Set(k, v)
+		}
+		c.Handle(t.Context(), &delivery.Delivery{ID: "d-" + secret, Event: "ping", Headers: h, Body: body})
+	}
+	out := logs.String()
+	for _, want := range []string{`level=WARN msg="delivery not passed on: signature does not match`, "delivery=d-forged", `level=WARN msg="the target did not take a delivery: 404 Not Found"`, "delivery=d-right"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -7,8 +7,8 @@ import (
 
 // Defaults for the duplicate window (Options.DedupWindow, DedupSize).
 const (
-	DefaultDedupWindow = time.Hour
-	DefaultDedupSize   = 10000
+	defaultDedupWindow = time.Hour
+	defaultDedupSize   = 10000
 )
 
 // dedup remembers the delivery ids read in the last window (at most size of
@@ -46,10 +46,10 @@ func newDedup(window time.Duration, size int) *dedup {
 		return nil // disabled
 	}
 	if window == 0 {
-		window = DefaultDedupWindow
+		window = defaultDedupWindow
 	}
 	if size == 0 {
-		size = DefaultDedupSize
+		size = defaultDedupSize
 	}
 	return &dedup{window: window, size: size, seen: map[string]seenID{}}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/ssetest"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 )
@@ -24,14 +25,14 @@ func frame(eventID, deliveryID string, body string) string {
 
 // streamOnce serves stream to the first connection and holds later ones
 // open with nothing.
-func streamOnce(t *testing.T, stream string) *sseServer {
-	return newSSEServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+func streamOnce(t *testing.T, stream string) *ssetest.Server {
+	return ssetest.NewServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n == 0 {
-			writeStream(w, []byte(stream))
+			ssetest.WriteStream(w, []byte(stream))
 		} else {
-			writeStream(w, nil)
+			ssetest.WriteStream(w, nil)
 		}
-		holdOpen(r)
+		ssetest.HoldOpen(r)
 	})
 }
 

@@ -28,7 +28,7 @@
 // payload of verified deliveries (a [*webhooks.Webhooks] checks with its own
 // secrets when Options has none; unverified ones reach Handlers only with
 // Options.AllowUnverified) while the delivery is replayed to Target byte
-// for byte ([ForwardRequest]); with SaveDir it is written as a capture file,
+// for byte ([forwardRequest]); with SaveDir it is written as a capture file,
 // and a delivery the target did not take (any non-2xx) or whose signature
 // failed goes to FailedDir for a replay; with
 // StateFile the position in the channel is stored, so a restart resumes

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/r3labs/sse/v2"
+	r3 "github.com/r3labs/sse/v2"
 
+	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/webhooks"
@@ -51,10 +52,10 @@ func BenchmarkFloorReadEvent(b *testing.B) {
 	stream := bytes.Repeat(ev, 1000)
 	b.SetBytes(int64(len(ev)))
 	b.ReportAllocs()
-	r := sse.NewEventStreamReader(bytes.NewReader(stream), proxy.DefaultMaxEventSize)
+	r := r3.NewEventStreamReader(bytes.NewReader(stream), sse.DefaultMaxEventSize)
 	for b.Loop() {
 		if _, err := r.ReadEvent(); err == io.EOF {
-			r = sse.NewEventStreamReader(bytes.NewReader(stream), proxy.DefaultMaxEventSize)
+			r = r3.NewEventStreamReader(bytes.NewReader(stream), sse.DefaultMaxEventSize)
 			if _, err := r.ReadEvent(); err != nil {
 				b.Fatal(err)
 			}
@@ -74,7 +75,7 @@ func BenchmarkFloorDecode(b *testing.B) {
 	buf := make([]byte, len(data))
 	for b.Loop() {
 		copy(buf, data) // Decode writes the body over bodyB's text
-		if _, err := proxy.Decode(proxy.SSEEvent{ID: "1", Data: buf}); err != nil {
+		if _, err := proxy.Decode(sse.Event{ID: "1", Data: buf}); err != nil {
 			b.Fatal(err)
 		}
 	}

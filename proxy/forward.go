@@ -13,13 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
 )
 
-// ForwardOptions adjust ForwardRequest.
-type ForwardOptions struct {
+// forwardOptions adjust forwardRequest.
+type forwardOptions struct {
 	// NoQuery drops the delivery's query string.
 	NoQuery bool
 	// ResignSecret, if not empty, sets X-Hub-Signature-256 to the body's
@@ -31,14 +32,25 @@ type ForwardOptions struct {
 	Header http.Header
 }
 
-// ForwardRequest returns the request that replays d to target: d's method
+// ForwardRequest returns the request the client sends to its Target for d
+// (see forwardRequest); without a Target, the one it would send to the
+// URL target. It is for showing what a replay sends.
+func (c *Client) ForwardRequest(ctx context.Context, d *delivery.Delivery, target *url.URL) (*http.Request, error) {
+	o := forwardOptions{NoQuery: c.opts.NoQuery, ResignSecret: c.opts.ResignSecret, Header: c.opts.TargetHeader}
+	if c.fwd != nil {
+		target, o = c.fwd.Target, c.fwd.Options
+	}
+	return forwardRequest(ctx, target, d, o)
+}
+
+// forwardRequest returns the request that replays d to target: d's method
 // (POST if none), its exact body, and its headers except hop-by-hop ones,
 // Host and Content-Length; the delivery's query is added to target's own
 // unless opts.NoQuery. The request can be resent (GetBody is set).
-func ForwardRequest(ctx context.Context, target *url.URL, d *Delivery, opts ForwardOptions) (*http.Request, error) {
+func forwardRequest(ctx context.Context, target *url.URL, d *delivery.Delivery, opts forwardOptions) (*http.Request, error) {
 	u := *target
-	if !opts.NoQuery && len(d.Query) > 0 {
-		q := d.Query.Encode()
+	if !opts.NoQuery && d.Query != "" {
+		q := d.Query
 		if u.RawQuery != "" {
 			u.RawQuery += "&" + q
 		} else {
@@ -121,7 +133,7 @@ func (f filter) keep(event, action string) bool {
 	return !match(f.ignore)
 }
 
-// forwarder sends deliveries to one target with ForwardRequest. The zero
+// forwarder sends deliveries to one target with forwardRequest. The zero
 // value is not usable: Target is required. A forwarder is safe for
 // concurrent use once its fields are no longer modified.
 type forwarder struct {
@@ -130,13 +142,13 @@ type forwarder struct {
 	// HTTPClient sends the requests. Required.
 	HTTPClient *rest.Client
 	// Options adjust each request (query, re-signing).
-	Options ForwardOptions
+	Options forwardOptions
 
 	shown string // Target redacted (newForwarder)
 }
 
 // newForwarder returns a forwarder to target.
-func newForwarder(target *url.URL, hc *rest.Client, o ForwardOptions) *forwarder {
+func newForwarder(target *url.URL, hc *rest.Client, o forwardOptions) *forwarder {
 	return &forwarder{Target: target, HTTPClient: hc, Options: o, shown: httpx.RedactURL(target.String())}
 }
 
@@ -153,10 +165,10 @@ func (f *forwarder) shownURL(u *url.URL) string {
 // the first 4 KiB of the response body and the time from the first attempt
 // to the answer, or the error (after the client's retries). It never
 // returns nil.
-func (f *forwarder) Forward(ctx context.Context, d *Delivery) *TargetResult {
+func (f *forwarder) Forward(ctx context.Context, d *delivery.Delivery) *TargetResult {
 	client := f.HTTPClient
 	res := &TargetResult{URL: f.shownURL(f.Target)}
-	req, err := ForwardRequest(ctx, f.Target, d, f.Options)
+	req, err := forwardRequest(ctx, f.Target, d, f.Options)
 	if err != nil {
 		res.Err = err
 		return res

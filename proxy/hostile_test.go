@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/proxy"
 )
@@ -171,14 +172,14 @@ func TestClientHostileInput(t *testing.T) {
 			}},
 		{name: "an overflowing timestamp", frame: "id: 2\ndata: " + message(with(hostileHeaders("h"), "timestamp", json.RawMessage("1e400")), []byte("{}")) + "\n\n",
 			want: forwarded, check: func(t *testing.T, r proxy.Result, _ []byte) {
-				if !r.Delivery.Timestamp.IsZero() {
-					t.Errorf("Timestamp = %v, want zero", r.Delivery.Timestamp)
+				if !r.Delivery.ReceivedAt.IsZero() {
+					t.Errorf("Timestamp = %v, want zero", r.Delivery.ReceivedAt)
 				}
 			}},
 		{name: "a huge numeric timestamp", frame: "id: 2\ndata: " + message(with(hostileHeaders("h"), "timestamp", json.RawMessage("99999999999999999999999")), []byte("{}")) + "\n\n",
 			want: forwarded, check: func(t *testing.T, r proxy.Result, _ []byte) {
-				if !r.Delivery.Timestamp.IsZero() {
-					t.Errorf("Timestamp = %v, want zero", r.Delivery.Timestamp)
+				if !r.Delivery.ReceivedAt.IsZero() {
+					t.Errorf("Timestamp = %v, want zero", r.Delivery.ReceivedAt)
 				}
 			}},
 		{name: "a negative event id", frame: "id: -1\ndata: " + message(hostileHeaders("h"), []byte("{}")) + "\n\n",
@@ -225,11 +226,10 @@ func TestClientHostileInput(t *testing.T) {
 			if tt.noSave {
 				saveDir = ""
 			}
-			c, _, _ := startClient(t, proxy.Options{
+			c, _, _ := startClient(t, proxy.WithStream(proxy.Options{
 				URL: srv.URL + "/chan", Target: httptestServer(t, target), SaveDir: saveDir,
-				Transport: &proxy.SSETransport{MaxEventSize: tt.maxSize},
-				Logger:    slog.New(slog.NewTextHandler(&logs, nil)), OnResult: res.add,
-			})
+				Logger: slog.New(slog.NewTextHandler(&logs, nil)), OnResult: res.add,
+			}, &sse.HTTPTransport{MaxEventSize: tt.maxSize}, sse.Options{}))
 			n := 2
 			if tt.want == forwarded {
 				n = 3

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
@@ -58,8 +59,8 @@ func TestBodyByLinkForwarded(t *testing.T) {
 		if r.Verification != proxy.VerificationPassed {
 			t.Errorf("delivery %s: verification %v, want passed", r.Delivery.ID, r.Verification)
 		}
-		if r.Delivery.ID == relaytest.ID(2) && r.Delivery.BodySource != proxy.BodyLinked {
-			t.Errorf("the large delivery's body came from %q, want %q", r.Delivery.BodySource, proxy.BodyLinked)
+		if r.Delivery.ID == relaytest.ID(2) && r.Delivery.BodySource != delivery.BodyLinked {
+			t.Errorf("the large delivery's body came from %q, want %q", r.Delivery.BodySource, delivery.BodyLinked)
 		}
 	}
 }

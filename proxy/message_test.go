@@ -8,23 +8,20 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/sse"
+	"github.com/hookline/hookline/internal/testutil/ssetest"
+	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
 )
 
-// sha256Hex and sign are the tests' own known-answer helpers, from the
-// standard library, independent of the code under test.
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
-}
-
+// sign is the tests' own known-answer signer, from the standard library,
+// independent of the code under test.
 func sign(secret string, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
@@ -35,8 +32,8 @@ func sign(secret string, body []byte) string {
 // signatures are literals computed when the fixtures were made.
 type wantDelivery struct {
 	eventID, id, event, signature, contentType, host string
-	format                                           proxy.Format
-	source                                           proxy.BodySource
+	format                                           delivery.Format
+	source                                           delivery.BodySource
 	bodySHA256                                       string
 	signatureVerifies                                bool
 	timestampMS                                      int64
@@ -45,9 +42,9 @@ type wantDelivery struct {
 
 // wantMessage is one expected message: a kind plus its details.
 type wantMessage struct {
-	kind     proxy.Kind
+	kind     wire.Kind
 	name     string
-	gap      *proxy.Gap
+	gap      *wire.Gap
 	delivery *wantDelivery
 }
 
@@ -67,74 +64,74 @@ const (
 // fixtureWant lists, per recorded stream, the messages it must decode to.
 var fixtureWant = map[string][]wantMessage{
 	"smee-ready-ping-delivery.txt": {
-		{kind: proxy.KindControl, name: "ready"},
-		{kind: proxy.KindControl, name: "ping"},
-		{kind: proxy.KindDelivery, delivery: &wantDelivery{
+		{kind: wire.KindControl, name: "ready"},
+		{kind: wire.KindControl, name: "ping"},
+		{kind: wire.KindDelivery, delivery: &wantDelivery{
 			eventID: "2", id: "72d3162e-cc78-11e3-81ab-4c9367dc0958", event: "issues",
 			signature: issuesSig, contentType: "application/json", host: "smee.io",
-			format: proxy.FormatSmee, source: proxy.BodyJSON, bodySHA256: issuesSHA256,
+			format: delivery.FormatSmee, source: delivery.BodyJSON, bodySHA256: issuesSHA256,
 			signatureVerifies: true, timestampMS: 1700000000123, query: url.Values{},
 		}},
-		{kind: proxy.KindControl, name: "ping"},
-		{kind: proxy.KindDelivery, delivery: &wantDelivery{
+		{kind: wire.KindControl, name: "ping"},
+		{kind: wire.KindDelivery, delivery: &wantDelivery{
 			eventID: "4", id: "0b7ee6a0-8f1e-11ee-8b2a-1a2b3c4d5e6f", event: "ping",
 			signature: pingSig, contentType: "application/json", host: "smee.io",
-			format: proxy.FormatSmee, source: proxy.BodyJSON, bodySHA256: sha256Hex([]byte(pingCompact)),
+			format: delivery.FormatSmee, source: delivery.BodyJSON, bodySHA256: ssetest.SHA256Hex([]byte(pingCompact)),
 			signatureVerifies: false, // the sender's bytes are gone: the trace must say why
 			timestampMS:       1700000030456, query: url.Values{"source": {"hookline-test"}},
 		}},
 	},
 	"smee-rawdata.txt": {
-		{kind: proxy.KindControl, name: "ready"},
-		{kind: proxy.KindDelivery, delivery: &wantDelivery{
+		{kind: wire.KindControl, name: "ready"},
+		{kind: wire.KindDelivery, delivery: &wantDelivery{
 			eventID: "1", id: "5c0e9b3a-8f1f-11ee-9c1d-2b3c4d5e6f70", event: "ping",
 			signature: pingSig, contentType: "application/json", host: "smee.io",
-			format: proxy.FormatSmee, source: proxy.BodyRaw, bodySHA256: pingSHA256,
+			format: delivery.FormatSmee, source: delivery.BodyRaw, bodySHA256: pingSHA256,
 			signatureVerifies: true, timestampMS: 1700000060789, query: url.Values{},
 		}},
 	},
 	"gosmee.txt": {
-		{kind: proxy.KindControl, name: "connected"},
-		{kind: proxy.KindControl, name: "ready"},
-		{kind: proxy.KindDelivery, delivery: &wantDelivery{
+		{kind: wire.KindControl},
+		{kind: wire.KindControl},
+		{kind: wire.KindDelivery, delivery: &wantDelivery{
 			id: "d3b07384-d9a0-11ee-8c14-5e2a3f0b1c2d", event: "issues", signature: issuesSig,
-			contentType: "application/json", format: proxy.FormatGosmee, source: proxy.BodyBase64,
+			contentType: "application/json", format: delivery.FormatGosmee, source: delivery.BodyBase64,
 			bodySHA256: issuesSHA256, signatureVerifies: true, timestampMS: 1700000100000,
 		}},
-		{kind: proxy.KindDelivery, delivery: &wantDelivery{
+		{kind: wire.KindDelivery, delivery: &wantDelivery{
 			id: "e4c18495-d9a0-11ee-9d25-6f3b4a1c2d3e", event: "push", signature: pushSig,
-			contentType: "application/json", format: proxy.FormatGosmee, source: proxy.BodyBase64,
+			contentType: "application/json", format: delivery.FormatGosmee, source: delivery.BodyBase64,
 			bodySHA256: pushSHA256, signatureVerifies: true, timestampMS: 1700000100500,
 		}},
 	},
 	"gosmee-redis-gap.txt": {
-		{kind: proxy.KindControl, name: "connected"},
-		{kind: proxy.KindControl, name: "ready"},
-		{kind: proxy.KindGap, name: "gosmee-gap", gap: &proxy.Gap{RequestedID: "1700000000000-0", OldestID: "1700000100000-0"}},
-		{kind: proxy.KindDelivery, delivery: &wantDelivery{
+		{kind: wire.KindControl},
+		{kind: wire.KindControl},
+		{kind: wire.KindGap, name: "gosmee-gap", gap: &wire.Gap{LastEventID: "1700000000000-0", Oldest: "1700000100000-0"}},
+		{kind: wire.KindDelivery, delivery: &wantDelivery{
 			eventID: "1700000100000-0", id: "d3b07384-d9a0-11ee-8c14-5e2a3f0b1c2d", event: "issues",
-			signature: issuesSig, contentType: "application/json", format: proxy.FormatGosmee,
-			source: proxy.BodyBase64, bodySHA256: issuesSHA256, signatureVerifies: true, timestampMS: 1700000100000,
+			signature: issuesSig, contentType: "application/json", format: delivery.FormatGosmee,
+			source: delivery.BodyBase64, bodySHA256: issuesSHA256, signatureVerifies: true, timestampMS: 1700000100000,
 		}},
-		{kind: proxy.KindDelivery, delivery: &wantDelivery{
+		{kind: wire.KindDelivery, delivery: &wantDelivery{
 			eventID: "1700000100500-0", id: "e4c18495-d9a0-11ee-9d25-6f3b4a1c2d3e", event: "push",
-			signature: pushSig, contentType: "application/json", format: proxy.FormatGosmee,
-			source: proxy.BodyBase64, bodySHA256: pushSHA256, signatureVerifies: true, timestampMS: 1700000100500,
+			signature: pushSig, contentType: "application/json", format: delivery.FormatGosmee,
+			source: delivery.BodyBase64, bodySHA256: pushSHA256, signatureVerifies: true, timestampMS: 1700000100500,
 		}},
 	},
 	"hookline.txt": {
-		{kind: proxy.KindControl, name: "ready"},
-		{kind: proxy.KindDelivery, delivery: &wantDelivery{
+		{kind: wire.KindControl, name: "ready"},
+		{kind: wire.KindDelivery, delivery: &wantDelivery{
 			eventID: "41", id: "1f2e3d4c-d9a1-11ee-8e36-7a4c5b2d3e4f", event: "issues", signature: issuesSig,
-			contentType: "application/json", host: "relay.example.test", format: proxy.FormatHookline,
-			source: proxy.BodyBase64, bodySHA256: issuesSHA256, signatureVerifies: true,
+			contentType: "application/json", host: "relay.example.test", format: delivery.FormatHookline,
+			source: delivery.BodyBase64, bodySHA256: issuesSHA256, signatureVerifies: true,
 			timestampMS: 1700000200000, query: url.Values{"installation": {"42"}},
 		}},
-		{kind: proxy.KindControl, name: "ping"},
-		{kind: proxy.KindDelivery, delivery: &wantDelivery{
+		{kind: wire.KindControl, name: "ping"},
+		{kind: wire.KindDelivery, delivery: &wantDelivery{
 			eventID: "42", id: "2a3b4c5d-d9a1-11ee-9f47-8b5d6c3e4f50", event: "ping", signature: formSig,
 			contentType: "application/x-www-form-urlencoded", host: "relay.example.test",
-			format: proxy.FormatHookline, source: proxy.BodyBase64, bodySHA256: formSHA256,
+			format: delivery.FormatHookline, source: delivery.BodyBase64, bodySHA256: formSHA256,
 			signatureVerifies: true, timestampMS: 1700000200250, query: url.Values{},
 		}},
 	},
@@ -143,7 +140,7 @@ var fixtureWant = map[string][]wantMessage{
 func TestDecodeFixtures(t *testing.T) {
 	for name, want := range fixtureWant {
 		t.Run(name, func(t *testing.T) {
-			events := fixtureEvents(t, name)
+			events := ssetest.FixtureEvents(t, name)
 			if len(events) != len(want) {
 				t.Fatalf("%s holds %d events, want %d", name, len(events), len(want))
 			}
@@ -176,21 +173,22 @@ func checkMessage(t *testing.T, i int, m proxy.Message, w wantMessage) {
 	if d == nil {
 		t.Fatalf("event %d: Delivery is nil", i)
 	}
-	got := []string{d.EventID, d.ID, d.Event, d.Signature, d.ContentType, d.Headers.Get("Host"), string(d.Format), string(d.BodySource), sha256Hex(d.Body)}
+	sig, sha1 := d.Signature()
+	got := []string{d.EventID, d.ID, d.Event, sig, d.ContentType(), d.Headers.Get("Host"), string(d.Format), string(d.BodySource), ssetest.SHA256Hex(d.Body)}
 	exp := []string{wd.eventID, wd.id, wd.event, wd.signature, wd.contentType, wd.host, string(wd.format), string(wd.source), wd.bodySHA256}
 	if !reflect.DeepEqual(got, exp) {
 		t.Errorf("event %d: [EventID ID Event Signature ContentType Host Format BodySource sha256(Body)] =\n%q\nwant\n%q", i, got, exp)
 	}
-	if d.SignatureSHA1 {
-		t.Errorf("event %d: SignatureSHA1 = true with an X-Hub-Signature-256 present", i)
+	if sha1 {
+		t.Errorf("event %d: Signature says SHA-1 with an X-Hub-Signature-256 present", i)
 	}
-	if ok := sign(fixtureSecret, d.Body) == d.Signature; ok != wd.signatureVerifies {
+	if ok := sign(ssetest.FixtureSecret, d.Body) == sig; ok != wd.signatureVerifies {
 		t.Errorf("event %d: signature verifies = %v, want %v", i, ok, wd.signatureVerifies)
 	}
-	if want := time.UnixMilli(wd.timestampMS).UTC(); !d.Timestamp.Equal(want) {
-		t.Errorf("event %d: Timestamp = %v, want %v", i, d.Timestamp, want)
+	if want := time.UnixMilli(wd.timestampMS).UTC(); !d.ReceivedAt.Equal(want) {
+		t.Errorf("event %d: ReceivedAt = %v, want %v", i, d.ReceivedAt, want)
 	}
-	if !reflect.DeepEqual(d.Query, wd.query) {
+	if d.Query != wd.query.Encode() {
 		t.Errorf("event %d: Query = %#v, want %#v", i, d.Query, wd.query)
 	}
 	for _, meta := range []string{"Body", "Bodyb", "Rawdata", "Query", "Timestamp", "Method"} {
@@ -204,13 +202,13 @@ func checkMessage(t *testing.T, i int, m proxy.Message, w wantMessage) {
 }
 
 // delivery decodes data (an unnamed event) and fails unless it is a delivery.
-func delivery(t *testing.T, data string) *proxy.Delivery {
+func decodeData(t *testing.T, data string) *delivery.Delivery {
 	t.Helper()
-	m, err := proxy.Decode(proxy.SSEEvent{Data: []byte(data)})
+	m, err := proxy.Decode(sse.Event{Data: []byte(data)})
 	if err != nil {
 		t.Fatalf("Decode(%s): %v", data, err)
 	}
-	if m.Kind != proxy.KindDelivery {
+	if m.Kind != wire.KindDelivery {
 		t.Fatalf("Decode(%s).Kind = %v, want delivery", data, m.Kind)
 	}
 	return m.Delivery
@@ -221,35 +219,35 @@ func TestDecodeBody(t *testing.T) {
 		name   string
 		data   string
 		body   string
-		source proxy.BodySource
+		source delivery.BodySource
 	}{
 		{"body JSON text exactly as in the message",
-			`{"x-github-event":"push","body":{"b" : 1.50, "a":"\u00e9\/"}}`, `{"b" : 1.50, "a":"\u00e9\/"}`, proxy.BodyJSON},
+			`{"x-github-event":"push","body":{"b" : 1.50, "a":"\u00e9\/"}}`, `{"b" : 1.50, "a":"\u00e9\/"}`, delivery.BodyJSON},
 		{"string body of a text request is its bytes",
-			`{"content-type":"text/plain; charset=utf-8","body":"line1\nline2 \"q\""}`, "line1\nline2 \"q\"", proxy.BodyText},
+			`{"content-type":"text/plain; charset=utf-8","body":"line1\nline2 \"q\""}`, "line1\nline2 \"q\"", delivery.BodyText},
 		{"string body without a content type is its bytes",
-			`{"x-github-event":"push","body":"a=1&b=2"}`, "a=1&b=2", proxy.BodyText},
+			`{"x-github-event":"push","body":"a=1&b=2"}`, "a=1&b=2", delivery.BodyText},
 		{"string body of a JSON request is the JSON literal",
-			`{"content-type":"application/json","body":"hello"}`, `"hello"`, proxy.BodyJSON},
+			`{"content-type":"application/json","body":"hello"}`, `"hello"`, delivery.BodyJSON},
 		{"string body of a +json request is the JSON literal",
-			`{"content-type":"application/vnd.github+json","body":"hello"}`, `"hello"`, proxy.BodyJSON},
-		{"array body", `{"x-github-event":"push","body":[1,2]}`, `[1,2]`, proxy.BodyJSON},
-		{"null body is empty", `{"x-github-event":"push","body":null}`, "", proxy.BodyNone},
-		{"no body", `{"x-github-event":"push"}`, "", proxy.BodyNone},
-		{"rawdata beats body", `{"x-github-event":"push","body":{"a":1},"rawdata":"{ \"a\": 1 }\n"}`, "{ \"a\": 1 }\n", proxy.BodyRaw},
-		{"bodyB beats rawdata and body", `{"x-github-event":"push","body":{"a":1},"rawdata":"x","bodyB":"eyAiYSI6IDEgfQ=="}`, `{ "a": 1 }`, proxy.BodyBase64},
-		{"bodyB keeps bytes that are not UTF-8", `{"x-github-event":"push","bodyB":"/wD+"}`, "\xff\x00\xfe", proxy.BodyBase64},
-		{"empty bodyB", `{"x-github-event":"push","bodyB":""}`, "", proxy.BodyBase64},
-		{"null bodyB falls back", `{"x-github-event":"push","bodyB":null,"body":{"a":1}}`, `{"a":1}`, proxy.BodyJSON},
-		{"null rawdata falls back", `{"x-github-event":"push","rawdata":null,"body":{"a":1}}`, `{"a":1}`, proxy.BodyJSON},
+			`{"content-type":"application/vnd.github+json","body":"hello"}`, `"hello"`, delivery.BodyJSON},
+		{"array body", `{"x-github-event":"push","body":[1,2]}`, `[1,2]`, delivery.BodyJSON},
+		{"null body is empty", `{"x-github-event":"push","body":null}`, "", delivery.BodyNone},
+		{"no body", `{"x-github-event":"push"}`, "", delivery.BodyNone},
+		{"rawdata beats body", `{"x-github-event":"push","body":{"a":1},"rawdata":"{ \"a\": 1 }\n"}`, "{ \"a\": 1 }\n", delivery.BodyRaw},
+		{"bodyB beats rawdata and body", `{"x-github-event":"push","body":{"a":1},"rawdata":"x","bodyB":"eyAiYSI6IDEgfQ=="}`, `{ "a": 1 }`, delivery.BodyBase64},
+		{"bodyB keeps bytes that are not UTF-8", `{"x-github-event":"push","bodyB":"/wD+"}`, "\xff\x00\xfe", delivery.BodyBase64},
+		{"empty bodyB", `{"x-github-event":"push","bodyB":""}`, "", delivery.BodyBase64},
+		{"null bodyB falls back", `{"x-github-event":"push","bodyB":null,"body":{"a":1}}`, `{"a":1}`, delivery.BodyJSON},
+		{"null rawdata falls back", `{"x-github-event":"push","rawdata":null,"body":{"a":1}}`, `{"a":1}`, delivery.BodyJSON},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := delivery(t, tt.data)
+			d := decodeData(t, tt.data)
 			if string(d.Body) != tt.body || d.BodySource != tt.source {
 				t.Errorf("Body, BodySource = %q, %q; want %q, %q", d.Body, d.BodySource, tt.body, tt.source)
 			}
-			if want := tt.source == proxy.BodyBase64 || tt.source == proxy.BodyRaw; d.BodySource.Exact() != want {
+			if want := tt.source == delivery.BodyBase64 || tt.source == delivery.BodyRaw; d.BodySource.Exact() != want {
 				t.Errorf("BodySource(%q).Exact() = %v, want %v", d.BodySource, d.BodySource.Exact(), want)
 			}
 		})
@@ -258,27 +256,27 @@ func TestDecodeBody(t *testing.T) {
 
 func TestDecodeFields(t *testing.T) {
 	t.Run("legacy sha1 signature", func(t *testing.T) {
-		d := delivery(t, `{"x-hub-signature":"sha1=abc","x-github-event":"push"}`)
-		if d.Signature != "sha1=abc" || !d.SignatureSHA1 {
-			t.Errorf("Signature, SignatureSHA1 = %q, %v; want %q, true", d.Signature, d.SignatureSHA1, "sha1=abc")
+		d := decodeData(t, `{"x-hub-signature":"sha1=abc","x-github-event":"push"}`)
+		if sig, sha1 := d.Signature(); sig != "sha1=abc" || !sha1 {
+			t.Errorf("Signature() = %q, %v; want %q, true", sig, sha1, "sha1=abc")
 		}
 	})
 	t.Run("sha256 wins over sha1", func(t *testing.T) {
-		d := delivery(t, `{"x-hub-signature":"sha1=abc","x-hub-signature-256":"sha256=def"}`)
-		if d.Signature != "sha256=def" || d.SignatureSHA1 {
-			t.Errorf("Signature, SignatureSHA1 = %q, %v; want %q, false", d.Signature, d.SignatureSHA1, "sha256=def")
+		d := decodeData(t, `{"x-hub-signature":"sha1=abc","x-hub-signature-256":"sha256=def"}`)
+		if sig, sha1 := d.Signature(); sig != "sha256=def" || sha1 {
+			t.Errorf("Signature() = %q, %v; want %q, false", sig, sha1, "sha256=def")
 		}
 	})
 	t.Run("id falls back to x-request-id", func(t *testing.T) {
-		if d := delivery(t, `{"x-request-id":"req-1","x-github-event":"push"}`); d.ID != "req-1" {
+		if d := decodeData(t, `{"x-request-id":"req-1","x-github-event":"push"}`); d.ID != "req-1" {
 			t.Errorf("ID = %q, want %q", d.ID, "req-1")
 		}
-		if d := delivery(t, `{"x-request-id":"req-1","x-github-delivery":"gh-1"}`); d.ID != "gh-1" {
+		if d := decodeData(t, `{"x-request-id":"req-1","x-github-delivery":"gh-1"}`); d.ID != "gh-1" {
 			t.Errorf("ID = %q, want %q", d.ID, "gh-1")
 		}
 	})
 	t.Run("header values", func(t *testing.T) {
-		d := delivery(t, `{"set-cookie":["a=1","b=2"],"content-length":343,"x-flag":true,`+
+		d := decodeData(t, `{"set-cookie":["a=1","b=2"],"content-length":343,"x-flag":true,`+
 			`"bad name":"x","x-split":"a\r\nInjected: 1","x-obj":{"a":1},"x-null":null,"x-tab":"a\tb","method":"PUT"}`)
 		want := http.Header{
 			"Set-Cookie":     {"a=1", "b=2"},
@@ -306,7 +304,7 @@ func TestDecodeFields(t *testing.T) {
 			{`{"x-github-event":"push","method":"TRACE","bodyB":"` + body + `"}`, ""},            // not a sender's
 			{`{"x-github-event":"push","method":"post\r\nX: 1","bodyB":"` + body + `"}`, ""},     // not a method
 		} {
-			if d := delivery(t, tt.data); d.Method != tt.want {
+			if d := decodeData(t, tt.data); d.Method != tt.want {
 				t.Errorf("%s: Method = %q, want %q", tt.data, d.Method, tt.want)
 			}
 		}
@@ -324,7 +322,7 @@ func TestDecodeFields(t *testing.T) {
 			{`{"x-a":"1"}`, nil},
 		}
 		for _, tt := range tests {
-			if d := delivery(t, tt.data); !reflect.DeepEqual(d.Query, tt.want) {
+			if d := decodeData(t, tt.data); d.Query != tt.want.Encode() {
 				t.Errorf("Decode(%s).Query = %#v, want %#v", tt.data, d.Query, tt.want)
 			}
 		}
@@ -342,9 +340,9 @@ func TestDecodeFields(t *testing.T) {
 			{`1e300`, time.Time{}},
 		}
 		for _, tt := range tests {
-			d := delivery(t, `{"x-a":"1","timestamp":`+tt.ts+`}`)
-			if !d.Timestamp.Equal(tt.want) {
-				t.Errorf("timestamp %s: Timestamp = %v, want %v", tt.ts, d.Timestamp, tt.want)
+			d := decodeData(t, `{"x-a":"1","timestamp":`+tt.ts+`}`)
+			if !d.ReceivedAt.Equal(tt.want) {
+				t.Errorf("timestamp %s: ReceivedAt = %v, want %v", tt.ts, d.ReceivedAt, tt.want)
 			}
 		}
 	})
@@ -353,24 +351,24 @@ func TestDecodeFields(t *testing.T) {
 func TestDecodeControl(t *testing.T) {
 	tests := []struct {
 		name string
-		ev   proxy.SSEEvent
-		kind proxy.Kind
+		ev   sse.Event
+		kind wire.Kind
 		msg  string
 	}{
-		{"smee ready", proxy.SSEEvent{ID: "0", Event: "ready", Data: []byte("{}")}, proxy.KindControl, "ready"},
-		{"smee ping", proxy.SSEEvent{ID: "7", Event: "ping", Data: []byte("{}")}, proxy.KindControl, "ping"},
-		{"named event with a delivery inside is still control", proxy.SSEEvent{Event: "ping", Data: []byte(`{"x-github-event":"push"}`)}, proxy.KindControl, "ping"},
-		{"unknown event name", proxy.SSEEvent{Event: "error", Data: []byte("boom")}, proxy.KindControl, "error"},
-		{"gosmee connected", proxy.SSEEvent{Data: []byte(`{"message":"connected"}`)}, proxy.KindControl, "connected"},
-		{"gosmee ready, other spacing", proxy.SSEEvent{Data: []byte(` { "message" : "ready" } `)}, proxy.KindControl, "ready"},
-		{"gosmee ready, named message", proxy.SSEEvent{Event: "message", Data: []byte(`{"message":"ready"}`)}, proxy.KindControl, "ready"},
-		{"old gosmee bare ready", proxy.SSEEvent{Data: []byte("ready")}, proxy.KindControl, "ready"},
-		{"gap", proxy.SSEEvent{Event: "gosmee-gap", Data: []byte(`{"error":"missed_history","requested_id":"1-0","oldest_id":"5-0"}`)}, proxy.KindGap, "gosmee-gap"},
-		{"gap with bad data", proxy.SSEEvent{Event: "gosmee-gap", Data: []byte(`nope`)}, proxy.KindGap, "gosmee-gap"},
-		{"hookline gap", proxy.SSEEvent{Event: "hookline-gap", Data: []byte(`{"from":3,"to":9,"reason":"expired","lastEventId":"2"}`)}, proxy.KindGap, "hookline-gap"},
-		{"hookline gap with bad data", proxy.SSEEvent{Event: "hookline-gap", Data: []byte(`[`)}, proxy.KindGap, "hookline-gap"},
-		{"message plus more is not control", proxy.SSEEvent{Data: []byte(`{"message":"ready","x-github-event":"push"}`)}, proxy.KindDelivery, ""},
-		{"a message substring is not control", proxy.SSEEvent{Data: []byte(`{"x-note":"{\"message\":\"ready\"}"}`)}, proxy.KindDelivery, ""},
+		{"smee ready", sse.Event{ID: "0", Event: "ready", Data: []byte("{}")}, wire.KindControl, "ready"},
+		{"smee ping", sse.Event{ID: "7", Event: "ping", Data: []byte("{}")}, wire.KindControl, "ping"},
+		{"named event with a delivery inside is still control", sse.Event{Event: "ping", Data: []byte(`{"x-github-event":"push"}`)}, wire.KindControl, "ping"},
+		{"unknown event name", sse.Event{Event: "error", Data: []byte("boom")}, wire.KindControl, "error"},
+		{"gosmee connected", sse.Event{Data: []byte(`{"message":"connected"}`)}, wire.KindControl, ""},
+		{"gosmee ready, other spacing", sse.Event{Data: []byte(` { "message" : "ready" } `)}, wire.KindControl, ""},
+		{"gosmee ready, named message", sse.Event{Event: "message", Data: []byte(`{"message":"ready"}`)}, wire.KindControl, ""},
+		{"old gosmee bare ready", sse.Event{Data: []byte("ready")}, wire.KindControl, ""},
+		{"gap", sse.Event{Event: "gosmee-gap", Data: []byte(`{"error":"missed_history","requested_id":"1-0","oldest_id":"5-0"}`)}, wire.KindGap, "gosmee-gap"},
+		{"gap with bad data", sse.Event{Event: "gosmee-gap", Data: []byte(`nope`)}, wire.KindGap, "gosmee-gap"},
+		{"hookline gap", sse.Event{Event: "hookline-gap", Data: []byte(`{"from":3,"to":9,"reason":"expired","lastEventId":"2"}`)}, wire.KindGap, "hookline-gap"},
+		{"hookline gap with bad data", sse.Event{Event: "hookline-gap", Data: []byte(`[`)}, wire.KindGap, "hookline-gap"},
+		{"message plus more is not control", sse.Event{Data: []byte(`{"message":"ready","x-github-event":"push"}`)}, wire.KindDelivery, ""},
+		{"a message substring is not control", sse.Event{Data: []byte(`{"x-note":"{\"message\":\"ready\"}"}`)}, wire.KindDelivery, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -381,7 +379,7 @@ func TestDecodeControl(t *testing.T) {
 			if m.Kind != tt.kind || m.Name != tt.msg {
 				t.Errorf("Kind, Name = %v, %q; want %v, %q", m.Kind, m.Name, tt.kind, tt.msg)
 			}
-			if (m.Kind == proxy.KindGap) != (m.Gap != nil) {
+			if (m.Kind == wire.KindGap) != (m.Gap != nil) {
 				t.Errorf("Kind %v with Gap %v", m.Kind, m.Gap)
 			}
 		})
@@ -389,11 +387,11 @@ func TestDecodeControl(t *testing.T) {
 }
 
 func TestDecodeHooklineGap(t *testing.T) {
-	m, err := proxy.Decode(proxy.SSEEvent{Event: "hookline-gap", Data: []byte(`{"from":3,"to":9,"reason":"expired","lastEventId":"2"}`)})
+	m, err := proxy.Decode(sse.Event{Event: "hookline-gap", Data: []byte(`{"from":3,"to":9,"reason":"expired","lastEventId":"2"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (proxy.Gap{RequestedID: "2", OldestID: "10", Reason: "expired"}); m.Gap == nil || *m.Gap != want {
+	if want := (wire.Gap{From: 3, To: 9, Reason: "expired", LastEventID: "2", Oldest: "10"}); m.Gap == nil || *m.Gap != want {
 		t.Errorf("Gap = %+v, want %+v", m.Gap, want)
 	}
 }
@@ -420,7 +418,7 @@ func TestDecodeMalformed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := proxy.Decode(proxy.SSEEvent{ID: "17", Data: []byte(tt.data)})
+			m, err := proxy.Decode(sse.Event{ID: "17", Data: []byte(tt.data)})
 			if tt.name == "base64 cut short" {
 				// "eyJhIjox" is valid base64 of `{"a":1`: a body, not an error.
 				if err != nil || string(m.Delivery.Body) != `{"a":1` {
@@ -446,16 +444,8 @@ func TestDecodeMalformed(t *testing.T) {
 //
 //	go test ./proxy/ -run '^$' -fuzz '^FuzzDecode$' -fuzztime 60s
 func FuzzDecode(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join(fixtureDir, "*.txt"))
-	if err != nil || len(files) == 0 {
-		f.Fatalf("no fixtures in %s: %v", fixtureDir, err)
-	}
-	for _, file := range files {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, ev := range parseSSE(b) {
+	for _, name := range ssetest.FixtureNames(f) {
+		for _, ev := range ssetest.FixtureEvents(f, name) {
 			f.Add(ev.ID, ev.Event, ev.Data)
 		}
 	}
@@ -463,7 +453,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add("", "", []byte(s))
 	}
 	f.Fuzz(func(t *testing.T, id, event string, data []byte) {
-		m, err := proxy.Decode(proxy.SSEEvent{ID: id, Event: event, Data: data})
+		m, err := proxy.Decode(sse.Event{ID: id, Event: event, Data: data})
 		if err != nil {
 			if !errors.Is(err, proxy.ErrMalformedMessage) {
 				t.Fatalf("error %v does not wrap ErrMalformedMessage", err)
@@ -471,18 +461,18 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		switch m.Kind {
-		case proxy.KindDelivery:
+		case wire.KindDelivery:
 			if m.Delivery == nil || len(m.Delivery.Headers) == 0 {
 				t.Fatalf("delivery without headers: %+v", m)
 			}
 			if m.Delivery.EventID != id {
 				t.Fatalf("EventID = %q, want %q", m.Delivery.EventID, id)
 			}
-		case proxy.KindControl:
+		case wire.KindControl:
 			if m.Delivery != nil {
 				t.Fatalf("control message with a delivery: %+v", m)
 			}
-		case proxy.KindGap:
+		case wire.KindGap:
 			if m.Gap == nil {
 				t.Fatalf("gap without Gap: %+v", m)
 			}

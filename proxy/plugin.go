@@ -19,12 +19,12 @@ import (
 	"github.com/hookline/hookline/webhooks"
 )
 
-// AnyPluginName is the plugin file name that runs for every delivery.
-const AnyPluginName = "_any"
+// anyPluginName is the plugin file name that runs for every delivery.
+const anyPluginName = "_any"
 
-// DefaultPluginTimeout is how long a plugin may run when
+// defaultPluginTimeout is how long a plugin may run when
 // PluginOptions.Timeout is zero.
-const DefaultPluginTimeout = time.Minute
+const defaultPluginTimeout = time.Minute
 
 // ErrPluginFailed is wrapped by the error of a plugin that exited non-zero,
 // could not start, or ran past its timeout.
@@ -41,14 +41,14 @@ var pluginEnvAllowList = []string{
 	"SYSTEMROOT", "SYSTEMDRIVE", "COMSPEC", "PATHEXT", "WINDIR", "USERPROFILE", "APPDATA", "LOCALAPPDATA",
 }
 
-// Plugin is a local program run for matching deliveries: the payload on its
+// pluginSpec is a local program run for matching deliveries: the payload on its
 // standard input and the delivery described by environment variables
 // (HOOKLINE_EVENT, HOOKLINE_ACTION, HOOKLINE_DELIVERY and
 // HOOKLINE_PAYLOAD_FILE, a file holding the payload). A non-zero exit is a
 // handler error. Unless deliveries are verified, the payload and those
 // values are whatever a sender posted: plugins must treat them as
 // untrusted input.
-type Plugin struct {
+type pluginSpec struct {
 	// Name identifies the plugin in the trace: the file name for a plugin
 	// directory entry, the command line for an --exec command.
 	Name string
@@ -60,14 +60,14 @@ type Plugin struct {
 	Args []string
 }
 
-// PluginDir returns the plugins in dir: every executable regular file named
+// pluginDir returns the plugins in dir: every executable regular file named
 // `<event>`, `<event>.<action>` or `_any` (on Windows the extension, such as
 // .exe or .cmd, is not part of the name). Hidden files, directories, files
 // that are not executable and names that cannot be event names are skipped
 // with a warning on logger (nil means slog.Default()). Names that are not
 // known GitHub events are loaded with a warning: GitHub adds events faster
 // than hookline releases. The plugins are sorted by name.
-func PluginDir(dir string, logger *slog.Logger) ([]Plugin, error) {
+func pluginDir(dir string, logger *slog.Logger) ([]pluginSpec, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -75,7 +75,7 @@ func PluginDir(dir string, logger *slog.Logger) ([]Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading plugin directory: %w", err)
 	}
-	var plugins []Plugin
+	var plugins []pluginSpec
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || e.IsDir() {
@@ -95,10 +95,10 @@ func PluginDir(dir string, logger *slog.Logger) ([]Plugin, error) {
 			continue
 		}
 		known := func(n string) bool {
-			return n == AnyPluginName || webhooks.ValidateEventName(n, webhooks.ValidateOptions{}) == nil
+			return n == anyPluginName || webhooks.ValidateEventName(n, webhooks.ValidateOptions{}) == nil
 		}
 		switch base := strings.TrimSuffix(on, filepath.Ext(on)); {
-		case on == AnyPluginName:
+		case on == anyPluginName:
 			on = webhooks.AnyEventName
 		case webhooks.ValidateEventName(on, webhooks.ValidateOptions{OnUnknownEventName: "ignore"}) != nil:
 			logger.Warn("skipping plugin: its file name cannot be an event name", "path", path)
@@ -114,7 +114,7 @@ func PluginDir(dir string, logger *slog.Logger) ([]Plugin, error) {
 		if err != nil {
 			return nil, err
 		}
-		plugins = append(plugins, Plugin{Name: name, On: on, Path: abs})
+		plugins = append(plugins, pluginSpec{Name: name, On: on, Path: abs})
 	}
 	sort.Slice(plugins, func(i, j int) bool { return plugins[i].Name < plugins[j].Name })
 	return plugins, nil
@@ -127,19 +127,33 @@ var scriptExtensions = map[string]bool{
 	".js": true, ".mjs": true, ".cjs": true, ".ts": true, ".lua": true, ".exe": true,
 }
 
-// ExecPlugin returns a plugin that runs command through the shell (sh -c, or
+// execPlugin returns a plugin that runs command through the shell (sh -c, or
 // cmd /C on Windows) for every delivery.
-func ExecPlugin(command string) Plugin {
+func execPlugin(command string) pluginSpec {
 	if runtime.GOOS == "windows" {
-		return Plugin{Name: command, On: webhooks.AnyEventName, Path: "cmd", Args: []string{"/C", command}}
+		return pluginSpec{Name: command, On: webhooks.AnyEventName, Path: "cmd", Args: []string{"/C", command}}
 	}
-	return Plugin{Name: command, On: webhooks.AnyEventName, Path: "/bin/sh", Args: []string{"-c", command}}
+	return pluginSpec{Name: command, On: webhooks.AnyEventName, Path: "/bin/sh", Args: []string{"-c", command}}
 }
 
-// PluginOptions configure how plugins run.
+// PluginOptions say which plugins RegisterPlugins registers and how they
+// run.
 type PluginOptions struct {
-	// Timeout bounds one run; the plugin is killed after it. If zero,
-	// DefaultPluginTimeout.
+	// Dir, if not empty, is a directory of plugins: every executable
+	// regular file named `<event>`, `<event>.<action>` or `_any` (for every
+	// delivery) runs for the deliveries its name matches. On Windows the
+	// extension (.exe, .cmd) is not part of the name. Hidden files and files
+	// that are not executable or whose names cannot be event names are
+	// skipped with a warning on Logger.
+	Dir string
+	// Commands run through the shell (sh -c, or cmd /C on Windows) for
+	// every delivery.
+	Commands []string
+	// Logger receives the warnings about skipped files. If nil,
+	// slog.Default().
+	Logger *slog.Logger
+	// Timeout bounds one run; the plugin is killed after it. If zero, one
+	// minute.
 	Timeout time.Duration
 	// Env lists extra variables passed to plugins: "NAME" passes the
 	// parent's value, "NAME=value" sets one. The rest of the parent
@@ -154,11 +168,30 @@ type PluginOptions struct {
 	Output io.Writer
 }
 
-// RegisterPlugins registers each plugin as a handler on w under its On name
-// (for a *webhooks.Webhooks, pass &wh.Emitter).
-// Each run's outcome is reported with reportHandler, so a Client's Result
-// lists every plugin that ran.
-func RegisterPlugins(w *webhooks.Emitter, plugins []Plugin, opts PluginOptions) error {
+// RegisterPlugins registers on w (for a *webhooks.Webhooks, pass
+// &wh.Emitter) a handler for each plugin opts names, and returns how many.
+// A plugin gets the payload on its standard input and the delivery in
+// environment variables (HOOKLINE_EVENT, HOOKLINE_ACTION,
+// HOOKLINE_DELIVERY, HOOKLINE_PAYLOAD_FILE); a non-zero exit is a handler
+// error, wrapping ErrPluginFailed. Unless deliveries are verified, all of
+// it is whatever a sender posted: plugins must treat it as untrusted. Each
+// run is reported in the Result of a Client's delivery (Result.Handlers).
+func RegisterPlugins(w *webhooks.Emitter, opts PluginOptions) (int, error) {
+	var plugins []pluginSpec
+	if opts.Dir != "" {
+		var err error
+		if plugins, err = pluginDir(opts.Dir, opts.Logger); err != nil {
+			return 0, err
+		}
+	}
+	for _, cmd := range opts.Commands {
+		plugins = append(plugins, execPlugin(cmd))
+	}
+	return len(plugins), registerPlugins(w, plugins, opts)
+}
+
+// registerPlugins registers each plugin as a handler on w under its On name.
+func registerPlugins(w *webhooks.Emitter, plugins []pluginSpec, opts PluginOptions) error {
 	env := pluginEnv(opts)
 	var outMu sync.Mutex
 	for _, p := range plugins {
@@ -215,10 +248,10 @@ func pluginEnv(opts PluginOptions) []string {
 }
 
 // runPlugin runs p once for e.
-func runPlugin(ctx context.Context, p Plugin, e webhooks.Event, env []string, opts PluginOptions, outMu *sync.Mutex) error {
+func runPlugin(ctx context.Context, p pluginSpec, e webhooks.Event, env []string, opts PluginOptions, outMu *sync.Mutex) error {
 	timeout := opts.Timeout
 	if timeout <= 0 {
-		timeout = DefaultPluginTimeout
+		timeout = defaultPluginTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -50,7 +50,7 @@ func TestPluginDirSelectsExecutableEventNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	plugins, err := PluginDir(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+	plugins, err := pluginDir(dir, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,17 +70,17 @@ func TestPluginDirSelectsExecutableEventNames(t *testing.T) {
 	if strings.Contains(logs.String(), "brand_new_event") {
 		t.Errorf("PluginDir warned about an unknown name the emitter warns about (twice in all):\n%s", logs.String())
 	}
-	if _, err := PluginDir(filepath.Join(dir, "missing"), nil); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("PluginDir(missing) error = %v, want os.ErrNotExist", err)
+	if _, err := pluginDir(filepath.Join(dir, "missing"), nil); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("pluginDir(missing) error = %v, want os.ErrNotExist", err)
 	}
 }
 
 // receiveWithPlugins registers plugins on a fresh Webhooks and receives one event,
 // returning Receive's error and the reported handler results.
-func receiveWithPlugins(t *testing.T, plugins []Plugin, opts PluginOptions, e webhooks.Event) ([]HandlerResult, error) {
+func receiveWithPlugins(t *testing.T, plugins []pluginSpec, opts PluginOptions, e webhooks.Event) ([]HandlerResult, error) {
 	t.Helper()
 	w := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: pluginTestLogger()})
-	if err := RegisterPlugins(w, plugins, opts); err != nil {
+	if err := registerPlugins(w, plugins, opts); err != nil {
 		t.Fatal(err)
 	}
 	ctx, log := withHandlerLog(t.Context())
@@ -98,7 +98,7 @@ func TestPluginRunsWithPayloadAndEnvironment(t *testing.T) {
 cp "$HOOKLINE_PAYLOAD_FILE" "$OUT/file"
 env | sort > "$OUT/env"
 `, 0o755)
-	plugins, err := PluginDir(dir, pluginTestLogger())
+	plugins, err := pluginDir(dir, pluginTestLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestPluginFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeScript(t, dir, "push", tt.script, 0o755)
-			plugins, err := PluginDir(dir, pluginTestLogger())
+			plugins, err := pluginDir(dir, pluginTestLogger())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,9 +176,9 @@ func TestPluginFailures(t *testing.T) {
 func TestExecPluginRunsForEveryEventWithPrefixedOutput(t *testing.T) {
 	skipOnWindows(t)
 	var out bytes.Buffer
-	p := ExecPlugin(`echo "got $HOOKLINE_EVENT"; printf 'no newline' >&2`)
+	p := execPlugin(`echo "got $HOOKLINE_EVENT"; printf 'no newline' >&2`)
 	for _, name := range []string{"push", "ping"} {
-		results, err := receiveWithPlugins(t, []Plugin{p}, PluginOptions{Output: &out}, webhooks.Event{Name: name, Payload: []byte(`{}`)})
+		results, err := receiveWithPlugins(t, []pluginSpec{p}, PluginOptions{Output: &out}, webhooks.Event{Name: name, Payload: []byte(`{}`)})
 		if err != nil || len(results) != 1 {
 			t.Fatalf("Receive(%s) = %v, results %+v; want nil and one result", name, err, results)
 		}
@@ -205,7 +205,7 @@ func TestPluginKindsMatchTheirDeliveries(t *testing.T) {
 	for _, name := range []string{"issues", "issues.opened", "_any", "push"} {
 		writeScript(t, dir, name, `echo "$HOOKLINE_EVENT.$HOOKLINE_ACTION" >> "$OUT/`+name+`"`+"\n", 0o755)
 	}
-	plugins, err := PluginDir(dir, pluginTestLogger())
+	plugins, err := pluginDir(dir, pluginTestLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestPluginTimeoutKillsItsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "grandchild.pid")
 	writeScript(t, dir, "push", "sleep 30 &\necho $! > "+pidFile+"\nwait\n", 0o755)
-	plugins, err := PluginDir(dir, pluginTestLogger())
+	plugins, err := pluginDir(dir, pluginTestLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestPluginDispatchTakesNoNameFromTheSender(t *testing.T) {
 	for _, name := range []string{"_any", "issues.closed"} {
 		writeScript(t, dir, name, "echo \"$HOOKLINE_ACTION\" >> "+filepath.Join(out, "ran."+name)+"\n", 0o755)
 	}
-	plugins, err := PluginDir(dir, pluginTestLogger())
+	plugins, err := pluginDir(dir, pluginTestLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

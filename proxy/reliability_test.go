@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
@@ -79,7 +80,7 @@ func (c *connWatch) lastEventIDs() []string {
 }
 
 // fastStream reconnects without the default quarter-second backoff.
-var fastStream = proxy.StreamOptions{MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
+var fastStream = sse.Options{MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}
 
 // (3) The TCP connection is cut in the middle of a large event: the client
 // reconnects with Last-Event-ID and loses nothing, receives nothing twice.
@@ -105,7 +106,7 @@ func TestFaultConnectionCutMidEvent(t *testing.T) {
 		return relaytest.Body(n, 100)
 	}
 	cw := newConnWatch()
-	startClient(t, proxy.Options{URL: channel, Target: ts, Stream: fastStream, OnState: cw.on})
+	startClient(t, proxy.WithStream(proxy.Options{URL: channel, Target: ts, OnState: cw.on}, nil, fastStream))
 	cw.waitConnected(t)
 	const last = 8
 	for n := 1; n <= last; n++ {
@@ -139,7 +140,7 @@ func TestFaultCutBeforeTheFirstDelivery(t *testing.T) {
 	channel := strings.Replace(rl.Channel, strings.TrimPrefix(rl.Base, "http://"), gate.addr, 1)
 
 	cw := newConnWatch()
-	startClient(t, proxy.Options{URL: channel, Target: ts, Stream: fastStream, OnState: cw.on})
+	startClient(t, proxy.WithStream(proxy.Options{URL: channel, Target: ts, OnState: cw.on}, nil, fastStream))
 	cw.waitConnected(t)
 	gate.cut() // the stream drops; reconnections wait at the gate
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
@@ -522,7 +523,7 @@ func TestFaultDiskFullWhileSaving(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy.SetCaptureWriter(c, func(dir string, d capture.Delivery) (string, error) {
+	proxy.SetCaptureWriter(c, func(dir string, d capture.File) (string, error) {
 		if d.ID == relaytest.ID(2) {
 			return "", fmt.Errorf("saving delivery %s to %s: %w", d.ID, dir, &os.PathError{Op: "write", Path: filepath.Join(dir, ".capture-1.tmp"), Err: syscall.ENOSPC})
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/ssetest"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 )
@@ -22,14 +23,14 @@ import (
 // the delivery behind it says how long it waited. On synctest's clock.
 func TestSlowAnswerIsAGitHubFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		stream := pipeStream(func(ctx context.Context, w io.Writer) {
+		stream := ssetest.PipeStream(func(ctx context.Context, w io.Writer) {
 			io.WriteString(w, "event: ready\ndata: {}\n\n")
 			for n := 1; n <= 2; n++ {
 				fmt.Fprintf(w, "id: %d\ndata: %s\n\n", n, message(hostileHeaders(relaytest.ID(n)), relaytest.Body(n, 10)))
 			}
 			<-ctx.Done()
 		})
-		target := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		target := &http.Client{Transport: ssetest.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
 			if r.Header.Get("X-GitHub-Delivery") == relaytest.ID(1) {
 				time.Sleep(20 * time.Second) // the handler works before it answers
 			}
@@ -38,7 +39,7 @@ func TestSlowAnswerIsAGitHubFailure(t *testing.T) {
 		var mu sync.Mutex
 		var results []proxy.Result
 		c, err := proxy.New(proxy.Options{URL: "http://relay.test/chan", Target: "http://127.0.0.1:3000/hook",
-			Transport: &proxy.SSETransport{Client: stream}, HTTPClient: &rest.Client{HTTPClient: target},
+			RelayClient: stream, HTTPClient: &rest.Client{HTTPClient: target},
 			Logger: slog.New(slog.DiscardHandler),
 			OnResult: func(r proxy.Result) {
 				mu.Lock()

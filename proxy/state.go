@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/sse"
 )
 
 // stateVersion is the version of the state file format.
@@ -93,11 +94,11 @@ func parseState(data []byte) (stateDoc, error) {
 	if doc.Version != stateVersion {
 		return stateDoc{}, fmt.Errorf("state file version %d (this hookline reads version %d)", doc.Version, stateVersion)
 	}
-	if !usableEventID(doc.LastEventID) {
+	if !sse.UsableEventID(doc.LastEventID) {
 		return stateDoc{}, errors.New("last_event_id is not a usable event id")
 	}
 	for _, id := range doc.DoneAfter {
-		if id == "" || !usableEventID(id) {
+		if id == "" || !sse.UsableEventID(id) {
 			return stateDoc{}, errors.New("done_after holds an unusable event id")
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/internal/sse"
 )
 
 func TestCheckpointWatermark(t *testing.T) {
@@ -112,11 +114,11 @@ func FuzzParseState(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !usableEventID(doc.LastEventID) {
+		if !sse.UsableEventID(doc.LastEventID) {
 			t.Errorf("accepted last_event_id %q", doc.LastEventID)
 		}
 		for _, id := range doc.DoneAfter {
-			if id == "" || !usableEventID(id) {
+			if id == "" || !sse.UsableEventID(id) {
 				t.Errorf("accepted done_after id %q", id)
 			}
 		}

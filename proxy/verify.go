@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/webhooks"
 )
@@ -15,11 +16,12 @@ import (
 // additionalSecrets, as a Client does: VerificationSkipped when secret is empty,
 // VerificationPassed when it matches, VerificationFailed otherwise, with a note saying why (or
 // warning about a legacy SHA-1 signature).
-func verifyDelivery(d *Delivery, secret string, additionalSecrets ...string) (Verification, string) {
+func verifyDelivery(d *delivery.Delivery, secret string, additionalSecrets ...string) (Verification, string) {
 	if secret == "" {
 		return VerificationSkipped, ""
 	}
-	if d.Signature == "" {
+	sig, sha1 := d.Signature()
+	if sig == "" {
 		if d.Headers.Get("User-Agent") == wire.SendUserAgent {
 			return VerificationFailed, "no X-Hub-Signature-256 header: hookline send sent it without a secret (give send the same --secret or --secret-file)"
 		}
@@ -27,18 +29,18 @@ func verifyDelivery(d *Delivery, secret string, additionalSecrets ...string) (Ve
 	}
 	ok := false
 	note := ""
-	if d.SignatureSHA1 {
-		ok = verifySHA1(append([]string{secret}, additionalSecrets...), d.Body, d.Signature)
+	if sha1 {
+		ok = verifySHA1(append([]string{secret}, additionalSecrets...), d.Body, sig)
 		note = "legacy SHA-1 signature (X-Hub-Signature): the sender does not send X-Hub-Signature-256"
 	} else {
-		ok, _ = webhooks.VerifyWithFallback(secret, d.Body, d.Signature, additionalSecrets...)
+		ok, _ = webhooks.VerifyWithFallback(secret, d.Body, sig, additionalSecrets...)
 	}
 	switch {
 	case ok:
 		return VerificationPassed, note
 	case len(d.Body) == 0:
 		return VerificationFailed, "the delivery has no body"
-	case d.BodySource == BodyCapture:
+	case d.BodySource == delivery.BodyCapture:
 		return VerificationFailed, "signature does not match the saved body and secret: check the secret (a body relayed through smee.io may have been re-encoded before it was saved)"
 	case !d.BodySource.Exact():
 		return VerificationFailed, fmt.Sprintf("signature does not match; the relay re-encoded the body (%s field), so the exact bytes GitHub signed may be lost; use a relay that keeps them (hookline serve, gosmee) or check the secret", d.BodySource)

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/hookline/hookline/internal/sse"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // A relay that sends nothing but malformed messages gets at most warnBurst
@@ -20,14 +23,14 @@ func TestMalformedWarningsAreRateLimited(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 1000 {
-			c.decode(SSEEvent{Data: []byte("not json")})
+			c.decode(sse.Event{Kind: wire.KindDelivery, Data: []byte("not json")})
 		}
 		if n := strings.Count(logs.String(), "\n"); n != warnBurst {
 			t.Errorf("%d warning lines for 1000 malformed messages, want %d", n, warnBurst)
 		}
 		time.Sleep(time.Minute)
 		logs.Reset()
-		c.decode(SSEEvent{Data: []byte("not json")})
+		c.decode(sse.Event{Kind: wire.KindDelivery, Data: []byte("not json")})
 		if !strings.Contains(logs.String(), "count=990") || strings.Count(logs.String(), "\n") != 2 {
 			t.Errorf("after a minute: %q, want the count of the 990 held back, then the warning", logs.String())
 		}

@@ -198,7 +198,7 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 		URL:         channel,
 		Target:      target.URL,
 		LastEventID: "0", // from the start: ids are durable
-		Stream:      proxy.StreamOptions{MinBackoff: 10 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		MaxBackoff:  200 * time.Millisecond,
 		Logger:      slog.New(slog.DiscardHandler),
 		OnResult: func(r proxy.Result) {
 			mu.Lock()

@@ -29,7 +29,7 @@ func TestLineBreaksDoNotMultiplyTheEvent(t *testing.T) {
 	if len(ext) > len(body)*4/3+1024 {
 		t.Errorf("the extended event takes %d bytes, want about the base64 of the body (%d)", len(ext), len(body)*4/3)
 	}
-	got, _, err := wire.Decode(bytes.ReplaceAll(bytes.TrimSuffix(ext, []byte("\n\n")), []byte("\ndata: "), []byte("\n"))[len("data: "):])
+	got, err := wire.DecodeDelivery(bytes.ReplaceAll(bytes.TrimSuffix(ext, []byte("\n\n")), []byte("\ndata: "), []byte("\n"))[len("data: "):])
 	if err != nil || !bytes.Equal(got.Body, body) {
 		t.Errorf("bodyB does not hold the exact body: %v", err)
 	}

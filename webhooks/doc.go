@@ -30,9 +30,9 @@
 // Options.StrictEventNames, On refuses a name GitHub does not send. A
 // handler reads the delivery's headers in Event.Header (HeaderHookID...).
 //
-// Without HTTP, pass what the request carried to VerifyAndReceiveDelivery:
+// Without HTTP, pass what the request carried to VerifyAndReceive:
 //
-//	err := wh.VerifyAndReceiveDelivery(ctx, webhooks.Delivery{ID: deliveryID, Name: eventName, Payload: body, Signature: signature256})
+//	err := wh.VerifyAndReceive(ctx, deliveryID, eventName, body, signature256)
 //
 // The pieces are usable alone: package webhooks/signature holds Sign,
 // Verify and VerifyWithFallback (re-exported here), and Emitter is the

@@ -191,8 +191,8 @@ func (m *Middleware) serve(rw http.ResponseWriter, r *http.Request, path string)
 	// request's values but not its cancellation.
 	ctx := context.WithoutCancel(r.Context())
 	done := make(chan error, 1)
-	d := Delivery{ID: id, Name: name, Payload: body, Signature: sig, Header: r.Header}
-	go func() { done <- m.w.VerifyAndReceiveDelivery(ctx, d) }()
+	e := Event{ID: id, Name: name, Payload: body, Header: r.Header}
+	go func() { done <- m.w.verifyAndReceive(ctx, e, sig) }()
 
 	var timeout <-chan time.Time
 	if m.timeout > 0 {

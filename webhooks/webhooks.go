@@ -123,27 +123,14 @@ func (w *Webhooks) VerifyWithFallback(payload []byte, sig string) (bool, error) 
 // 400, without calling any handler. Otherwise it returns what Receive
 // returns. Handlers share payload and must not modify it.
 func (w *Webhooks) VerifyAndReceive(ctx context.Context, id, name string, payload []byte, sig string) error {
-	return w.VerifyAndReceiveDelivery(ctx, Delivery{ID: id, Name: name, Payload: payload, Signature: sig})
+	return w.verifyAndReceive(ctx, Event{ID: id, Name: name, Payload: payload}, sig)
 }
 
-// Delivery is what VerifyAndReceiveDelivery takes: octokit's
-// verifyAndReceive({id, name, payload, signature}) object, whose fields
-// cannot be swapped the way VerifyAndReceive's strings can.
-type Delivery struct {
-	ID        string      // X-GitHub-Delivery; may be empty
-	Name      string      // X-GitHub-Event
-	Payload   []byte      // the raw request body
-	Signature string      // X-Hub-Signature-256
-	Header    http.Header // the request's headers, for Event.Header; may be nil
-}
-
-// VerifyAndReceiveDelivery is VerifyAndReceive with its arguments named: it
-// checks d.Signature against d.Payload, then dispatches the event (with
-// d.Header as Event.Header). The middleware calls it with the request.
-func (w *Webhooks) VerifyAndReceiveDelivery(ctx context.Context, d Delivery) error {
-	e := Event{ID: d.ID, Name: d.Name, Payload: d.Payload, Header: d.Header}
-	ok, err := w.VerifyWithFallback(d.Payload, d.Signature)
-	if len(d.Payload) == 0 && err == nil {
+// verifyAndReceive is VerifyAndReceive with the event built (the
+// middleware adds the request's headers).
+func (w *Webhooks) verifyAndReceive(ctx context.Context, e Event, sig string) error {
+	ok, err := w.VerifyWithFallback(e.Payload, sig)
+	if len(e.Payload) == 0 && err == nil {
 		err = ErrMissingPayload // an empty body is never a delivery
 	}
 	if !ok || err != nil {

@@ -18,10 +18,18 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fatih/color"
 	ucli "github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
+)
+
+// The commands' defaults, which are package proxy's too.
+const (
+	targetTimeout = 30 * time.Second // one request to the target
+	drainTimeout  = 10 * time.Second // deliveries in flight after Ctrl-C
+	dedupWindow   = time.Hour        // a delivery id seen within it is skipped
 )
 
 // Exit codes returned by Run.

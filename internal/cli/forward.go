@@ -23,7 +23,9 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/rest/header"
@@ -35,7 +37,7 @@ type forwardOptions struct {
 	url          string
 	newChannel   bool
 	server       string
-	format       proxy.Format
+	format       delivery.Format
 	target       string
 	secret       string
 	sendHint     [2]string // how a suggested `hookline send` passes the secret (sendSecretHint)
@@ -109,7 +111,7 @@ func splitNames(values []string) []string {
 func parseForward(c *ucli.Context) (forwardOptions, error) {
 	o := forwardOptions{
 		url: c.String("url"), newChannel: c.Bool("new"), server: c.String("server"),
-		format: proxy.Format(c.String("format")), target: c.String("target"),
+		format: delivery.Format(c.String("format")), target: c.String("target"),
 		targetSecret: c.String("target-secret"),
 		resign:       c.Bool("resign") || c.String("target-secret") != "", noQuery: c.Bool("no-query"),
 		plugins: parsePlugins(c),
@@ -178,7 +180,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		return o, usageErrorf("--url and --new cannot be used together: --new creates a channel, --url uses an existing one")
 	}
 	switch o.format {
-	case "", proxy.FormatSmee, proxy.FormatGosmee, proxy.FormatHookline:
+	case "", delivery.FormatSmee, delivery.FormatGosmee, delivery.FormatHookline:
 	default:
 		return o, usageErrorf("--format %q: want smee, gosmee or hookline", o.format)
 	}
@@ -188,7 +190,7 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 		}
 	}
 	if o.url != "" {
-		if _, err := proxy.StreamURL(o.url, o.format); err != nil {
+		if _, err := sse.StreamURL(o.url, o.format); err != nil {
 			return o, usageErrorf("--url: %v", err)
 		}
 	}
@@ -271,7 +273,7 @@ func (o *forwardOptions) defaultPaths(channel string, s *streams) {
 		o.failedDir, o.failedAuto = filepath.Join(dir, "failed", time.Now().UTC().Format("20060102T150405Z")), true
 	}
 	if needState {
-		if stream, err := proxy.StreamURL(channel, o.format); err == nil {
+		if stream, err := sse.StreamURL(channel, o.format); err == nil {
 			o.stateFile, o.stateDefault = filepath.Join(dir, "state", stateFileName(stream)), true
 		}
 	}
@@ -375,7 +377,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	defer context.AfterFunc(quit, client.Stop)()
 	defer context.AfterFunc(ctx, func() {
 		if n := client.Stats().InFlight; n > 0 && quit.Err() == nil {
-			tr.note(fmt.Sprintf("waiting up to %s for %s in flight; Ctrl-C again to quit now", proxy.DefaultDrainTimeout, plural(int(n), "delivery", "deliveries")))
+			tr.note(fmt.Sprintf("waiting up to %s for %s in flight; Ctrl-C again to quit now", drainTimeout, plural(int(n), "delivery", "deliveries")))
 		}
 	})()
 	if hook != nil {
@@ -400,7 +402,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	switch {
 	case err == nil && quit.Err() != nil:
 		return &codeError{code: ExitInterrupted, err: errors.New("quit at the second Ctrl-C: deliveries in flight were cut short (see the trace; the failed folder keeps them)")}
-	case errors.Is(err, proxy.ErrNotEventStream):
+	case errors.Is(err, sse.ErrNotEventStream):
 		return fmt.Errorf("%w\nfor a gosmee server, add --format gosmee", err)
 	case errors.Is(err, proxy.ErrPermanent):
 		return fmt.Errorf("%w\nthe relay refused the channel; check --url (a channel URL looks like https://smee.io/AbCdEf123)", err)
@@ -460,10 +462,10 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 	}
 	popts := proxy.Options{
 		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
-		Transport: &proxy.SSETransport{Client: &http.Client{Transport: transport}},
-		Secret:    o.secret,
-		Target:    o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
-		HTTPClient:  targetClient(o.timeout, o.retries, transport, tr.note),
+		RelayClient: &http.Client{Transport: transport},
+		Secret:      o.secret,
+		Target:      o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
+		HTTPClient: targetClient(o.timeout, o.retries, transport, tr.note), DrainTimeout: drainTimeout,
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
 		FailedDir: o.failedDir, DedupWindow: dedupWindow, SaveScripts: o.saveScripts,
 		Logger: logger,
@@ -756,7 +758,7 @@ func forwardFlags() []ucli.Flag {
 		&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)"},
 		&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)"},
 		&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "`N` deliveries handled at once; above 1 the order is not kept"},
-		&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit (`DURATION`) of one request to the target"},
+		&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit (`DURATION`) of one request to the target"},
 		retriesFlag(),
 	}
 	stateFlags := []ucli.Flag{
@@ -766,7 +768,7 @@ func forwardFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: "state-file", Usage: "store the position in the channel in `FILE` after every delivery, and resume from it (default with --url: one per channel in the state directory)"},
 		&ucli.BoolFlag{Name: "no-state", Usage: "keep no position in the channel: a restart starts from new deliveries"},
 		&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},
-		&ucli.DurationFlag{Name: "dedup-window", Value: proxy.DefaultDedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through"},
+		&ucli.DurationFlag{Name: "dedup-window", Value: dedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through"},
 	}
 	githubFlagList := append(githubFlags("GitHub",
 		"create a webhook on GitHub repository `OWNER/NAME` that sends to the channel, with a new secret, deleted when forward ends",
@@ -826,23 +828,15 @@ func parsePlugins(c *ucli.Context) pluginOptions {
 // pluginHandlers returns the handlers that run the plugins o names; nil
 // (no handlers) when it names none.
 func pluginHandlers(o pluginOptions, logger *slog.Logger, s *streams) (*webhooks.Emitter, error) {
-	var plugins []proxy.Plugin
-	if o.dir != "" {
-		p, err := proxy.PluginDir(o.dir, logger)
-		if err != nil {
-			return nil, fmt.Errorf("--plugin-dir: %w", err)
-		}
-		plugins = append(plugins, p...)
-	}
-	for _, cmd := range o.exec {
-		plugins = append(plugins, proxy.ExecPlugin(cmd))
-	}
-	if len(plugins) == 0 {
-		return nil, nil
-	}
 	handlers := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: logger})
-	if err := proxy.RegisterPlugins(handlers, plugins, proxy.PluginOptions{Env: o.env, Output: s.err}); err != nil {
+	n, err := proxy.RegisterPlugins(handlers, proxy.PluginOptions{Dir: o.dir, Commands: o.exec, Logger: logger, Env: o.env, Output: s.err})
+	switch {
+	case err != nil && o.dir != "" && n == 0:
+		return nil, fmt.Errorf("--plugin-dir: %w", err)
+	case err != nil:
 		return nil, err
+	case n == 0:
+		return nil, nil
 	}
 	return handlers, nil
 }

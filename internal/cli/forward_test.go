@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
@@ -553,7 +554,7 @@ func TestForwardHeader(t *testing.T) {
 		t.Errorf("the credential was printed:\n%s", out)
 	}
 
-	path := writeCapture(t, t.TempDir(), "d.json", capture.Delivery{ID: "h", Event: "push", Headers: http.Header{"X-Github-Event": {"push"}}, Body: []byte("{}")})
+	path := writeCapture(t, t.TempDir(), "d.json", capture.File{Delivery: delivery.Delivery{ID: "h", Event: "push", Headers: http.Header{"X-Github-Event": {"push"}}, Body: []byte("{}")}})
 	code, out, errOut := run(t, "replay", "-v", "--target", target.URL, "--header", "X-Api-Key=k3y-value", path)
 	if code != ExitOK || target.requests()[1].header.Get("X-Api-Key") != "k3y-value" || strings.Contains(out+errOut, "k3y-value") {
 		t.Errorf("replay --header: exit %d, the target got %q; output:\n%s%s", code, target.requests()[1].header.Get("X-Api-Key"), out, errOut)

@@ -20,9 +20,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/githubapi"
 	"github.com/hookline/hookline/internal/httpx"
-	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 )
 
@@ -250,7 +250,7 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
 			&ucli.StringFlag{Name: "save", Usage: "with --target, save each delivery as a capture file in `DIR`"},
 			&ucli.StringFlag{Name: "failed-dir", Usage: "with --target, keep deliveries the target did not take in `DIR`"},
 			targetHeaderFlag(),
-			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
+			&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit of one request to the target"},
 			retriesFlag(),
 			insecureFlag(),
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery"},
@@ -353,8 +353,8 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 			return err
 		}
 	}
-	var list []githubapi.Delivery
-	err = gh.Deliveries(ctx, owner, hookID, o.status, func(d githubapi.Delivery) bool {
+	var list []githubapi.HookDelivery
+	err = gh.Deliveries(ctx, owner, hookID, o.status, func(d githubapi.HookDelivery) bool {
 		if !o.since.IsZero() && d.DeliveredAt.Before(o.since) {
 			return false // newest first: the rest are older
 		}
@@ -378,7 +378,7 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 		}
 		return nil
 	case o.replay.target != "":
-		var ds []capture.Delivery
+		var ds []capture.File
 		for _, d := range list {
 			detail, err := gh.Delivery(ctx, owner, hookID, d.ID)
 			if err != nil {
@@ -431,10 +431,10 @@ func hookList(hooks []githubapi.Hook) string {
 
 // githubCapture is a delivery fetched from the API as a capture, its body
 // the API's payload, compact, in the order GitHub gave it.
-func githubCapture(owner githubapi.Owner, hookID int64, d githubapi.DeliveryDetail) (capture.Delivery, error) {
+func githubCapture(owner githubapi.Owner, hookID int64, d githubapi.HookDeliveryDetail) (capture.File, error) {
 	var body bytes.Buffer
 	if err := json.Compact(&body, d.Request.Payload); err != nil {
-		return capture.Delivery{}, fmt.Errorf("delivery %d: GitHub's payload is not JSON: %w", d.ID, err)
+		return capture.File{}, fmt.Errorf("delivery %d: GitHub's payload is not JSON: %w", d.ID, err)
 	}
 	h := http.Header{}
 	for k, v := range d.Request.Headers {
@@ -449,15 +449,18 @@ func githubCapture(owner githubapi.Owner, hookID int64, d githubapi.DeliveryDeta
 	if d.Action != nil {
 		action = *d.Action
 	}
-	return capture.Delivery{
-		ID: d.GUID, Event: d.Event, Action: action, ReceivedAt: d.DeliveredAt,
+	return capture.File{
+		Delivery: delivery.Delivery{
+			ID: d.GUID, Event: d.Event, ReceivedAt: d.DeliveredAt,
+			Method: http.MethodPost, Headers: h, Body: body.Bytes(), BodySource: delivery.BodyCapture,
+		},
+		Action: action,
 		Source: fmt.Sprintf("github:%s/hooks/%d/deliveries/%d", owner, hookID, d.ID),
-		Method: http.MethodPost, Headers: h, Body: body.Bytes(),
 	}, nil
 }
 
 // printDeliveries lists deliveries as a table, or one JSON object each.
-func printDeliveries(s *streams, list []githubapi.Delivery, jsonOut bool) error {
+func printDeliveries(s *streams, list []githubapi.HookDelivery, jsonOut bool) error {
 	if jsonOut {
 		enc := json.NewEncoder(s.out)
 		for _, d := range list {

@@ -11,8 +11,9 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
-	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -158,7 +159,7 @@ func TestForwardStateFileResumes(t *testing.T) {
 	target := &relaytest.Sink{}
 	ts := httptest.NewServer(target)
 	t.Cleanup(ts.Close)
-	stream, _ := proxy.StreamURL(rl.Channel, "")
+	stream, _ := sse.StreamURL(rl.Channel, "")
 	stateFile := filepath.Join(state, "hookline", "state", stateFileName(stream))
 
 	f := startForward(t, "--url", rl.Channel, "--target", ts.URL)
@@ -239,7 +240,7 @@ func TestForwardHostileStateFiles(t *testing.T) {
 // replay are each named with a clear error, and the good captures in the
 // same folder are still sent.
 func TestReplayHostileCaptureFiles(t *testing.T) {
-	good := capture.Delivery{ID: "good-1", Event: "issues", Headers: http.Header{"X-Github-Event": {"issues"}}, Body: []byte(`{"action":"opened"}`)}
+	good := capture.File{Delivery: delivery.Delivery{ID: "good-1", Event: "issues", Headers: http.Header{"X-Github-Event": {"issues"}}, Body: []byte(`{"action":"opened"}`)}}
 	tests := []struct {
 		name    string
 		file    string // the bad file's name in the folder

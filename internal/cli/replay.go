@@ -20,6 +20,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
@@ -115,7 +116,7 @@ checks a different secret than GitHub's.
 			&ucli.BoolFlag{Name: "no-query", Usage: "do not add the deliveries' query strings to the target URL"},
 			targetHeaderFlag(),
 			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries sent at once; above 1 the order is not kept"},
-			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request to the target"},
+			&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit of one request to the target"},
 			retriesFlag(),
 			insecureFlag(),
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
@@ -203,9 +204,9 @@ type replayer struct {
 	tr  *tracer
 	bar *progressBar // nil when not shown
 
-	mu                                              sync.Mutex
-	done, delivered, targetFails, badSigs, verified int
-	unreadable                                      int
+	mu         sync.Mutex                          // the output
+	kept       map[*delivery.Delivery]capture.File // each delivery's capture file
+	unreadable int
 }
 
 func runReplay(ctx context.Context, o replayOptions, s *streams) error {
@@ -230,14 +231,19 @@ func runReplay(ctx context.Context, o replayOptions, s *streams) error {
 
 // replayDeliveries runs ds through the pipeline (replay's and deliveries'):
 // unreadable is how many could not be read, for the summary.
-func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.Delivery, unreadable int, s *streams) error {
-	r := &replayer{o: o, s: s, unreadable: unreadable}
-	fopts := proxy.ForwardOptions{NoQuery: o.noQuery, Header: o.header}
+func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, unreadable int, s *streams) error {
+	r := &replayer{o: o, s: s, unreadable: unreadable, kept: make(map[*delivery.Delivery]capture.File, len(ds))}
+	list := make([]*delivery.Delivery, len(ds))
+	for i := range ds {
+		list[i] = &ds[i].Delivery
+		r.kept[list[i]] = ds[i]
+	}
 	popts := proxy.Options{
 		Secret: o.secret, Target: o.target, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
 		HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
 		FailedDir:  o.failedDir, SaveDir: o.saveDir, DedupSize: -1,
-		Logger: slog.New(slog.DiscardHandler), // every delivery gets its own line
+		Logger:      slog.New(slog.DiscardHandler), // every delivery gets its own line
+		Concurrency: o.concurrency, OnResult: r.report,
 	}
 	if len(ds) > 1 {
 		popts.DedupSize = 0 // the default window: an id seen twice is sent once
@@ -246,7 +252,6 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.Deliver
 		// The secret is the target's, not the sender's: the saved
 		// signature is replaced, not checked.
 		popts.Secret, popts.ResignSecret = "", o.secret
-		fopts.ResignSecret = o.secret
 	}
 	r.dry = o.target == ""
 	if !r.dry {
@@ -276,55 +281,23 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.Deliver
 		r.bar.draw()
 	}
 
-	if o.concurrency <= 1 {
-		for _, d := range ds {
-			if ctx.Err() != nil {
-				break
-			}
-			r.report(r.handle(ctx, d), d.Note, fopts)
-		}
-	} else {
-		jobs := make(chan capture.Delivery)
-		var wg sync.WaitGroup
-		for range o.concurrency {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for d := range jobs {
-					r.report(r.handle(ctx, d), d.Note, fopts)
-				}
-			}()
-		}
-	feed:
-		for _, d := range ds {
-			select {
-			case jobs <- d:
-			case <-ctx.Done():
-				break feed
-			}
-		}
-		close(jobs)
-		wg.Wait()
-	}
+	_ = c.Replay(ctx, list) // interrupted: the summary counts what is left
 	r.bar.clear()
 	return r.summary(len(ds))
 }
 
-// handle runs one delivery through the pipeline.
-func (r *replayer) handle(ctx context.Context, cd capture.Delivery) proxy.Result {
-	res := r.c.Replay(ctx, cd)
-	if res.Action == "" {
-		res.Action = cd.Action
-	}
-	return res
-}
-
-// report prints one result and counts it. note is why the capture was
-// kept in a failed folder: shown under a delivery that this replay did not
-// verify, so that one kept for a bad signature is never sent on silently.
-func (r *replayer) report(res proxy.Result, note string, fopts proxy.ForwardOptions) {
+// report prints one result (the Client's OnResult). A note is why the
+// capture was kept in a failed folder: shown under a delivery that this
+// replay did not verify, so that one kept for a bad signature is never sent
+// on silently.
+func (r *replayer) report(res proxy.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	file := r.kept[res.Delivery]
+	if res.Action == "" {
+		res.Action = file.Action
+	}
+	note := file.Note
 	r.bar.clear()
 	r.tr.result(res)
 	if note != "" && !r.o.jsonOut && res.Verification != proxy.VerificationPassed && !res.Filtered {
@@ -335,20 +308,7 @@ func (r *replayer) report(res proxy.Result, note string, fopts proxy.ForwardOpti
 		r.tr.write(line + "\n")
 	}
 	if r.dry && !r.o.jsonOut && res.Verification != proxy.VerificationFailed && !res.Duplicate {
-		r.writeDryRun(res.Delivery, fopts)
-	}
-	r.done++
-	switch {
-	case res.Verification == proxy.VerificationFailed:
-		r.badSigs++
-	case res.Target == nil:
-	case res.Target.OK():
-		r.delivered++
-	default:
-		r.targetFails++
-	}
-	if res.Verification == proxy.VerificationPassed {
-		r.verified++
+		r.writeDryRun(res.Delivery)
 	}
 	r.bar.step()
 }
@@ -358,10 +318,10 @@ func (r *replayer) report(res proxy.Result, note string, fopts proxy.ForwardOpti
 var dryRunTarget = &url.URL{Scheme: "http", Host: "target", Path: "/"}
 
 // writeDryRun prints the request replay would send for d.
-func (r *replayer) writeDryRun(d *proxy.Delivery, fopts proxy.ForwardOptions) {
+func (r *replayer) writeDryRun(d *delivery.Delivery) {
 	dim := paint(r.s.outColor, color.Faint)
 	var b strings.Builder
-	req, err := proxy.ForwardRequest(context.Background(), dryRunTarget, d, fopts)
+	req, err := r.c.ForwardRequest(context.Background(), d, dryRunTarget)
 	if err != nil {
 		fmt.Fprintf(&b, "    %s\n", paint(r.s.outColor, color.FgRed).Sprint("cannot build the request: "+err.Error()))
 		r.tr.write(b.String())
@@ -389,47 +349,50 @@ func (r *replayer) writeDryRun(d *proxy.Delivery, fopts proxy.ForwardOptions) {
 func (r *replayer) summary(total int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	st := r.c.Stats()
+	done := int(st.Duplicates + st.Filtered + st.Verified + st.VerifyFailed + st.Unverified) // each once
+	delivered, targetFails, badSigs, verified := int(st.Forwarded), int(st.TargetFails), int(st.VerifyFailed), int(st.Verified)
 	bold := paint(r.s.errColor, color.Bold)
 	red := paint(r.s.errColor, color.FgRed, color.Bold)
 	green := paint(r.s.errColor, color.FgGreen)
 	yellow := paint(r.s.errColor, color.FgYellow)
 	var b strings.Builder
 	if r.dry {
-		fmt.Fprintf(&b, "%s %d of %d would be sent", bold.Sprint("dry run:"), r.done-r.badSigs, total)
+		fmt.Fprintf(&b, "%s %d of %d would be sent", bold.Sprint("dry run:"), done-badSigs, total)
 	} else {
-		delivered := fmt.Sprint(r.delivered)
-		if r.delivered > 0 {
-			delivered = green.Sprint(delivered)
+		shown := fmt.Sprint(delivered)
+		if delivered > 0 {
+			shown = green.Sprint(shown)
 		}
-		fmt.Fprintf(&b, "%s %s of %d delivered", bold.Sprint("summary:"), delivered, total)
+		fmt.Fprintf(&b, "%s %s of %d delivered", bold.Sprint("summary:"), shown, total)
 	}
-	if r.verified > 0 {
-		fmt.Fprintf(&b, ", %d verified", r.verified)
+	if verified > 0 {
+		fmt.Fprintf(&b, ", %d verified", verified)
 	}
-	if r.targetFails > 0 {
-		fmt.Fprintf(&b, ", %s", red.Sprint(plural(r.targetFails, "target failure", "target failures")))
+	if targetFails > 0 {
+		fmt.Fprintf(&b, ", %s", red.Sprint(plural(targetFails, "target failure", "target failures")))
 	}
-	if r.badSigs > 0 {
-		fmt.Fprintf(&b, ", %s", red.Sprint(plural(r.badSigs, "bad signature", "bad signatures")+" (not sent)"))
+	if badSigs > 0 {
+		fmt.Fprintf(&b, ", %s", red.Sprint(plural(badSigs, "bad signature", "bad signatures")+" (not sent)"))
 		if r.o.badSigHint != "" {
 			b.WriteString(" " + r.o.badSigHint)
 		}
 	}
-	if left := total - r.done; left > 0 {
+	if left := total - done; left > 0 {
 		fmt.Fprintf(&b, ", %s", yellow.Sprintf("%d not replayed (interrupted)", left))
 	}
 	if r.unreadable > 0 {
 		fmt.Fprintf(&b, ", %s", red.Sprint(plural(r.unreadable, "unreadable file", "unreadable files")+" skipped"))
 	}
-	if r.dry && r.done > r.badSigs {
+	if r.dry && done > badSigs {
 		b.WriteString("; give --target URL to send them")
 	}
 	fmt.Fprintln(r.s.err, b.String())
 
-	failed := r.targetFails + r.badSigs
+	failed := targetFails + badSigs
 	switch {
-	case r.done < total:
-		return fmt.Errorf("interrupted: %d of %d deliveries not replayed", total-r.done, total)
+	case done < total:
+		return fmt.Errorf("interrupted: %d of %d deliveries not replayed", total-done, total)
 	case failed > 0:
 		return fmt.Errorf("%d of %s failed", failed, plural(total, "delivery", "deliveries"))
 	case r.unreadable > 0:

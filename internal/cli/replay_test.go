@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 )
 
@@ -81,7 +82,7 @@ func TestReplayGolden(t *testing.T) {
 }
 
 // writeCapture writes d as a capture file called name in dir.
-func writeCapture(t *testing.T, dir, name string, d capture.Delivery) string {
+func writeCapture(t *testing.T, dir, name string, d capture.File) string {
 	t.Helper()
 	data, err := capture.Marshal(d)
 	if err != nil {
@@ -99,15 +100,9 @@ func TestReplayOrderIsReceivedTime(t *testing.T) {
 	at := time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
 	// File names sort the other way round from the received times.
 	for i, name := range []string{"a.json", "b.json", "c.json", "d.json"} {
-		writeCapture(t, dir, name, capture.Delivery{
-			ID: name, Event: "ping", ReceivedAt: at.Add(time.Duration(10-i) * time.Minute),
-			Headers: http.Header{"X-Github-Delivery": {name}}, Body: []byte(`{}`),
-		})
+		writeCapture(t, dir, name, capture.File{Delivery: delivery.Delivery{ID: name, Event: "ping", ReceivedAt: at.Add(time.Duration(10-i) * time.Minute), Headers: http.Header{"X-Github-Delivery": {name}}, Body: []byte(`{}`)}})
 	}
-	extra := writeCapture(t, t.TempDir(), "z.json", capture.Delivery{
-		ID: "z.json", Event: "ping", ReceivedAt: at.Add(5 * time.Minute),
-		Headers: http.Header{"X-Github-Delivery": {"z.json"}}, Body: []byte(`{}`),
-	})
+	extra := writeCapture(t, t.TempDir(), "z.json", capture.File{Delivery: delivery.Delivery{ID: "z.json", Event: "ping", ReceivedAt: at.Add(5 * time.Minute), Headers: http.Header{"X-Github-Delivery": {"z.json"}}, Body: []byte(`{}`)}})
 	target := newRecordingTarget(t, nil)
 	code, _, errOut := run(t, "replay", "--target", target.URL, dir, extra)
 	if code != ExitOK {
@@ -124,33 +119,28 @@ func TestReplayOrderIsReceivedTime(t *testing.T) {
 
 func TestReplayHeadersAndBodyExact(t *testing.T) {
 	body := []byte("Hello, World!\xff\x00\r\n") // not UTF-8: stored as base64
-	path := writeCapture(t, t.TempDir(), "d.json", capture.Delivery{
-		ID: "exact", Event: "push", ReceivedAt: time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC),
-		Method: "PUT", Query: "b=2&a=1",
-		Headers: http.Header{
-			"Content-Type":        {"application/octet-stream"},
-			"X-Github-Event":      {"push"},
-			"X-Github-Delivery":   {"exact"},
-			"X-Hub-Signature-256": {"sha256=0000000000000000000000000000000000000000000000000000000000000000"},
-			"X-Hub-Signature":     {"sha1=0000000000000000000000000000000000000000"},
-			"X-Custom":            {"one", "two"},
-			"Connection":          {"keep-alive, X-Hop"},
-			"X-Hop":               {"per-connection"},
-			"Keep-Alive":          {"timeout=5"},
-			"Transfer-Encoding":   {"chunked"},
-			"Content-Length":      {"999"},
-			"Host":                {"relay.example"},
-		},
-		Body: body,
-	})
+	path := writeCapture(t, t.TempDir(), "d.json", capture.File{Delivery: delivery.Delivery{ID: "exact", Event: "push", ReceivedAt: time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC), Method: "PUT", Query: "b=2&a=1", Headers: http.Header{
+		"Content-Type":        {"application/octet-stream"},
+		"X-Github-Event":      {"push"},
+		"X-Github-Delivery":   {"exact"},
+		"X-Hub-Signature-256": {"sha256=0000000000000000000000000000000000000000000000000000000000000000"},
+		"X-Hub-Signature":     {"sha1=0000000000000000000000000000000000000000"},
+		"X-Custom":            {"one", "two"},
+		"Connection":          {"keep-alive, X-Hop"},
+		"X-Hop":               {"per-connection"},
+		"Keep-Alive":          {"timeout=5"},
+		"Transfer-Encoding":   {"chunked"},
+		"Content-Length":      {"999"},
+		"Host":                {"relay.example"},
+	}, Body: body}})
 	target := newRecordingTarget(t, nil)
 	code, _, errOut := run(t, "replay", "--target", target.URL+"/hook?x=0", path)
 	if code != ExitOK {
 		t.Fatalf("exit code = %d, want 0; stderr:\n%s", code, errOut)
 	}
 	r := target.requests()[0]
-	if r.method != "PUT" || r.path != "/hook" || r.query != "x=0&a=1&b=2" {
-		t.Errorf("request = %s %s?%s, want PUT /hook?x=0&a=1&b=2", r.method, r.path, r.query)
+	if r.method != "PUT" || r.path != "/hook" || r.query != "x=0&b=2&a=1" {
+		t.Errorf("request = %s %s?%s, want PUT /hook?x=0&b=2&a=1 (the saved query as it was)", r.method, r.path, r.query)
 	}
 	if !bytes.Equal(r.body, body) {
 		t.Errorf("body = %q, want %q", r.body, body)
@@ -173,14 +163,10 @@ func TestReplayHeadersAndBodyExact(t *testing.T) {
 }
 
 func TestReplayResign(t *testing.T) {
-	path := writeCapture(t, t.TempDir(), "d.json", capture.Delivery{
-		ID: "resign", Event: "push", ReceivedAt: time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC),
-		Headers: http.Header{
-			"X-Hub-Signature-256": {"sha256=0000000000000000000000000000000000000000000000000000000000000000"},
-			"X-Hub-Signature":     {"sha1=0000000000000000000000000000000000000000"},
-		},
-		Body: []byte("Hello, World!"),
-	})
+	path := writeCapture(t, t.TempDir(), "d.json", capture.File{Delivery: delivery.Delivery{ID: "resign", Event: "push", ReceivedAt: time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC), Headers: http.Header{
+		"X-Hub-Signature-256": {"sha256=0000000000000000000000000000000000000000000000000000000000000000"},
+		"X-Hub-Signature":     {"sha1=0000000000000000000000000000000000000000"},
+	}, Body: []byte("Hello, World!")}})
 	target := newRecordingTarget(t, nil)
 	code, out, errOut := run(t, "replay", "--secret", "It's a Secret to Everybody", "--resign", "--target", target.URL, path)
 	if code != ExitOK {
@@ -417,11 +403,7 @@ func TestReplayPipeline(t *testing.T) {
 		if name == "c.json" {
 			id = "a.json" // the same delivery saved twice
 		}
-		writeCapture(t, dir, name, capture.Delivery{
-			ID: id, Event: "issues", ReceivedAt: at.Add(time.Duration(i) * time.Minute),
-			Headers: http.Header{"X-Github-Delivery": {id}, "X-Github-Event": {"issues"}, "Content-Type": {"application/json"}},
-			Body:    []byte(`{"action":"opened","n":"` + name + `"}`),
-		})
+		writeCapture(t, dir, name, capture.File{Delivery: delivery.Delivery{ID: id, Event: "issues", ReceivedAt: at.Add(time.Duration(i) * time.Minute), Headers: http.Header{"X-Github-Delivery": {id}, "X-Github-Event": {"issues"}, "Content-Type": {"application/json"}}, Body: []byte(`{"action":"opened","n":"` + name + `"}`)}})
 	}
 	target := newRecordingTarget(t, func(_ int, r recordedRequest) int {
 		if strings.Contains(string(r.body), "b.json") {
@@ -468,12 +450,7 @@ func TestReplayPayloadIsNotACapture(t *testing.T) {
 // replay does not verify it: it is never sent on without a word.
 func TestReplayShowsWhyACaptureWasKept(t *testing.T) {
 	dir := t.TempDir()
-	_, err := capture.Write(dir, capture.Delivery{
-		ID: "0f3a9c1e-0000-4000-8000-000000000001", Event: "ping", ReceivedAt: time.Now(), Method: http.MethodPost,
-		Headers: http.Header{"Content-Type": {"application/json"}, "X-Hub-Signature-256": {"sha256=" + strings.Repeat("0", 64)}},
-		Body:    []byte(`{"zen":"x"}`),
-		Note:    "not passed on: the signature does not match the body and secret (replay it with the right secret)",
-	})
+	_, err := capture.Write(dir, capture.File{Delivery: delivery.Delivery{ID: "0f3a9c1e-0000-4000-8000-000000000001", Event: "ping", ReceivedAt: time.Now(), Method: http.MethodPost, Headers: http.Header{"Content-Type": {"application/json"}, "X-Hub-Signature-256": {"sha256=" + strings.Repeat("0", 64)}}, Body: []byte(`{"zen":"x"}`)}, Note: "not passed on: the signature does not match the body and secret (replay it with the right secret)"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 )
 
 // TestSecretsNeverPrinted runs every command that takes a secret, on its
@@ -19,15 +20,11 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	secretFile := writeFile(t, "secret", []byte(secret+"\n"))
 	payload := writeFile(t, "payload.json", []byte(`{"action":"opened","note":"hello"}`))
 	capDir := t.TempDir()
-	writeCapture(t, capDir, "auth.json", capture.Delivery{
-		ID: "auth", Event: "issues", ReceivedAt: time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC),
-		Headers: http.Header{
-			"Authorization":       {"Bearer ghs_tokenThatMustNotShow"},
-			"X-Hub-Signature-256": {"sha256=0000000000000000000000000000000000000000000000000000000000000000"},
-			"Content-Type":        {"application/json"},
-		},
-		Body: []byte(`{"action":"opened"}`),
-	})
+	writeCapture(t, capDir, "auth.json", capture.File{Delivery: delivery.Delivery{ID: "auth", Event: "issues", ReceivedAt: time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC), Headers: http.Header{
+		"Authorization":       {"Bearer ghs_tokenThatMustNotShow"},
+		"X-Hub-Signature-256": {"sha256=0000000000000000000000000000000000000000000000000000000000000000"},
+		"Content-Type":        {"application/json"},
+	}, Body: []byte(`{"action":"opened"}`)}})
 	ok := newRecordingTarget(t, nil)
 	// A target that echoes the secret in its error body.
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

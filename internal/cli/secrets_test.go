@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/relay"
 )
@@ -91,8 +92,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// replay: dry run -v, -v and --json -v to a target, --resign; the
 	// saved captures, and one a user wrote by hand with Authorization.
 	hand := t.TempDir()
-	if _, err := capture.Write(hand, capture.Delivery{ID: "by-hand", Event: "ping", Body: relaytest.Body(1, 0),
-		Headers: http.Header{"Authorization": {"Bearer " + leakToken}, "X-Hub-Signature-256": {sig}}}); err != nil {
+	if _, err := capture.Write(hand, capture.File{Delivery: delivery.Delivery{ID: "by-hand", Event: "ping", Body: relaytest.Body(1, 0), Headers: http.Header{"Authorization": {"Bearer " + leakToken}, "X-Hub-Signature-256": {sig}}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range [][]string{

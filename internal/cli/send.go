@@ -16,6 +16,7 @@ import (
 	"github.com/fatih/color"
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/bytesize"
 	"github.com/hookline/hookline/internal/examples"
 	"github.com/hookline/hookline/internal/jsonscan"
@@ -77,7 +78,7 @@ so the delivery travels the way GitHub's do (relay → forward → server).
 			&ucli.StringSliceFlag{Name: "header", Usage: "set header `NAME=VALUE` or \"NAME: VALUE\" (replaces hookline's, the signature included; NAME= removes it); repeatable"},
 			&ucli.BoolFlag{Name: "form", Usage: "send application/x-www-form-urlencoded (payload=<JSON>), GitHub's other content type"},
 			&ucli.StringFlag{Name: "delivery-id", Usage: "use this delivery `ID` instead of a random UUID (to test duplicate handling)"},
-			&ucli.DurationFlag{Name: "timeout", Value: proxy.DefaultTargetTimeout, Usage: "time limit of one request"},
+			&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit of one request"},
 			&ucli.IntFlag{Name: "retries", Value: 0, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After; none by default, as GitHub sends once"},
 			insecureFlag(),
 		),
@@ -250,8 +251,8 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 		fmt.Fprintf(s.err, "note: no secret, so the delivery is not signed; a server that checks X-Hub-Signature-256 will refuse it (give --secret, --secret-file or set %s)\n", secretEnv)
 	}
 
-	d := &proxy.Delivery{
-		ID: h.Get(webhooks.HeaderDelivery), Event: o.event, Method: http.MethodPost, ContentType: h.Get("Content-Type"),
+	d := &delivery.Delivery{
+		ID: h.Get(webhooks.HeaderDelivery), Event: o.event, Method: http.MethodPost,
 		Headers: h, Body: body,
 	}
 	c, err := proxy.New(proxy.Options{
@@ -330,7 +331,7 @@ func checkPayload(p []byte, o sendOptions, warn func(string, ...interface{})) {
 }
 
 // printSent prints the result line and returns the command's error.
-func printSent(s *streams, o sendOptions, d *proxy.Delivery, action string, res *proxy.TargetResult) error {
+func printSent(s *streams, o sendOptions, d *delivery.Delivery, action string, res *proxy.TargetResult) error {
 	tr := newTracer(s.out, s.err, s.outColor, false, false, traceZone)
 	green, yellow, red, dim := tr.green, tr.yellow, tr.red, tr.dim
 	name := d.Event

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -395,11 +396,7 @@ func TestCaptureFiles(t *testing.T) {
 	var at time.Time
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		d := capture.Delivery{
-			ID: r.Header.Get("X-GitHub-Delivery"), Event: r.Header.Get("X-GitHub-Event"),
-			ReceivedAt: at, Source: "hookline send", Method: r.Method, Query: r.URL.RawQuery,
-			Headers: r.Header.Clone(), Body: body,
-		}
+		d := capture.File{Delivery: delivery.Delivery{ID: r.Header.Get("X-GitHub-Delivery"), Event: r.Header.Get("X-GitHub-Event"), ReceivedAt: at, Method: r.Method, Query: r.URL.RawQuery, Headers: r.Header.Clone(), Body: body}, Source: "hookline send"}
 		payload := body
 		if r.Header.Get("Content-Type") == "application/x-www-form-urlencoded" {
 			form, _ := url.ParseQuery(string(body))

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/relay"
 )
@@ -109,7 +110,7 @@ func TestReplayAndSendTLS(t *testing.T) {
 	target := &relaytest.Sink{}
 	ts := newTLSServer(t, target)
 	dir := t.TempDir()
-	if _, err := capture.Write(dir, capture.Delivery{ID: "tls-1", Event: "ping", Body: []byte(`{"zen":"x"}`)}); err != nil {
+	if _, err := capture.Write(dir, capture.File{Delivery: delivery.Delivery{ID: "tls-1", Event: "ping", Body: []byte(`{"zen":"x"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/webhooks"
@@ -43,9 +44,9 @@ func golden(t *testing.T, name string, got []byte) {
 // traceResults are deliveries covering every part of a trace line.
 func traceResults() []proxy.Result {
 	at := time.Now().UTC().Truncate(24 * time.Hour).Add(10 * time.Hour) // today 10:00 (synctest: 2000-01-01)
-	d := func(id, event string, body string) *proxy.Delivery {
-		return &proxy.Delivery{
-			ID: id, Event: event, EventID: "7", BodySource: proxy.BodyBase64, Body: []byte(body),
+	d := func(id, event string, body string) *delivery.Delivery {
+		return &delivery.Delivery{
+			ID: id, Event: event, EventID: "7", BodySource: delivery.BodyBase64, Body: []byte(body),
 			Headers: http.Header{
 				"X-Github-Event":      {event},
 				"X-Github-Delivery":   {id},
@@ -110,7 +111,7 @@ func traceResults() []proxy.Result {
 			// Hostile strings from a payload and headers: a CR that would
 			// rewrite the line, an OSC 52 clipboard write, a newline that
 			// would forge a second line, a C1 CSI. All are escaped.
-			Delivery: func() *proxy.Delivery {
+			Delivery: func() *delivery.Delivery {
 				d := d("e5c1\r\x1b[2K", "issues", `{"action":"opened"}`)
 				d.Headers.Set("X-Evil", "a\x1b]52;c;ZXZpbA==\x07b")
 				return d
@@ -134,7 +135,11 @@ func traceResults() []proxy.Result {
 		},
 		{
 			// A gosmee relay recorded a PUT: the trace shows the method.
-			Delivery: func() *proxy.Delivery { d := d("5f0e0c8a", "ping", `{"zen":"x"}`); d.Method = http.MethodPut; return d }(),
+			Delivery: func() *delivery.Delivery {
+				d := d("5f0e0c8a", "ping", `{"zen":"x"}`)
+				d.Method = http.MethodPut
+				return d
+			}(),
 			Received: at.Add(9 * time.Second), Verification: proxy.VerificationSkipped,
 			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: time.Millisecond},
 		},

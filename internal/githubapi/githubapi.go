@@ -374,7 +374,7 @@ func (c *Client) DeleteHook(ctx context.Context, o Owner, id int64) error {
 }
 
 // Delivery is one delivery of a webhook, as listed.
-type Delivery struct {
+type HookDelivery struct {
 	ID          int64     `json:"id"`
 	GUID        string    `json:"guid"`
 	DeliveredAt time.Time `json:"delivered_at"`
@@ -386,16 +386,16 @@ type Delivery struct {
 }
 
 // Name is the delivery's event or event.action name.
-func (d Delivery) Name() string {
+func (d HookDelivery) Name() string {
 	if d.Action != nil && *d.Action != "" {
 		return d.Event + "." + *d.Action
 	}
 	return d.Event
 }
 
-// DeliveryDetail is a delivery with the request GitHub sent.
-type DeliveryDetail struct {
-	Delivery
+// HookDeliveryDetail is a delivery with the request GitHub sent.
+type HookDeliveryDetail struct {
+	HookDelivery
 	Request struct {
 		Headers map[string]any  `json:"headers"`
 		Payload json.RawMessage `json:"payload"`
@@ -405,13 +405,13 @@ type DeliveryDetail struct {
 // Deliveries calls each with o's webhook hookID's deliveries, newest first,
 // page by page (the Link header's cursor), until each returns false or
 // there are no more. status, if not empty, is "success" or "failure".
-func (c *Client) Deliveries(ctx context.Context, o Owner, hookID int64, status string, each func(Delivery) bool) error {
+func (c *Client) Deliveries(ctx context.Context, o Owner, hookID int64, status string, each func(HookDelivery) bool) error {
 	query := map[string]string{"per_page": c.perPage()}
 	if status != "" {
 		query["status"] = status
 	}
 	for {
-		var page []Delivery
+		var page []HookDelivery
 		resp, err := c.do(ctx, o, http.MethodGet, o.hookPath(hookID)+"/deliveries", query, nil, &page)
 		if err != nil {
 			return err
@@ -430,8 +430,8 @@ func (c *Client) Deliveries(ctx context.Context, o Owner, hookID int64, status s
 }
 
 // Delivery fetches delivery id of o's webhook hookID with its request.
-func (c *Client) Delivery(ctx context.Context, o Owner, hookID, id int64) (DeliveryDetail, error) {
-	var d DeliveryDetail
+func (c *Client) Delivery(ctx context.Context, o Owner, hookID, id int64) (HookDeliveryDetail, error) {
+	var d HookDeliveryDetail
 	_, err := c.do(ctx, o, http.MethodGet, o.hookPath(hookID)+"/deliveries/"+strconv.FormatInt(id, 10), nil, nil, &d)
 	return d, err
 }

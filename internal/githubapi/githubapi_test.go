@@ -161,7 +161,7 @@ func TestDeliveries(t *testing.T) {
 	ctx := context.Background()
 
 	var ids []int64
-	if err := c.Deliveries(ctx, owner, id, "", func(d Delivery) bool {
+	if err := c.Deliveries(ctx, owner, id, "", func(d HookDelivery) bool {
 		ids = append(ids, d.ID)
 		if d.Name() != "issues.opened" {
 			t.Errorf("delivery %d is %q, want issues.opened", d.ID, d.Name())
@@ -175,12 +175,12 @@ func TestDeliveries(t *testing.T) {
 		t.Errorf("Deliveries = %v, want every one, newest first: %v", ids, want)
 	}
 	var failed []int
-	c.Deliveries(ctx, owner, id, "failure", func(d Delivery) bool { failed = append(failed, d.StatusCode); return true })
+	c.Deliveries(ctx, owner, id, "failure", func(d HookDelivery) bool { failed = append(failed, d.StatusCode); return true })
 	if !slices.Equal(failed, []int{404, 500}) {
 		t.Errorf("failed deliveries' statuses = %v, want [404 500]", failed)
 	}
 	n := 0
-	c.Deliveries(ctx, owner, id, "", func(Delivery) bool { n++; return n < 3 })
+	c.Deliveries(ctx, owner, id, "", func(HookDelivery) bool { n++; return n < 3 })
 	if n != 3 {
 		t.Errorf("Deliveries called each %d times after it returned false at 3", n)
 	}
@@ -190,7 +190,7 @@ func TestDeliveries(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d.GUID != made[1].GUID || d.Request.Headers["X-Hub-Signature-256"] != made[1].Header["X-Hub-Signature-256"] || string(d.Request.Payload) != `{"action":"opened","n":1}` {
-		t.Errorf("Delivery = %+v (payload %s), want the second delivery", d.Delivery, d.Request.Payload)
+		t.Errorf("Delivery = %+v (payload %s), want the second delivery", d.HookDelivery, d.Request.Payload)
 	}
 
 	before := recv.count()

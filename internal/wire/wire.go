@@ -31,6 +31,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/jsonscan"
 	"github.com/hookline/hookline/rest/header"
 )
@@ -128,6 +129,9 @@ type Gap struct {
 	To          int64  `json:"to"`
 	Reason      string `json:"reason"` // "expired", "unknown", or "lost" (the relay's Redis lost its data)
 	LastEventID string `json:"lastEventId"`
+	// Oldest is the oldest id the relay still has, when known: To+1 on a
+	// hookline relay, gosmee's "oldest_id" (a Redis stream id). Not sent.
+	Oldest string `json:"-"`
 }
 
 // Frame returns the complete SSE event for g.
@@ -137,10 +141,24 @@ func (g Gap) Frame() []byte {
 	return append(b, "\n\n"...)
 }
 
-// DecodeGap reads a gap event's data; ok is false when it is not a gap
-// object.
-func DecodeGap(data []byte) (g Gap, ok bool) {
-	return g, json.Unmarshal(data, &g) == nil
+// DecodeGap reads the data of a gap event named name (EventGap or
+// EventGosmeeGap), at best effort: the warning matters, not its details,
+// so data that does not parse gives a Gap with nothing known.
+func DecodeGap(name string, data []byte) Gap {
+	if name == EventGosmeeGap {
+		var g struct {
+			RequestedID string `json:"requested_id"`
+			OldestID    string `json:"oldest_id"`
+		}
+		_ = json.Unmarshal(data, &g)
+		return Gap{LastEventID: g.RequestedID, Oldest: g.OldestID}
+	}
+	var g Gap
+	if json.Unmarshal(data, &g) != nil {
+		return Gap{}
+	}
+	g.Oldest = strconv.FormatInt(g.To+1, 10)
+	return g
 }
 
 // Header is one request header as a message key: a lowercase name and the
@@ -458,52 +476,48 @@ func AppendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// Body sources, from the most to the least faithful: the name of the key
-// the body bytes came from.
+// Kind says what a relay event is; [Classify] decides it, once per event.
+type Kind int
+
+// The kinds of relay event.
 const (
-	SourceBodyB   = KeyBodyB    // exact bytes
-	SourceLink    = KeyBodyLink // exact bytes, to be fetched (Delivery.Link)
-	SourceRawData = KeyRawData  // the exact body as a JSON string
-	SourceBody    = KeyBody     // the JSON text as the relay wrote it
-	SourceText    = "body-text" // "body" holding a string for a non-JSON content type
-	SourceNone    = ""          // no body field
+	// KindDelivery is a relayed webhook delivery: [DecodeDelivery] reads it.
+	KindDelivery Kind = iota + 1
+	// KindControl is about the connection (ready, ping, gosmee's
+	// {"message":"connected"}, or an event name a client does not know):
+	// nothing to deliver.
+	KindControl
+	// KindGap is a relay's warning that deliveries were lost before this
+	// point (hookline-gap, gosmee-gap): [DecodeGap] reads it.
+	KindGap
 )
 
-// Format names a relay's message shape, as [Decode] recognises it.
-const (
-	FormatSmee     = "smee"
-	FormatGosmee   = "gosmee"
-	FormatHookline = "hookline"
-)
-
-// Delivery is a decoded delivery message.
-type Delivery struct {
-	Format     string      // FormatSmee, FormatGosmee or FormatHookline
-	Method     string      // a gosmee message's "method" (GET, POST, PUT, PATCH, DELETE); "" for POST
-	Header     http.Header // canonical names; invalid names and values left out
-	Query      url.Values  // nil when the message had none
-	Body       []byte      // may alias the event data
-	BodySource string      // one of the Source constants
-	Link       string      // "bodyLink" (BodySource SourceLink): where to GET the body
-	Timestamp  time.Time   // zero when absent or not a number
-}
-
-// IsControl reports whether an unnamed event's data is a control message
-// rather than a delivery: gosmee's {"message":"connected"} and
-// {"message":"ready"} (an object whose only member is a string "message"),
-// or the bare word "ready" of old gosmee servers. It returns the name.
-func IsControl(data []byte) (string, bool) {
+// Classify says what an event named name (empty for an unnamed one) with
+// this data is. Unnamed events are deliveries unless their data is one of
+// gosmee's control messages: an object whose only member is a string
+// "message" ({"message":"connected"}, {"message":"ready"}), or the bare word
+// "ready" of old gosmee servers. Named events other than gaps are control
+// events: EventSource clients ignore names they do not know too.
+func Classify(name string, data []byte) Kind {
+	switch name {
+	case "", "message":
+	case EventGap, EventGosmeeGap:
+		return KindGap
+	default:
+		return KindControl
+	}
 	if string(data) == "ready" {
-		return "ready", true
+		return KindControl
 	}
 	if len(data) > 256 { // a control object is tiny; deliveries are not
-		return "", false
+		return KindDelivery
 	}
-	obj, ok := members(data)
-	if !ok {
-		return "", false
+	if obj, ok := members(data); ok {
+		if _, ok := controlObject(obj); ok {
+			return KindControl
+		}
 	}
-	return controlObject(obj)
+	return KindDelivery
 }
 
 func controlObject(obj map[string]json.RawMessage) (string, bool) {
@@ -518,25 +532,17 @@ func controlObject(obj map[string]json.RawMessage) (string, bool) {
 	return s, true
 }
 
-// Decode reads the data of an unnamed event as a delivery message. It
-// returns a control message's name (see [IsControl]) with a nil Delivery,
-// and an error saying what is wrong when data is neither. It never panics;
-// the Delivery's Body may alias data. data must be the caller's to change:
-// "bodyB" is decoded over its own base64 text, so that a 25 MiB delivery
-// does not take another 25 MiB.
-func Decode(data []byte) (*Delivery, string, error) {
-	if string(data) == "ready" {
-		return nil, "ready", nil
-	}
+// DecodeDelivery reads the data of an event [Classify] calls a delivery,
+// and says what is wrong when it cannot. It never panics; the Delivery's
+// Body may alias data. data must be the caller's to change: "bodyB" is
+// decoded over its own base64 text, so that a 25 MiB delivery does not
+// take another 25 MiB. ID and Event are set from the headers.
+func DecodeDelivery(data []byte) (*delivery.Delivery, error) {
 	obj, ok := members(data)
 	if !ok {
-		return nil, "", errors.New("data is not a JSON object")
+		return nil, errors.New("data is not a JSON object")
 	}
-	if name, ok := controlObject(obj); ok {
-		return nil, name, nil
-	}
-	d, err := decodeDelivery(obj)
-	return d, "", err
+	return decodeDelivery(obj)
 }
 
 // members reads a JSON object as json.Unmarshal into a
@@ -577,8 +583,8 @@ var messageKeys = map[string]bool{
 	KeyBody: true, KeyBodyB: true, KeyRawData: true, KeyQuery: true, KeyTimestamp: true, KeyMethod: true,
 }
 
-func decodeDelivery(obj map[string]json.RawMessage) (*Delivery, error) {
-	d := &Delivery{Header: make(http.Header, len(obj))}
+func decodeDelivery(obj map[string]json.RawMessage) (*delivery.Delivery, error) {
+	d := &delivery.Delivery{Headers: make(http.Header, len(obj))}
 	// Sorted names make the order of repeated canonical names (such as
 	// "x-a" and "X-A") deterministic.
 	names := make([]string, 0, len(obj))
@@ -598,18 +604,18 @@ func decodeDelivery(obj map[string]json.RawMessage) (*Delivery, error) {
 				if size += len(k) + len(v) + 4; size > MaxHeaderBytes {
 					return nil, fmt.Errorf("the message's headers take more than %d bytes, more than any relay accepts", MaxHeaderBytes)
 				}
-				d.Header.Add(k, v)
+				d.Headers.Add(k, v)
 			}
 		}
 	}
-	if len(d.Header) == 0 {
+	if len(d.Headers) == 0 {
 		return nil, errors.New("no request headers in the message")
 	}
-	d.Timestamp = decodeTimestamp(obj[KeyTimestamp])
+	d.ReceivedAt = decodeTimestamp(obj[KeyTimestamp])
 	if raw, ok := obj[KeyQuery]; ok {
-		d.Query = decodeQuery(raw)
+		d.Query = decodeQuery(raw).Encode()
 	}
-	if err := d.decodeBody(obj); err != nil {
+	if err := decodeBody(d, obj); err != nil {
 		return nil, err
 	}
 	_, hasBody := obj[KeyBody]
@@ -619,15 +625,16 @@ func decodeDelivery(obj map[string]json.RawMessage) (*Delivery, error) {
 	stringTime := len(obj[KeyTimestamp]) > 0 && obj[KeyTimestamp][0] == '"'
 	switch {
 	case hasLink || hasBodyB && (hasBody || hasQuery):
-		d.Format = FormatHookline
+		d.Format = delivery.FormatHookline
 	case hasBodyB || stringTime:
-		d.Format = FormatGosmee
+		d.Format = delivery.FormatGosmee
 	default:
-		d.Format = FormatSmee
+		d.Format = delivery.FormatSmee
 	}
-	if d.Format == FormatGosmee {
+	if d.Format == delivery.FormatGosmee {
 		d.Method = decodeMethod(obj[KeyMethod])
 	}
+	d.Identify()
 	return d, nil
 }
 
@@ -649,13 +656,13 @@ func decodeMethod(raw []byte) string {
 
 // decodeBody picks the body by fidelity: bodyLink (to fetch), bodyB,
 // rawdata, body.
-func (d *Delivery) decodeBody(obj map[string]json.RawMessage) error {
+func decodeBody(d *delivery.Delivery, obj map[string]json.RawMessage) error {
 	if raw, ok := obj[KeyBodyLink]; ok && !isNull(raw) {
 		link, err := jsonString(raw)
 		if err != nil || len(link) == 0 {
 			return errors.New(`"bodyLink" is not a URL reference`)
 		}
-		d.Link, d.BodySource = string(link), SourceLink
+		d.Link, d.BodySource = string(link), delivery.BodyLinked
 		return nil
 	}
 	if raw, ok := obj[KeyBodyB]; ok && !isNull(raw) {
@@ -667,7 +674,7 @@ func (d *Delivery) decodeBody(obj map[string]json.RawMessage) error {
 		if err != nil {
 			return fmt.Errorf(`"bodyB" is not valid base64: %v`, err)
 		}
-		d.Body, d.BodySource = body, SourceBodyB
+		d.Body, d.BodySource = body, delivery.BodyBase64
 		return nil
 	}
 	if raw, ok := obj[KeyRawData]; ok && !isNull(raw) {
@@ -675,25 +682,25 @@ func (d *Delivery) decodeBody(obj map[string]json.RawMessage) error {
 		if err != nil {
 			return errors.New(`"rawdata" is not a string`)
 		}
-		d.Body, d.BodySource = s, SourceRawData
+		d.Body, d.BodySource = s, delivery.BodyRaw
 		return nil
 	}
 	raw, ok := obj[KeyBody]
 	if !ok || isNull(raw) {
-		d.BodySource = SourceNone
+		d.BodySource = delivery.BodyNone
 		return nil
 	}
-	if raw[0] == '"' && !isJSONMediaType(d.Header.Get("Content-Type")) {
+	if raw[0] == '"' && !isJSONMediaType(d.ContentType()) {
 		// A text body that the relay parsed as a string: its bytes are the
 		// string, not the JSON literal around it.
 		s, err := jsonString(raw)
 		if err != nil {
 			return errors.New(`"body" is not valid JSON`)
 		}
-		d.Body, d.BodySource = s, SourceText
+		d.Body, d.BodySource = s, delivery.BodyText
 		return nil
 	}
-	d.Body, d.BodySource = []byte(raw), SourceBody
+	d.Body, d.BodySource = []byte(raw), delivery.BodyJSON
 	return nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/delivery"
 )
 
 // data joins an event's data lines the way an SSE client does.
@@ -49,28 +51,28 @@ func TestEncodeDecode(t *testing.T) {
 	if got, want := string(m.Query), `{"a":["1","2"],"b":"x"}`; got != want {
 		t.Errorf("AppendQuery = %s, want %s", got, want)
 	}
-	d, name, err := Decode(data(t, frame))
+	d, err := DecodeDelivery(data(t, frame))
 	if err != nil || d == nil {
-		t.Fatalf("Decode(NewFrame) = %v, %q, %v", d, name, err)
+		t.Fatalf("DecodeDelivery(NewFrame) = %v, %v", d, err)
 	}
 	wantHeader := http.Header{"Content-Type": {"application/json"}, "X-Github-Event": {"push"}}
-	if !reflect.DeepEqual(d.Header, wantHeader) { // x-quote has a control character: left out
-		t.Errorf("Header = %v, want %v", d.Header, wantHeader)
+	if !reflect.DeepEqual(d.Headers, wantHeader) { // x-quote has a control character: left out
+		t.Errorf("Header = %v, want %v", d.Headers, wantHeader)
 	}
-	if !bytes.Equal(d.Body, body) || d.BodySource != SourceBodyB || d.Format != FormatHookline {
+	if !bytes.Equal(d.Body, body) || d.BodySource != delivery.BodyBase64 || d.Format != delivery.FormatHookline {
 		t.Errorf("Body = %q from %q (%s), want %q from bodyB (hookline)", d.Body, d.BodySource, d.Format, body)
 	}
-	if want := (url.Values{"a": {"1", "2"}, "b": {"x"}}); !reflect.DeepEqual(d.Query, want) {
+	if want := "a=1&a=2&b=x"; d.Query != want {
 		t.Errorf("Query = %v, want %v", d.Query, want)
 	}
-	if !d.Timestamp.Equal(m.Timestamp) {
-		t.Errorf("Timestamp = %v, want %v", d.Timestamp, m.Timestamp)
+	if !d.ReceivedAt.Equal(m.Timestamp) || d.Event != "push" {
+		t.Errorf("ReceivedAt = %v, want %v; Event %q", d.ReceivedAt, m.Timestamp, d.Event)
 	}
 
 	// Without bodyB the body is the JSON text, line breaks as "\n".
 	m.BodyB = nil
-	d, _, err = Decode(data(t, NewFrame(m).Bytes()))
-	if err != nil || string(d.Body) != "{\"a\":\n 1,\n\"b\":\"\\u00e9\"}" || d.BodySource != SourceBody || d.Format != FormatSmee {
+	d, err = DecodeDelivery(data(t, NewFrame(m).Bytes()))
+	if err != nil || string(d.Body) != "{\"a\":\n 1,\n\"b\":\"\\u00e9\"}" || d.BodySource != delivery.BodyJSON || d.Format != delivery.FormatSmee {
 		t.Errorf("without bodyB: %q from %q (%s), %v", d.Body, d.BodySource, d.Format, err)
 	}
 }
@@ -80,26 +82,43 @@ func TestEncodeDecode(t *testing.T) {
 func TestDecodeDeepBody(t *testing.T) {
 	body := []byte(strings.Repeat("[", 10000) + "1" + strings.Repeat("]", 10000))
 	frame := NewFrame(Message{Header: []Header{{Name: "x-github-event", Value: "push"}}, Body: body, Query: []byte("{}"), BodyB: body}).Bytes()
-	d, _, err := Decode(data(t, frame))
+	d, err := DecodeDelivery(data(t, frame))
 	if err != nil || !bytes.Equal(d.Body, body) {
 		t.Fatalf("Decode of a 10,000-deep body: %v", err)
 	}
 }
 
-func TestDecodeControlAndErrors(t *testing.T) {
+func TestClassify(t *testing.T) {
 	tests := []struct {
-		data, name, err string
+		name, data string
+		want       Kind
 	}{
-		{`{"message":"connected"}`, "connected", ""},
-		{`ready`, "ready", ""},
-		{`[1]`, "", "data is not a JSON object"},
-		{`{"body":{}}`, "", "no request headers in the message"},
-		{`{"x-a":"1","bodyB":"!!"}`, "", `"bodyB" is not valid base64`},
+		{"", `{"message":"connected"}`, KindControl},
+		{"message", `ready`, KindControl},
+		{"", `{"message":"hi","x-a":"1"}`, KindDelivery},
+		{"", `[1]`, KindDelivery},
+		{EventPing, `{}`, KindControl},
+		{"unknown-name", `{"x-a":"1"}`, KindControl},
+		{EventGap, `{}`, KindGap},
+		{EventGosmeeGap, `{}`, KindGap},
 	}
 	for _, tt := range tests {
-		d, name, err := Decode([]byte(tt.data))
-		if d != nil || name != tt.name || (err == nil) != (tt.err == "") || (err != nil && !strings.Contains(err.Error(), tt.err)) {
-			t.Errorf("Decode(%s) = %v, %q, %v; want nil, %q, %q", tt.data, d, name, err, tt.name, tt.err)
+		if got := Classify(tt.name, []byte(tt.data)); got != tt.want {
+			t.Errorf("Classify(%q, %s) = %v, want %v", tt.name, tt.data, got, tt.want)
+		}
+	}
+}
+
+func TestDecodeDeliveryErrors(t *testing.T) {
+	tests := []struct{ data, err string }{
+		{`[1]`, "data is not a JSON object"},
+		{`{"body":{}}`, "no request headers in the message"},
+		{`{"x-a":"1","bodyB":"!!"}`, `"bodyB" is not valid base64`},
+	}
+	for _, tt := range tests {
+		d, err := DecodeDelivery([]byte(tt.data))
+		if d != nil || err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("DecodeDelivery(%s) = %v, %v; want an error saying %q", tt.data, d, err, tt.err)
 		}
 	}
 }
@@ -110,8 +129,13 @@ func TestGap(t *testing.T) {
 	if got := string(g.Frame()); got != want {
 		t.Errorf("Frame = %q, want %q", got, want)
 	}
-	if got, ok := DecodeGap([]byte(`{"from":3,"to":9,"reason":"expired","lastEventId":"2"}`)); !ok || got != g {
-		t.Errorf("DecodeGap = %+v, %v; want %+v", got, ok, g)
+	g.Oldest = "10"
+	if got := DecodeGap(EventGap, []byte(`{"from":3,"to":9,"reason":"expired","lastEventId":"2"}`)); got != g {
+		t.Errorf("DecodeGap = %+v; want %+v", got, g)
+	}
+	want2 := Gap{LastEventID: "5-0", Oldest: "7-0"}
+	if got := DecodeGap(EventGosmeeGap, []byte(`{"error":"missed_history","requested_id":"5-0","oldest_id":"7-0"}`)); got != want2 {
+		t.Errorf("DecodeGap(gosmee) = %+v; want %+v", got, want2)
 	}
 }
 

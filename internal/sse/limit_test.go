@@ -1,4 +1,4 @@
-package proxy
+package sse
 
 import (
 	"bufio"
@@ -60,7 +60,7 @@ func limited(t testing.TB, stream []byte, max, chunk int) []byte {
 // checkLimited asserts the limiter's contract on one stream: r3labs reads
 // the output with a buffer of max+limiterSlack, finds as many events as in
 // the input, each either unchanged or, for an input event over max, cut to
-// a prefix of at most max bytes and named oversizeEvent.
+// a prefix of at most max bytes and named OversizeEvent.
 func checkLimited(t testing.TB, stream []byte, max, chunk int) {
 	t.Helper()
 	out := limited(t, stream, max, chunk)
@@ -69,7 +69,7 @@ func checkLimited(t testing.TB, stream []byte, max, chunk int) {
 	if len(got) != len(in) {
 		t.Fatalf("limit %d, chunk %d: %d events out, %d in\nin:  %q\nout: %q", max, chunk, len(got), len(in), stream, out)
 	}
-	marker := "event: " + oversizeEvent
+	marker := "event: " + OversizeEvent
 	for i := range in {
 		if bytes.Equal(got[i], in[i]) {
 			continue

@@ -1,4 +1,4 @@
-package proxy
+package sse
 
 import (
 	"bytes"
@@ -154,7 +154,7 @@ func (c *smallReads) Read(p []byte) (int, error) {
 }
 
 // BenchmarkR3labsFilled is BenchmarkR3labsEventStreamReader with the
-// filler that SSETransport puts in front of r3labs: compare the two. The
+// filler that HTTPTransport puts in front of r3labs: compare the two. The
 // time per event now grows with its size, not its square.
 //
 //	go test -run '^$' -bench 'R3labs' ./proxy/

@@ -1,4 +1,4 @@
-package proxy
+package sse
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/wire"
 )
 
-// SSEEvent is one Server-Sent Event as received from a relay.
-type SSEEvent struct {
+// Event is one Server-Sent Event as received from a relay.
+type Event struct {
 	// ID is the event's last event ID: the value of its "id:" field, or, as
 	// the SSE specification says, the most recent one set earlier on the same
 	// connection. Empty when the server sent none.
@@ -24,10 +26,18 @@ type SSEEvent struct {
 	// Data is the event's data: its "data:" lines joined with "\n". The
 	// receiver owns it.
 	Data []byte
+
+	// Set by Subscribe (the loop), not by a Transport: what the event is
+	// (wire.Classify; an OversizeEvent counts as a delivery, whose slot it
+	// takes), and whether the relay's ids are durable as far as the loop
+	// knows after this event (see Resume): only then may an id be stored
+	// or compared across connections.
+	Kind    wire.Kind
+	Durable bool
 }
 
-// SubscribeRequest describes one connection attempt to a relay's stream.
-type SubscribeRequest struct {
+// Request describes one connection attempt to a relay's stream.
+type Request struct {
 	// URL is the stream URL (see StreamURL).
 	URL string
 	// LastEventID, when not empty, is sent as the Last-Event-ID header so a
@@ -60,7 +70,7 @@ type SubscribeRequest struct {
 //
 // Every error but ctx.Err() names the URL with credentials redacted.
 type Transport interface {
-	Subscribe(ctx context.Context, req SubscribeRequest, fn func(SSEEvent)) error
+	Subscribe(ctx context.Context, req Request, fn func(Event)) error
 }
 
 var (
@@ -125,16 +135,6 @@ func (e *StatusError) Unwrap() error {
 	return nil
 }
 
-// Format names a relay's wire format.
-type Format string
-
-// The relay formats the client reads. See the package documentation.
-const (
-	FormatSmee     Format = "smee"     // smee.io and smee-compatible servers
-	FormatGosmee   Format = "gosmee"   // a gosmee server
-	FormatHookline Format = "hookline" // hookline serve
-)
-
 // StreamURL returns the URL to subscribe to for the channel URL that users
 // paste (the one webhooks are POSTed to).
 //
@@ -146,28 +146,28 @@ const (
 // page instead of an event stream.
 //
 // The URL must be absolute http or https with a host and a channel path.
-func StreamURL(channelURL string, f Format) (string, error) {
+func StreamURL(channelURL string, f delivery.Format) (string, error) {
 	u, err := parseChannelURL(channelURL)
 	if err != nil {
 		return "", err
 	}
 	switch f {
-	case "", FormatSmee, FormatHookline:
+	case "", delivery.FormatSmee, delivery.FormatHookline:
 		return u.String(), nil
-	case FormatGosmee:
+	case delivery.FormatGosmee:
 		if !strings.HasPrefix(u.Path, "/events/") {
 			u.Path = "/events" + u.Path
 			u.RawPath = ""
 		}
 		return u.String(), nil
 	default:
-		return "", fmt.Errorf("unknown relay format %q (want %s, %s or %s)", f, FormatSmee, FormatGosmee, FormatHookline)
+		return "", fmt.Errorf("unknown relay format %q (want %s, %s or %s)", f, delivery.FormatSmee, delivery.FormatGosmee, delivery.FormatHookline)
 	}
 }
 
 // parseChannelURL validates a channel URL and trims a trailing slash.
 func parseChannelURL(s string) (*url.URL, error) {
-	u, err := parseHTTPURL(s)
+	u, err := httpx.ParseHTTPURL(s)
 	if err != nil {
 		return nil, fmt.Errorf("channel URL %v", err)
 	}
@@ -193,7 +193,7 @@ type attempt struct {
 // beginAttempt checks ctx and req.URL and sets up one attempt with the
 // effective limits (zero means DefaultMaxEventSize and DefaultIdleTimeout).
 // The caller must call end when the attempt is over.
-func beginAttempt(ctx context.Context, req SubscribeRequest, maxEventSize int, idleTimeout time.Duration) (*attempt, error) {
+func beginAttempt(ctx context.Context, req Request, maxEventSize int, idleTimeout time.Duration) (*attempt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -1,21 +1,20 @@
-package proxy
+package sse
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/rest/backoff"
 	"github.com/hookline/hookline/rest/header"
 )
 
-// Defaults for StreamOptions.
+// Defaults for Options.
 const (
 	// DefaultMinBackoff is the first wait after a failed attempt.
 	DefaultMinBackoff = 250 * time.Millisecond
@@ -42,7 +41,7 @@ const (
 	ResumeAuto Resume = iota
 	// ResumeAlways sends the last id seen, whatever the relay.
 	ResumeAlways
-	// ResumeNever never sends Last-Event-ID (StreamOptions.LastEventID
+	// ResumeNever never sends Last-Event-ID (Options.LastEventID
 	// included).
 	ResumeNever
 )
@@ -103,15 +102,15 @@ type StateChange struct {
 
 // readyEvent decodes a hookline relay's ready event; ok is false for any
 // other event, and for smee.io's ready, which names no id.
-func readyEvent(ev SSEEvent) (wire.Ready, bool) {
+func readyEvent(ev Event) (wire.Ready, bool) {
 	if ev.Event != wire.EventReady {
 		return wire.Ready{}, false
 	}
 	return wire.DecodeReady(ev.Data)
 }
 
-// StreamOptions configures Subscribe.
-type StreamOptions struct {
+// Options configures Subscribe.
+type Options struct {
 	// URL is the stream URL (see StreamURL). Required.
 	URL string
 	// Header holds extra request headers sent with every attempt.
@@ -139,20 +138,23 @@ type StreamOptions struct {
 	// from Subscribe's goroutine.
 	OnState func(StateChange)
 
-	// Test seams (export_test.go): how the loop waits and draws jitter.
-	sleep  func(ctx context.Context, d time.Duration) error
-	jitter func(max time.Duration) time.Duration
+	// Sleep and Jitter are how the loop waits and draws its jitter; nil
+	// means backoff.Sleep and backoff.Jitter. Tests replace them so as not
+	// to wait.
+	Sleep  func(ctx context.Context, d time.Duration) error
+	Jitter func(max time.Duration) time.Duration
 }
 
 // Subscribe follows a relay stream until ctx ends: it opens a connection
-// with t (nil means &SSETransport{}), passes every event to fn, and
+// with t (nil means &HTTPTransport{}), passes every event to fn, and
 // reconnects forever after EOF, network errors, idle streams and non-2xx
 // answers, waiting a jittered exponential backoff between attempts (reset
 // after a good connection). It tracks the last event id and sends it as
 // Last-Event-ID when the relay's ids are durable (see Resume).
 //
-// fn is called sequentially on Subscribe's goroutine; while it runs, no
-// further event is read (and the idle clock is paused).
+// fn gets each event with Kind and Durable set. It is called sequentially
+// on Subscribe's goroutine; while it runs, no further event is read (and
+// the idle clock is paused).
 //
 // Subscribe returns ctx.Err() when ctx is done, promptly, even during a
 // backoff wait. It returns early only for an error wrapping ErrPermanent (a
@@ -161,9 +163,9 @@ type StreamOptions struct {
 // Last-Event-ID was sent, it retries once without it (gosmee answers 400 to
 // an id it does not know); if the URL answered with something that is not
 // an event stream, it retries once at the gosmee stream URL (see StreamURL).
-func Subscribe(ctx context.Context, t Transport, opts StreamOptions, fn func(SSEEvent)) error {
+func Subscribe(ctx context.Context, t Transport, opts Options, fn func(Event)) error {
 	if t == nil {
-		t = &SSETransport{}
+		t = &HTTPTransport{}
 	}
 	l := loop{opts: opts, fn: fn, t: t}
 	l.setDefaults()
@@ -180,8 +182,8 @@ const (
 )
 
 type loop struct {
-	opts StreamOptions
-	fn   func(SSEEvent)
+	opts Options
+	fn   func(Event)
 	t    Transport
 
 	url      string
@@ -204,14 +206,14 @@ func (l *loop) setDefaults() {
 	if o.StableAfter <= 0 {
 		o.StableAfter = DefaultStableAfter
 	}
-	if o.sleep == nil {
-		o.sleep = backoff.Sleep
+	if o.Sleep == nil {
+		o.Sleep = backoff.Sleep
 	}
-	if o.jitter == nil {
-		o.jitter = backoff.Jitter
+	if o.Jitter == nil {
+		o.Jitter = backoff.Jitter
 	}
 	l.url = o.URL
-	if o.LastEventID != "" && usableEventID(o.LastEventID) {
+	if o.LastEventID != "" && UsableEventID(o.LastEventID) {
 		l.lastID, l.ids = o.LastEventID, idsDurable
 	}
 }
@@ -229,9 +231,6 @@ func (l *loop) stop(err error) error {
 }
 
 func (l *loop) run(ctx context.Context) error {
-	if u, err := url.Parse(l.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return l.stop(fmt.Errorf("%w: stream URL %q is not an absolute http or https URL", ErrPermanent, httpx.RedactURL(l.url)))
-	}
 	triedGosmee, droppedID := false, false
 	for {
 		if err := ctx.Err(); err != nil {
@@ -244,18 +243,19 @@ func (l *loop) run(ctx context.Context) error {
 		var opened time.Time
 		good := false
 		prevID := "" // the id in force on this connection
-		req := SubscribeRequest{URL: l.url, LastEventID: sent, Header: l.opts.Header, OnOpen: func() {
+		req := Request{URL: l.url, LastEventID: sent, Header: l.opts.Header, OnOpen: func() {
 			opened = time.Now()
 			l.notify(StateChange{State: StateConnected, Attempt: attempt, LastEventID: sent})
 		}}
-		err := l.t.Subscribe(ctx, req, func(ev SSEEvent) {
-			if !usableEventID(ev.ID) {
+		err := l.t.Subscribe(ctx, req, func(ev Event) {
+			if !UsableEventID(ev.ID) {
 				// It could not be sent back as Last-Event-ID (net/http
 				// refuses such a header, so every reconnect would fail):
 				// the event has no usable id.
 				ev.ID = ""
 			}
-			control := isControlEvent(ev)
+			ev.Kind = Classify(ev)
+			control := ev.Kind != wire.KindDelivery
 			if ev.ID != "" && ev.ID != prevID { // this event set a new id
 				switch {
 				case control:
@@ -282,6 +282,7 @@ func (l *loop) run(ctx context.Context) error {
 					l.lastID, l.ids = strconv.FormatInt(r.Last, 10), idsDurable
 				}
 			}
+			ev.Durable = l.durable()
 			l.fn(ev)
 			if ev.ID != "" {
 				l.lastID = ev.ID
@@ -303,7 +304,7 @@ func (l *loop) run(ctx context.Context) error {
 				// /events/<channel>. Probing is not a failure, and the id
 				// to resume from goes along.
 				triedGosmee = true
-				if gs, gerr := StreamURL(l.url, FormatGosmee); gerr == nil && gs != l.url {
+				if gs, gerr := StreamURL(l.url, delivery.FormatGosmee); gerr == nil && gs != l.url {
 					l.url = gs
 					continue
 				}
@@ -329,7 +330,7 @@ func (l *loop) run(ctx context.Context) error {
 		// Attempts since the last good connection, this one included: 1
 		// when a good one has just ended, whatever failed before it.
 		l.notify(StateChange{State: StateDisconnected, Attempt: l.failures, Err: err, RetryIn: delay})
-		if err := l.opts.sleep(ctx, delay); err != nil || ctx.Err() != nil {
+		if err := l.opts.Sleep(ctx, delay); err != nil || ctx.Err() != nil {
 			if ctx.Err() != nil {
 				err = ctx.Err()
 			}
@@ -338,28 +339,34 @@ func (l *loop) run(ctx context.Context) error {
 	}
 }
 
-// maxEventIDLen bounds the event ids the loop keeps and sends back. Relays'
+// MaxEventIDLen bounds the event ids the loop keeps and sends back. Relays'
 // ids are short (hookline's are decimal integers, gosmee's Redis stream ids
 // such as "1700000000000-0").
-const maxEventIDLen = 256
+const MaxEventIDLen = 256
 
-// usableEventID reports whether id can be sent back as Last-Event-ID: at
-// most maxEventIDLen bytes, with no control characters (the SSE
+// UsableEventID reports whether id can be sent back as Last-Event-ID: at
+// most MaxEventIDLen bytes, with no control characters (the SSE
 // specification ignores an id holding NUL; net/http refuses to send the
 // others).
-func usableEventID(id string) bool {
-	return len(id) <= maxEventIDLen && header.IsValue(id)
+func UsableEventID(id string) bool {
+	return len(id) <= MaxEventIDLen && header.IsValue(id)
+}
+
+// durable reports whether the relay's ids may be sent back, stored and
+// compared across connections, under the Resume rule.
+func (l *loop) durable() bool {
+	switch l.opts.Resume {
+	case ResumeAlways:
+		return true
+	case ResumeNever:
+		return false
+	}
+	return l.ids == idsDurable
 }
 
 // resumeID returns the Last-Event-ID to send on the next attempt.
 func (l *loop) resumeID() string {
-	switch l.opts.Resume {
-	case ResumeAlways:
-		return l.lastID
-	case ResumeNever:
-		return ""
-	}
-	if l.ids == idsDurable {
+	if l.durable() {
 		return l.lastID
 	}
 	return ""
@@ -368,6 +375,16 @@ func (l *loop) resumeID() string {
 // backoff returns the wait after l.failures consecutive failures.
 func (l *loop) backoff() time.Duration {
 	ceiling := backoff.Ceiling(l.opts.MinBackoff, l.opts.MaxBackoff, l.failures)
-	d := l.opts.jitter(ceiling)
+	d := l.opts.Jitter(ceiling)
 	return max(0, min(d, ceiling))
+}
+
+// Classify says what ev is: wire.Classify, except that an OversizeEvent
+// takes the slot of the delivery it stands for. Subscribe sets Event.Kind
+// with it; nothing else classifies events.
+func Classify(ev Event) wire.Kind {
+	if ev.Event == OversizeEvent {
+		return wire.KindDelivery
+	}
+	return wire.Classify(ev.Event, ev.Data)
 }

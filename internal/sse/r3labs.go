@@ -1,4 +1,4 @@
-package proxy
+package sse
 
 import (
 	"bufio"
@@ -15,13 +15,15 @@ import (
 	"time"
 	"unicode"
 
+	r3 "github.com/r3labs/sse/v2"
+	"gopkg.in/cenkalti/backoff.v1"
+
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/rest/header"
-	"github.com/r3labs/sse/v2"
-	"gopkg.in/cenkalti/backoff.v1"
 )
 
-// DefaultMaxEventSize is the largest event SSETransport accepts when
+// DefaultMaxEventSize is the largest event HTTPTransport accepts when
 // MaxEventSize is zero: 64 MiB, counted as sent (field names and newlines
 // included).
 //
@@ -34,7 +36,7 @@ import (
 // 4 KiB as an event needs it, so small events never allocate it.
 const DefaultMaxEventSize = 64 << 20
 
-// DefaultIdleTimeout is SSETransport's idle timeout when IdleTimeout is
+// DefaultIdleTimeout is HTTPTransport's idle timeout when IdleTimeout is
 // zero: three missed 30-second keepalives (smee.io, gosmee and hookline all
 // send one every 30 s).
 const DefaultIdleTimeout = 90 * time.Second
@@ -43,7 +45,7 @@ const DefaultIdleTimeout = 90 * time.Second
 // off by the end of the stream, so that it is recognised and dropped.
 const truncatedEvent = "hookline-truncated-event"
 
-// SSETransport is the Transport built on github.com/r3labs/sse/v2. The zero
+// HTTPTransport is the Transport built on github.com/r3labs/sse/v2. The zero
 // value is ready to use. It is safe for concurrent use; every Subscribe call
 // uses its own sse.Client.
 //
@@ -52,14 +54,14 @@ const truncatedEvent = "hookline-truncated-event"
 // a cancelled context come back as distinct results, a 64 KiB event is not
 // dropped, a response that is not an event stream is refused, and an event
 // cut off by the end of the stream is dropped rather than passed on.
-type SSETransport struct {
+type HTTPTransport struct {
 	// Client makes the requests. If nil, a client using
 	// http.DefaultTransport is used. Its Timeout is ignored (a stream has no
 	// overall deadline: IdleTimeout and the context bound it) and its
 	// Transport is wrapped to watch the stream.
 	Client *http.Client
 	// MaxEventSize is the largest event accepted, in bytes as sent. A larger
-	// one is skipped: fn gets an event named oversizeEvent with its id, and
+	// one is skipped: fn gets an event named OversizeEvent with its id, and
 	// the stream goes on. If zero, DefaultMaxEventSize.
 	MaxEventSize int
 	// IdleTimeout ends an attempt with ErrIdle when no byte arrives for that
@@ -73,7 +75,7 @@ type SSETransport struct {
 // req.URL and passes each event to fn until the stream ends. See Transport
 // for the errors. fn must not retain ev.Data beyond what it owns (it owns
 // it) and must not panic.
-func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn func(SSEEvent)) error {
+func (t *HTTPTransport) Subscribe(ctx context.Context, req Request, fn func(Event)) error {
 	a, err := beginAttempt(ctx, req, t.MaxEventSize, t.IdleTimeout)
 	if err != nil {
 		return err
@@ -81,9 +83,9 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 	defer a.end()
 	shown, maxSize, idle, attemptCtx, w := a.shown, a.maxSize, a.idle, a.ctx, a.watch
 
-	// The limiter cuts events over maxSize (see oversizeEvent); r3labs'
+	// The limiter cuts events over maxSize (see OversizeEvent); r3labs'
 	// buffer has room for the cut fragment and the marker.
-	c := sse.NewClient(req.URL, sse.ClientMaxBufferSize(maxSize+limiterSlack))
+	c := r3.NewClient(req.URL, r3.ClientMaxBufferSize(maxSize+limiterSlack))
 	w.maxEvent = maxSize
 	c.Connection = t.httpClient(w)
 	// One attempt per call: the caller's loop owns retries, and r3labs'
@@ -100,7 +102,7 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 	if req.LastEventID != "" {
 		c.Headers["Last-Event-Id"] = req.LastEventID
 	}
-	c.ResponseValidator = func(_ *sse.Client, resp *http.Response) error {
+	c.ResponseValidator = func(_ *r3.Client, resp *http.Response) error {
 		if err := checkResponse(resp, shown); err != nil {
 			resp.Body.Close() // r3labs leaves the body open when a validator fails
 			return err
@@ -111,15 +113,15 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 		return nil
 	}
 
-	err = c.SubscribeRawWithContext(attemptCtx, func(m *sse.Event) {
+	err = c.SubscribeRawWithContext(attemptCtx, func(m *r3.Event) {
 		if ctx.Err() != nil {
 			return // the caller has gone; r3labs may still hand over one event
 		}
 		name := string(m.Event)
-		if name == oversizeEvent {
+		if name == OversizeEvent {
 			// Cut by the limiter: pass on its id, never its fragment.
 			w.busy.Store(true)
-			fn(SSEEvent{ID: string(m.ID), Event: oversizeEvent, Data: oversizeData(maxSize)})
+			fn(Event{ID: string(m.ID), Event: OversizeEvent, Data: oversizeData(maxSize)})
 			w.touch()
 			w.busy.Store(false)
 			return
@@ -130,7 +132,7 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 			return
 		}
 		w.busy.Store(true)
-		fn(SSEEvent{ID: string(m.ID), Event: name, Data: m.Data})
+		fn(Event{ID: string(m.ID), Event: name, Data: m.Data})
 		w.touch() // before clearing busy, so the idle check never sees neither
 		w.busy.Store(false)
 	})
@@ -153,7 +155,7 @@ func (t *SSETransport) Subscribe(ctx context.Context, req SubscribeRequest, fn f
 
 // httpClient returns a copy of t.Client whose transport reports the stream's
 // activity to w.
-func (t *SSETransport) httpClient(w *streamWatch) *http.Client {
+func (t *HTTPTransport) httpClient(w *streamWatch) *http.Client {
 	var hc http.Client
 	if t.Client != nil {
 		hc = *t.Client
@@ -178,7 +180,7 @@ func checkResponse(resp *http.Response, shown string) error {
 			return nil
 		}
 		hint := "check the channel URL"
-		if gs, err := StreamURL(shown, FormatGosmee); err == nil && gs != shown {
+		if gs, err := StreamURL(shown, delivery.FormatGosmee); err == nil && gs != shown {
 			hint = fmt.Sprintf("a gosmee server streams from %s", gs)
 		}
 		return fmt.Errorf("%w: %s answered %d with Content-Type %q; %s", ErrNotEventStream, shown, resp.StatusCode, ct, hint)

@@ -1,4 +1,4 @@
-package proxy_test
+package sse_test
 
 import (
 	"context"
@@ -13,25 +13,27 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/internal/sse"
+	"github.com/hookline/hookline/internal/testutil/ssetest"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // states records StateChanges.
 type states struct {
 	mu   sync.Mutex
-	list []proxy.StateChange
+	list []sse.StateChange
 }
 
-func (s *states) add(c proxy.StateChange) {
+func (s *states) add(c sse.StateChange) {
 	s.mu.Lock()
 	s.list = append(s.list, c)
 	s.mu.Unlock()
 }
 
-func (s *states) all() []proxy.StateChange {
+func (s *states) all() []sse.StateChange {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]proxy.StateChange(nil), s.list...)
+	return append([]sse.StateChange(nil), s.list...)
 }
 
 // names returns the states in order, as text.
@@ -45,11 +47,11 @@ func (s *states) names() string {
 
 // runSubscribe runs Subscribe in the background and returns a function that
 // cancels it and returns its result.
-func runSubscribe(t *testing.T, tr proxy.Transport, opts proxy.StreamOptions, fn func(proxy.SSEEvent)) (stop func() error, done <-chan error) {
+func runSubscribe(t *testing.T, tr sse.Transport, opts sse.Options, fn func(sse.Event)) (stop func() error, done <-chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
-	go func() { errc <- proxy.Subscribe(ctx, tr, opts, fn) }()
+	go func() { errc <- sse.Subscribe(ctx, tr, opts, fn) }()
 	var once sync.Once
 	var result error
 	stop = func() error {
@@ -68,15 +70,15 @@ func runSubscribe(t *testing.T, tr proxy.Transport, opts proxy.StreamOptions, fn
 }
 
 func TestSubscribeReconnectsAfterEOF(t *testing.T) {
-	srv := newSSEServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		writeStream(w, fmt.Appendf(nil, "event: ready\ndata: {}\n\nid: %d\ndata: {\"x-github-event\":\"push\"}\n\n", n+1))
+	srv := ssetest.NewServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		ssetest.WriteStream(w, fmt.Appendf(nil, "event: ready\ndata: {}\n\nid: %d\ndata: {\"x-github-event\":\"push\"}\n\n", n+1))
 		if n == 2 {
-			holdOpen(r)
+			ssetest.HoldOpen(r)
 		}
 	})
-	got, st := newCollect(), &states{}
-	stop, _ := runSubscribe(t, nil, noBackoff(proxy.StreamOptions{URL: srv.URL + "/chan", OnState: st.add}), got.add)
-	evs := got.waitFor(t, 6)
+	got, st := ssetest.NewCollect(), &states{}
+	stop, _ := runSubscribe(t, nil, ssetest.NoBackoff(sse.Options{URL: srv.URL + "/chan", OnState: st.add}), got.Add)
+	evs := got.WaitFor(t, 6)
 	if err := stop(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Subscribe = %v, want context.Canceled", err)
 	}
@@ -92,7 +94,7 @@ func TestSubscribeReconnectsAfterEOF(t *testing.T) {
 		t.Errorf("states = %s\nwant     %s", got, want)
 	}
 	for _, c := range st.all() {
-		if c.State == proxy.StateDisconnected && !errors.Is(c.Err, io.EOF) {
+		if c.State == sse.StateDisconnected && !errors.Is(c.Err, io.EOF) {
 			t.Errorf("Disconnected.Err = %v, want io.EOF", c.Err)
 		}
 		if c.URL != srv.URL+"/chan" {
@@ -100,7 +102,7 @@ func TestSubscribeReconnectsAfterEOF(t *testing.T) {
 		}
 	}
 	for i := 1; i < 3; i++ {
-		if id := srv.request(i).Header.Get("Last-Event-ID"); id != fmt.Sprint(i) {
+		if id := srv.Request(i).Header.Get("Last-Event-ID"); id != fmt.Sprint(i) {
 			t.Errorf("request %d: Last-Event-ID = %q, want %q (durable ids)", i, id, fmt.Sprint(i))
 		}
 	}
@@ -109,7 +111,7 @@ func TestSubscribeReconnectsAfterEOF(t *testing.T) {
 func TestSubscribeLastEventID(t *testing.T) {
 	tests := []struct {
 		name, fixture string
-		opts          proxy.StreamOptions
+		opts          sse.Options
 		first         string // Last-Event-ID of the first request
 		resume        string // Last-Event-ID of the second request
 	}{
@@ -119,33 +121,33 @@ func TestSubscribeLastEventID(t *testing.T) {
 		{name: "smee ids are per connection", fixture: "smee-ready-ping-delivery.txt", resume: ""},
 		{name: "smee rawdata ids are per connection", fixture: "smee-rawdata.txt", resume: ""},
 		{name: "gosmee without ids", fixture: "gosmee.txt", resume: ""},
-		{name: "ResumeAlways", fixture: "smee-ready-ping-delivery.txt", opts: proxy.StreamOptions{Resume: proxy.ResumeAlways}, resume: "4"},
-		{name: "ResumeNever", fixture: "hookline.txt", opts: proxy.StreamOptions{Resume: proxy.ResumeNever}, resume: ""},
-		{name: "saved id, no new ids", fixture: "gosmee.txt", opts: proxy.StreamOptions{LastEventID: "7"}, first: "7", resume: "7"},
-		{name: "saved id, then new ids", fixture: "hookline.txt", opts: proxy.StreamOptions{LastEventID: "7"}, first: "7", resume: "42"},
-		{name: "saved id with ResumeNever", fixture: "hookline.txt", opts: proxy.StreamOptions{LastEventID: "7", Resume: proxy.ResumeNever}, first: "", resume: ""},
+		{name: "ResumeAlways", fixture: "smee-ready-ping-delivery.txt", opts: sse.Options{Resume: sse.ResumeAlways}, resume: "4"},
+		{name: "ResumeNever", fixture: "hookline.txt", opts: sse.Options{Resume: sse.ResumeNever}, resume: ""},
+		{name: "saved id, no new ids", fixture: "gosmee.txt", opts: sse.Options{LastEventID: "7"}, first: "7", resume: "7"},
+		{name: "saved id, then new ids", fixture: "hookline.txt", opts: sse.Options{LastEventID: "7"}, first: "7", resume: "42"},
+		{name: "saved id with ResumeNever", fixture: "hookline.txt", opts: sse.Options{LastEventID: "7", Resume: sse.ResumeNever}, first: "", resume: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			body := readFixture(t, tt.fixture)
-			srv := newSSEServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			body := ssetest.Fixture(t, tt.fixture)
+			srv := ssetest.NewServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 				if n > 0 {
-					writeStream(w, nil)
-					holdOpen(r)
+					ssetest.WriteStream(w, nil)
+					ssetest.HoldOpen(r)
 					return
 				}
-				writeStream(w, body)
+				ssetest.WriteStream(w, body)
 			})
 			opts := tt.opts
 			opts.URL = srv.URL
-			proxy.SetStreamClock(&opts, noSleep, nil)
+			opts.Sleep = ssetest.NoSleep
 			connected := make(chan struct{}, 2)
-			opts.OnState = func(c proxy.StateChange) {
-				if c.State == proxy.StateConnected {
+			opts.OnState = func(c sse.StateChange) {
+				if c.State == sse.StateConnected {
 					connected <- struct{}{}
 				}
 			}
-			stop, _ := runSubscribe(t, nil, opts, func(proxy.SSEEvent) {})
+			stop, _ := runSubscribe(t, nil, opts, func(sse.Event) {})
 			for range 2 {
 				select {
 				case <-connected:
@@ -154,7 +156,7 @@ func TestSubscribeLastEventID(t *testing.T) {
 				}
 			}
 			stop()
-			got := []string{srv.request(0).Header.Get("Last-Event-ID"), srv.request(1).Header.Get("Last-Event-ID")}
+			got := []string{srv.Request(0).Header.Get("Last-Event-ID"), srv.Request(1).Header.Get("Last-Event-ID")}
 			if want := []string{tt.first, tt.resume}; !reflect.DeepEqual(got, want) {
 				t.Errorf("Last-Event-ID of the two requests = %q, want %q", got, want)
 			}
@@ -165,20 +167,20 @@ func TestSubscribeLastEventID(t *testing.T) {
 func TestSubscribeRetriesTransientStatuses(t *testing.T) {
 	for _, status := range []int{408, 429, 500, 502, 503, 504} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
-			srv := newSSEServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			srv := ssetest.NewServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 				if n == 0 {
 					http.Error(w, "try later", status)
 					return
 				}
-				writeStream(w, []byte("event: ready\ndata: {}\n\n"))
-				holdOpen(r)
+				ssetest.WriteStream(w, []byte("event: ready\ndata: {}\n\n"))
+				ssetest.HoldOpen(r)
 			})
-			got, st := newCollect(), &states{}
-			stop, _ := runSubscribe(t, nil, noBackoff(proxy.StreamOptions{URL: srv.URL, OnState: st.add}), got.add)
-			got.waitFor(t, 1)
+			got, st := ssetest.NewCollect(), &states{}
+			stop, _ := runSubscribe(t, nil, ssetest.NoBackoff(sse.Options{URL: srv.URL, OnState: st.add}), got.Add)
+			got.WaitFor(t, 1)
 			stop()
-			var se *proxy.StatusError
-			if c := st.all()[1]; c.State != proxy.StateDisconnected || !errors.As(c.Err, &se) || se.StatusCode != status {
+			var se *sse.StatusError
+			if c := st.all()[1]; c.State != sse.StateDisconnected || !errors.As(c.Err, &se) || se.StatusCode != status {
 				t.Errorf("second state = %+v, want Disconnected with status %d", c, status)
 			}
 		})
@@ -188,15 +190,15 @@ func TestSubscribeRetriesTransientStatuses(t *testing.T) {
 func TestSubscribeStopsOnPermanentError(t *testing.T) {
 	for _, status := range []int{400, 401, 403, 404, 410} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
-			srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", status) })
+			srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", status) })
 			st := &states{}
-			err := proxy.Subscribe(t.Context(), nil, noBackoff(proxy.StreamOptions{URL: srv.URL + "/chan", OnState: st.add}), func(proxy.SSEEvent) {})
-			var se *proxy.StatusError
-			if !errors.Is(err, proxy.ErrPermanent) || !errors.As(err, &se) || se.StatusCode != status {
+			err := sse.Subscribe(t.Context(), nil, ssetest.NoBackoff(sse.Options{URL: srv.URL + "/chan", OnState: st.add}), func(sse.Event) {})
+			var se *sse.StatusError
+			if !errors.Is(err, sse.ErrPermanent) || !errors.As(err, &se) || se.StatusCode != status {
 				t.Fatalf("Subscribe = %v, want ErrPermanent with status %d", err, status)
 			}
-			if srv.count() != 1 {
-				t.Errorf("%d requests, want 1", srv.count())
+			if srv.Count() != 1 {
+				t.Errorf("%d requests, want 1", srv.Count())
 			}
 			if got, want := st.names(), "connecting stopped"; got != want {
 				t.Errorf("states = %s, want %s", got, want)
@@ -209,21 +211,21 @@ func TestSubscribeStopsOnPermanentError(t *testing.T) {
 }
 
 func TestSubscribeReconnectsAfterIdle(t *testing.T) {
-	srv := newSSEServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+	srv := ssetest.NewServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		if n == 0 {
-			writeStream(w, []byte("event: ready\ndata: {}\n\n"))
-			holdOpen(r) // and say nothing more
+			ssetest.WriteStream(w, []byte("event: ready\ndata: {}\n\n"))
+			ssetest.HoldOpen(r) // and say nothing more
 			return
 		}
-		writeStream(w, []byte("id: 1\ndata: {\"x-github-event\":\"push\"}\n\n"))
-		holdOpen(r)
+		ssetest.WriteStream(w, []byte("id: 1\ndata: {\"x-github-event\":\"push\"}\n\n"))
+		ssetest.HoldOpen(r)
 	})
-	got, st := newCollect(), &states{}
-	tr := &proxy.SSETransport{IdleTimeout: 100 * time.Millisecond}
-	stop, _ := runSubscribe(t, tr, noBackoff(proxy.StreamOptions{URL: srv.URL, OnState: st.add}), got.add)
-	got.waitFor(t, 2)
+	got, st := ssetest.NewCollect(), &states{}
+	tr := &sse.HTTPTransport{IdleTimeout: 100 * time.Millisecond}
+	stop, _ := runSubscribe(t, tr, ssetest.NoBackoff(sse.Options{URL: srv.URL, OnState: st.add}), got.Add)
+	got.WaitFor(t, 2)
 	stop()
-	if c := st.all()[2]; c.State != proxy.StateDisconnected || !errors.Is(c.Err, proxy.ErrIdle) {
+	if c := st.all()[2]; c.State != sse.StateDisconnected || !errors.Is(c.Err, sse.ErrIdle) {
 		t.Errorf("third state = %+v, want Disconnected with ErrIdle", c)
 	}
 }
@@ -233,58 +235,58 @@ func TestSubscribeReconnectsAfterIdle(t *testing.T) {
 // goes along: before, it was dropped on the page's answer, and everything
 // sent while hookline was down was lost on every restart.
 func TestSubscribeFallsBackToGosmeeEvents(t *testing.T) {
-	body := readFixture(t, "gosmee.txt")
-	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+	body := ssetest.Fixture(t, "gosmee.txt")
+	srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/events/abcdefghijkl" { // gosmee shows its page at the channel URL
 			w.Header().Set("Content-Type", "text/html")
 			_, _ = io.WriteString(w, "<!DOCTYPE html><title>gosmee</title>")
 			return
 		}
-		writeStream(w, body)
-		holdOpen(r)
+		ssetest.WriteStream(w, body)
+		ssetest.HoldOpen(r)
 	})
-	got, st := newCollect(), &states{}
+	got, st := ssetest.NewCollect(), &states{}
 	const saved = "1700000100500-0" // a gosmee Redis id from an earlier run
-	stop, _ := runSubscribe(t, nil, noBackoff(proxy.StreamOptions{URL: srv.URL + "/abcdefghijkl", LastEventID: saved, OnState: st.add}), got.add)
-	if evs, want := got.waitFor(t, 4), fixtureEvents(t, "gosmee.txt"); !eventsEqual(evs, want) {
-		t.Errorf("events = %q, want %q", evs, want)
+	stop, _ := runSubscribe(t, nil, ssetest.NoBackoff(sse.Options{URL: srv.URL + "/abcdefghijkl", LastEventID: saved, OnState: st.add}), got.Add)
+	if evs, want := got.WaitFor(t, 4), ssetest.FixtureEvents(t, "gosmee.txt"); !ssetest.EventsEqual(evs, want) {
+		t.Errorf("events = %+v, want %+v", evs, want)
 	}
 	stop()
-	if got := srv.request(1).Header.Get("Last-Event-ID"); srv.request(1).URL.Path != "/events/abcdefghijkl" || got != saved {
-		t.Errorf("second request: %s with Last-Event-ID %q, want /events/abcdefghijkl with %q", srv.request(1).URL.Path, got, saved)
+	if got := srv.Request(1).Header.Get("Last-Event-ID"); srv.Request(1).URL.Path != "/events/abcdefghijkl" || got != saved {
+		t.Errorf("second request: %s with Last-Event-ID %q, want /events/abcdefghijkl with %q", srv.Request(1).URL.Path, got, saved)
 	}
 	for _, c := range st.all() {
-		if c.State == proxy.StateDisconnected && errors.Is(c.Err, proxy.ErrNotEventStream) {
+		if c.State == sse.StateDisconnected && errors.Is(c.Err, sse.ErrNotEventStream) {
 			t.Errorf("the probe was reported as a failure: %+v", c)
 		}
 	}
-	if c := st.all()[1]; c.State != proxy.StateConnecting || c.URL != srv.URL+"/events/abcdefghijkl" || c.LastEventID != saved {
+	if c := st.all()[1]; c.State != sse.StateConnecting || c.URL != srv.URL+"/events/abcdefghijkl" || c.LastEventID != saved {
 		t.Errorf("second state = %+v, want Connecting to the /events/ URL with the saved id", c)
 	}
 }
 
 func TestSubscribeStopsWhenNothingIsAnEventStream(t *testing.T) {
-	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+	srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, "{}")
 	})
-	err := proxy.Subscribe(t.Context(), nil, noBackoff(proxy.StreamOptions{URL: srv.URL + "/abc"}), func(proxy.SSEEvent) {})
-	if !errors.Is(err, proxy.ErrNotEventStream) || srv.count() != 2 {
-		t.Errorf("Subscribe = %v after %d requests, want ErrNotEventStream after 2", err, srv.count())
+	err := sse.Subscribe(t.Context(), nil, ssetest.NoBackoff(sse.Options{URL: srv.URL + "/abc"}), func(sse.Event) {})
+	if !errors.Is(err, sse.ErrNotEventStream) || srv.Count() != 2 {
+		t.Errorf("Subscribe = %v after %d requests, want ErrNotEventStream after 2", err, srv.Count())
 	}
-	if got := srv.request(1).URL.Path; got != "/events/abc" {
+	if got := srv.Request(1).URL.Path; got != "/events/abc" {
 		t.Errorf("second request path = %q, want /events/abc", got)
 	}
 }
 
 func TestSubscribeCancelDuringBackoff(t *testing.T) {
-	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusBadGateway) })
+	srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusBadGateway) })
 	disconnected := make(chan struct{}, 1)
-	opts := proxy.StreamOptions{
+	opts := sse.Options{
 		URL:        srv.URL,
 		MinBackoff: time.Hour, // the real timer-based sleep, long
-		OnState: func(c proxy.StateChange) {
-			if c.State == proxy.StateDisconnected {
+		OnState: func(c sse.StateChange) {
+			if c.State == sse.StateDisconnected {
 				select {
 				case disconnected <- struct{}{}:
 				default:
@@ -292,33 +294,33 @@ func TestSubscribeCancelDuringBackoff(t *testing.T) {
 			}
 		},
 	}
-	proxy.SetStreamClock(&opts, nil, func(max time.Duration) time.Duration { return max })
-	stop, _ := runSubscribe(t, nil, opts, func(proxy.SSEEvent) {})
+	opts.Jitter = func(max time.Duration) time.Duration { return max }
+	stop, _ := runSubscribe(t, nil, opts, func(sse.Event) {})
 	<-disconnected
 	if err := stop(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Subscribe = %v, want context.Canceled", err)
 	}
-	if srv.count() != 1 {
-		t.Errorf("%d requests, want 1", srv.count())
+	if srv.Count() != 1 {
+		t.Errorf("%d requests, want 1", srv.Count())
 	}
 }
 
 func TestSubscribeDeadline(t *testing.T) {
-	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-		writeStream(w, []byte("event: ready\ndata: {}\n\n"))
-		holdOpen(r)
+	srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		ssetest.WriteStream(w, []byte("event: ready\ndata: {}\n\n"))
+		ssetest.HoldOpen(r)
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if err := proxy.Subscribe(ctx, nil, proxy.StreamOptions{URL: srv.URL}, func(proxy.SSEEvent) {}); err != context.DeadlineExceeded {
+	if err := sse.Subscribe(ctx, nil, sse.Options{URL: srv.URL}, func(sse.Event) {}); err != context.DeadlineExceeded {
 		t.Errorf("Subscribe = %v, want context.DeadlineExceeded", err)
 	}
 }
 
 func TestSubscribeInvalidURL(t *testing.T) {
 	for _, u := range []string{"", "smee.io/abc", "ftp://x/y"} {
-		err := proxy.Subscribe(t.Context(), nil, proxy.StreamOptions{URL: u}, func(proxy.SSEEvent) {})
-		if !errors.Is(err, proxy.ErrPermanent) {
+		err := sse.Subscribe(t.Context(), nil, sse.Options{URL: u}, func(sse.Event) {})
+		if !errors.Is(err, sse.ErrPermanent) {
 			t.Errorf("Subscribe(%q) = %v, want ErrPermanent", u, err)
 		}
 	}
@@ -328,11 +330,11 @@ func TestSubscribeInvalidURL(t *testing.T) {
 // the script it waits for the context.
 type fakeTransport struct {
 	mu     sync.Mutex
-	reqs   []proxy.SubscribeRequest
-	script []func(req proxy.SubscribeRequest, fn func(proxy.SSEEvent)) error
+	reqs   []sse.Request
+	script []func(req sse.Request, fn func(sse.Event)) error
 }
 
-func (f *fakeTransport) Subscribe(ctx context.Context, req proxy.SubscribeRequest, fn func(proxy.SSEEvent)) error {
+func (f *fakeTransport) Subscribe(ctx context.Context, req sse.Request, fn func(sse.Event)) error {
 	f.mu.Lock()
 	f.reqs = append(f.reqs, req)
 	i := len(f.reqs) - 1
@@ -355,13 +357,13 @@ func (f *fakeTransport) lastEventIDs() []string {
 }
 
 // fail is a script step that fails with err.
-func fail(err error) func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error {
-	return func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error { return err }
+func fail(err error) func(sse.Request, func(sse.Event)) error {
+	return func(sse.Request, func(sse.Event)) error { return err }
 }
 
 // deliver is a script step that opens, passes evs, and ends with EOF.
-func deliver(evs ...proxy.SSEEvent) func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error {
-	return func(req proxy.SubscribeRequest, fn func(proxy.SSEEvent)) error {
+func deliver(evs ...sse.Event) func(sse.Request, func(sse.Event)) error {
+	return func(req sse.Request, fn func(sse.Event)) error {
 		if req.OnOpen != nil {
 			req.OnOpen()
 		}
@@ -373,10 +375,10 @@ func deliver(evs ...proxy.SSEEvent) func(proxy.SubscribeRequest, func(proxy.SSEE
 }
 
 func TestSubscribeBackoff(t *testing.T) {
-	unavailable := &proxy.StatusError{StatusCode: 503, URL: "x"}
-	ready := proxy.SSEEvent{Event: "ready", Data: []byte("{}")}
-	push := proxy.SSEEvent{Data: []byte(`{"x-github-event":"push"}`)}
-	var script []func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error
+	unavailable := &sse.StatusError{StatusCode: 503, URL: "x"}
+	ready := sse.Event{Event: "ready", Data: []byte("{}")}
+	push := sse.Event{Data: []byte(`{"x-github-event":"push"}`)}
+	var script []func(sse.Request, func(sse.Event)) error
 	for range 10 {
 		script = append(script, fail(unavailable))
 	}
@@ -384,20 +386,21 @@ func TestSubscribeBackoff(t *testing.T) {
 		deliver(ready),       // control events only: not a good connection
 		deliver(ready, push), // a delivery: good, the backoff starts over
 		fail(unavailable),
-		fail(&proxy.StatusError{StatusCode: 429, URL: "x", RetryAfter: 5 * time.Second}),
+		fail(&sse.StatusError{StatusCode: 429, URL: "x", RetryAfter: 5 * time.Second}),
 	)
 	var slept []time.Duration
 	done := make(chan struct{})
-	opts := proxy.StreamOptions{URL: "http://relay.test/chan"}
-	proxy.SetStreamClock(&opts, func(ctx context.Context, d time.Duration) error {
+	opts := sse.Options{URL: "http://relay.test/chan"}
+	opts.Sleep = func(ctx context.Context, d time.Duration) error {
 		slept = append(slept, d)
 		if len(slept) == len(script) {
 			close(done)
 			<-ctx.Done()
 		}
 		return ctx.Err()
-	}, func(max time.Duration) time.Duration { return max })
-	stop, _ := runSubscribe(t, &fakeTransport{script: script}, opts, func(proxy.SSEEvent) {})
+	}
+	opts.Jitter = func(max time.Duration) time.Duration { return max }
+	stop, _ := runSubscribe(t, &fakeTransport{script: script}, opts, func(sse.Event) {})
 	<-done
 	stop()
 	ms := time.Millisecond
@@ -415,13 +418,13 @@ func TestSubscribeBackoff(t *testing.T) {
 }
 
 func TestSubscribeJitterStaysInRange(t *testing.T) {
-	var script []func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error
+	var script []func(sse.Request, func(sse.Event)) error
 	for range 50 {
 		script = append(script, fail(io.ErrUnexpectedEOF))
 	}
 	var slept []time.Duration
 	done := make(chan struct{})
-	opts := proxy.StreamOptions{URL: "http://relay.test/chan", MinBackoff: time.Millisecond, MaxBackoff: 8 * time.Millisecond}
+	opts := sse.Options{URL: "http://relay.test/chan", MinBackoff: time.Millisecond, MaxBackoff: 8 * time.Millisecond}
 	sleep := func(ctx context.Context, d time.Duration) error {
 		if slept = append(slept, d); len(slept) == 5 {
 			close(done)
@@ -429,8 +432,8 @@ func TestSubscribeJitterStaysInRange(t *testing.T) {
 		}
 		return ctx.Err()
 	}
-	proxy.SetStreamClock(&opts, sleep, func(max time.Duration) time.Duration { return 3 * max }) // a broken jitter is clamped
-	stop, _ := runSubscribe(t, &fakeTransport{script: script}, opts, func(proxy.SSEEvent) {})
+	opts.Sleep, opts.Jitter = sleep, func(max time.Duration) time.Duration { return 3 * max } // a broken jitter is clamped
+	stop, _ := runSubscribe(t, &fakeTransport{script: script}, opts, func(sse.Event) {})
 	<-done
 	stop()
 	want := []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond, 8 * time.Millisecond}
@@ -440,8 +443,8 @@ func TestSubscribeJitterStaysInRange(t *testing.T) {
 
 	// The default jitter: every wait within [0, ceiling].
 	slept, done = nil, make(chan struct{})
-	proxy.SetStreamClock(&opts, sleep, nil)
-	stop, _ = runSubscribe(t, &fakeTransport{script: script}, opts, func(proxy.SSEEvent) {})
+	opts.Sleep = sleep
+	stop, _ = runSubscribe(t, &fakeTransport{script: script}, opts, func(sse.Event) {})
 	<-done
 	stop()
 	for i, d := range slept {
@@ -452,14 +455,14 @@ func TestSubscribeJitterStaysInRange(t *testing.T) {
 }
 
 func TestSubscribeDropsARejectedLastEventID(t *testing.T) {
-	rejected := &proxy.StatusError{StatusCode: 400, URL: "x", Message: "invalid Last-Event-ID"}
-	ft := &fakeTransport{script: []func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error{
-		deliver(proxy.SSEEvent{ID: "5", Data: []byte(`{"x-github-event":"push"}`)}),
+	rejected := &sse.StatusError{StatusCode: 400, URL: "x", Message: "invalid Last-Event-ID"}
+	ft := &fakeTransport{script: []func(sse.Request, func(sse.Event)) error{
+		deliver(sse.Event{ID: "5", Data: []byte(`{"x-github-event":"push"}`)}),
 		fail(rejected), // the relay does not know id 5
 		fail(rejected), // nor anything else: permanent
 	}}
-	err := proxy.Subscribe(t.Context(), ft, noBackoff(proxy.StreamOptions{URL: "http://relay.test/chan"}), func(proxy.SSEEvent) {})
-	if !errors.Is(err, proxy.ErrPermanent) {
+	err := sse.Subscribe(t.Context(), ft, ssetest.NoBackoff(sse.Options{URL: "http://relay.test/chan"}), func(sse.Event) {})
+	if !errors.Is(err, sse.ErrPermanent) {
 		t.Errorf("Subscribe = %v, want ErrPermanent", err)
 	}
 	if got, want := ft.lastEventIDs(), []string{"", "5", ""}; !reflect.DeepEqual(got, want) {
@@ -468,19 +471,19 @@ func TestSubscribeDropsARejectedLastEventID(t *testing.T) {
 }
 
 func TestSubscribeNilErrorFromTransportIsRetried(t *testing.T) {
-	ft := &fakeTransport{script: []func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error{
-		func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error { return nil },
+	ft := &fakeTransport{script: []func(sse.Request, func(sse.Event)) error{
+		func(sse.Request, func(sse.Event)) error { return nil },
 	}}
 	synctest.Test(t, func(t *testing.T) {
 		st := &states{}
-		stop, _ := runSubscribe(t, ft, proxy.StreamOptions{URL: "http://relay.test/chan", OnState: st.add}, func(proxy.SSEEvent) {})
+		stop, _ := runSubscribe(t, ft, sse.Options{URL: "http://relay.test/chan", OnState: st.add}, func(sse.Event) {})
 		time.Sleep(time.Minute) // simulated: longer than any first backoff
 		synctest.Wait()         // the second attempt waits
 		stop()
 		if n := len(ft.lastEventIDs()); n != 2 {
 			t.Errorf("%d attempts, want 2", n)
 		}
-		if c := st.all()[1]; c.State != proxy.StateDisconnected || c.Err == nil {
+		if c := st.all()[1]; c.State != sse.StateDisconnected || c.Err == nil {
 			t.Errorf("second state = %+v, want Disconnected with an error", c)
 		}
 	})
@@ -491,19 +494,19 @@ func TestSubscribeNilErrorFromTransportIsRetried(t *testing.T) {
 // quiet after a few failures in a row would hide it).
 func TestSubscribeAttemptsResetAfterAGoodConnection(t *testing.T) {
 	down := errors.New("connection refused")
-	push := proxy.SSEEvent{ID: "1", Data: []byte(`{"x-github-event":"push"}`)}
-	ft := &fakeTransport{script: []func(proxy.SubscribeRequest, func(proxy.SSEEvent)) error{
+	push := sse.Event{ID: "1", Data: []byte(`{"x-github-event":"push"}`)}
+	ft := &fakeTransport{script: []func(sse.Request, func(sse.Event)) error{
 		fail(down), fail(down), fail(down), fail(down), deliver(push),
 	}}
 	synctest.Test(t, func(t *testing.T) {
 		st := &states{}
-		stop, _ := runSubscribe(t, ft, proxy.StreamOptions{URL: "http://relay.test/chan", OnState: st.add}, func(proxy.SSEEvent) {})
+		stop, _ := runSubscribe(t, ft, sse.Options{URL: "http://relay.test/chan", OnState: st.add}, func(sse.Event) {})
 		time.Sleep(10 * time.Minute) // simulated: past every backoff
 		synctest.Wait()
 		stop()
 		var attempts []int
 		for _, c := range st.all() {
-			if c.State == proxy.StateDisconnected {
+			if c.State == sse.StateDisconnected {
 				attempts = append(attempts, c.Attempt)
 			}
 		}
@@ -514,17 +517,51 @@ func TestSubscribeAttemptsResetAfterAGoodConnection(t *testing.T) {
 }
 
 func TestStateString(t *testing.T) {
-	for s, want := range map[proxy.State]string{
-		proxy.StateConnecting: "connecting", proxy.StateConnected: "connected",
-		proxy.StateDisconnected: "disconnected", proxy.StateStopped: "stopped", 0: "State(0)",
+	for s, want := range map[sse.State]string{
+		sse.StateConnecting: "connecting", sse.StateConnected: "connected",
+		sse.StateDisconnected: "disconnected", sse.StateStopped: "stopped", 0: "State(0)",
 	} {
 		if got := s.String(); got != want {
 			t.Errorf("State(%d).String() = %q, want %q", int(s), got, want)
 		}
 	}
-	for k, want := range map[proxy.Kind]string{proxy.KindDelivery: "delivery", proxy.KindControl: "control", proxy.KindGap: "gap", 9: "Kind(9)"} {
-		if got := k.String(); got != want {
-			t.Errorf("Kind(%d).String() = %q, want %q", int(k), got, want)
-		}
+}
+
+// Subscribe tells its caller what each event is and whether its id is
+// durable, so nothing downstream classifies again: smee.io's ready and
+// ping carry ids (per connection: never durable); hookline's delivery ids
+// are durable from the first delivery on; gosmee's gap is a gap.
+func TestSubscribeSaysKindAndDurability(t *testing.T) {
+	type seen struct {
+		kind    wire.Kind
+		durable bool
+	}
+	tests := []struct {
+		fixture string
+		want    []seen
+	}{
+		{"smee-ready-ping-delivery.txt", []seen{{wire.KindControl, false}, {wire.KindControl, false}, {wire.KindDelivery, false}, {wire.KindControl, false}, {wire.KindDelivery, false}}},
+		{"hookline.txt", []seen{{wire.KindControl, false}, {wire.KindDelivery, true}, {wire.KindControl, true}, {wire.KindDelivery, true}}},
+		{"gosmee-redis-gap.txt", []seen{{wire.KindControl, false}, {wire.KindControl, false}, {wire.KindGap, false}, {wire.KindDelivery, true}, {wire.KindDelivery, true}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			body := ssetest.Fixture(t, tt.fixture)
+			srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+				ssetest.WriteStream(w, body)
+				ssetest.HoldOpen(r)
+			})
+			got := ssetest.NewCollect()
+			stop, _ := runSubscribe(t, nil, sse.Options{URL: srv.URL + "/chan"}, got.Add)
+			evs := got.WaitFor(t, len(tt.want))
+			stop()
+			var have []seen
+			for _, ev := range evs {
+				have = append(have, seen{ev.Kind, ev.Durable})
+			}
+			if !reflect.DeepEqual(have, tt.want) {
+				t.Errorf("(kind, durable) = %v, want %v", have, tt.want)
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package proxy_test
+package sse_test
 
 import (
 	"bytes"
@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/proxy"
-	"github.com/r3labs/sse/v2"
+	r3 "github.com/r3labs/sse/v2"
+
+	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/sse"
+	"github.com/hookline/hookline/internal/testutil/ssetest"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // Benchmarks of the relay client's receiving side: SSE transport (r3labs)
@@ -27,7 +31,7 @@ func BenchmarkRelayStream(b *testing.B) {
 		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
 			frame := bigEvent("1", randomBytes(size*3/4, 7)) // bodyB of about size bytes
 			n := b.N
-			srv := newSSEServer(b, func(_ int, w http.ResponseWriter, _ *http.Request) {
+			srv := ssetest.NewServer(b, func(_ int, w http.ResponseWriter, _ *http.Request) {
 				w.Header().Set("Content-Type", "text/event-stream")
 				for range n {
 					if _, err := w.Write(frame); err != nil {
@@ -40,9 +44,9 @@ func BenchmarkRelayStream(b *testing.B) {
 			got := 0
 			b.ResetTimer()
 			start := time.Now()
-			err := (&proxy.SSETransport{}).Subscribe(context.Background(), proxy.SubscribeRequest{URL: srv.URL}, func(ev proxy.SSEEvent) {
-				if m, err := proxy.Decode(ev); err != nil || m.Kind != proxy.KindDelivery {
-					b.Fatalf("Decode: %v", err)
+			err := (&sse.HTTPTransport{}).Subscribe(context.Background(), sse.Request{URL: srv.URL}, func(ev sse.Event) {
+				if _, err := wire.DecodeDelivery(ev.Data); err != nil {
+					b.Fatalf("DecodeDelivery: %v", err)
 				}
 				got++
 			})
@@ -61,17 +65,16 @@ func BenchmarkRelayStream(b *testing.B) {
 func BenchmarkRelay25MiB(b *testing.B) {
 	body := randomBytes(25<<20, 25)
 	frame := bigEvent("1", body)
-	srv := newSSEServer(b, func(_ int, w http.ResponseWriter, _ *http.Request) { writeStream(w, frame) })
+	srv := ssetest.NewServer(b, func(_ int, w http.ResponseWriter, _ *http.Request) { ssetest.WriteStream(w, frame) })
 	b.SetBytes(int64(len(frame)))
 	b.ReportAllocs()
 	for b.Loop() {
-		var d *proxy.Delivery
-		err := (&proxy.SSETransport{}).Subscribe(context.Background(), proxy.SubscribeRequest{URL: srv.URL}, func(ev proxy.SSEEvent) {
-			m, err := proxy.Decode(ev)
-			if err != nil {
+		var d *delivery.Delivery
+		err := (&sse.HTTPTransport{}).Subscribe(context.Background(), sse.Request{URL: srv.URL}, func(ev sse.Event) {
+			var err error
+			if d, err = wire.DecodeDelivery(ev.Data); err != nil {
 				b.Fatal(err)
 			}
-			d = m.Delivery
 		})
 		if !errors.Is(err, io.EOF) || d == nil || !bytes.Equal(d.Body, body) {
 			b.Fatalf("Subscribe = %v; delivery arrived intact: %v", err, d != nil && bytes.Equal(d.Body, body))
@@ -103,7 +106,7 @@ func BenchmarkR3labsEventStreamReader(b *testing.B) {
 			event := append(append([]byte("data: "), bytes.Repeat([]byte("A"), mib<<20)...), "\n\n"...)
 			b.SetBytes(int64(len(event)))
 			for b.Loop() {
-				r := sse.NewEventStreamReader(&chunkReader{r: bytes.NewReader(event), chunk: 64 << 10}, proxy.DefaultMaxEventSize)
+				r := r3.NewEventStreamReader(&chunkReader{r: bytes.NewReader(event), chunk: 64 << 10}, sse.DefaultMaxEventSize)
 				if ev, err := r.ReadEvent(); err != nil || len(ev) != len(event)-2 {
 					b.Fatalf("ReadEvent: %d bytes, %v", len(ev), err)
 				}

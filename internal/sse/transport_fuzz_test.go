@@ -1,16 +1,16 @@
-package proxy_test
+package sse_test
 
 import (
 	"bytes"
 	"errors"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"runtime"
 	"testing"
 
-	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/internal/sse"
+	"github.com/hookline/hookline/internal/testutil/ssetest"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 // bodyTransport answers every request with a 200 event stream whose body is
@@ -26,18 +26,17 @@ func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// FuzzSSETransport feeds arbitrary bytes to SSETransport as a relay's
+// FuzzSSETransport feeds arbitrary bytes to HTTPTransport as a relay's
 // stream (r3labs' reader behind the event-size limiter and the
-// end-of-stream guard) and every event it passes on to Decode. Whatever the
+// end-of-stream guard) and every event it passes on to wire.DecodeDelivery. Whatever the
 // bytes: no panic, Subscribe returns a stream-end error, no event is empty
 // or over the size limit (the limit is small here so the limiter is
 // exercised), and no half-received event gets through.
 //
-//	go test ./proxy -run '^$' -fuzz FuzzSSETransport -fuzztime 1m
+//	go test ./internal/sse -run '^$' -fuzz FuzzSSETransport -fuzztime 1m
 func FuzzSSETransport(f *testing.F) {
-	fixtures, _ := filepath.Glob(filepath.Join(fixtureDir, "*.txt"))
-	for _, name := range fixtures {
-		if b, err := os.ReadFile(name); err == nil && len(b) < 1<<20 {
+	for _, name := range ssetest.FixtureNames(f) {
+		if b := ssetest.Fixture(f, name); len(b) < 1<<20 {
 			f.Add(b)
 		}
 	}
@@ -50,18 +49,20 @@ func FuzzSSETransport(f *testing.F) {
 	f.Add([]byte(": hookline-size 67108864\n\n: hookline-size 67108864\nid: 1\ndata: {}\n\n"))
 	const limit = 512
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		tr := &proxy.SSETransport{Client: &http.Client{Transport: bodyTransport(stream)}, MaxEventSize: limit, IdleTimeout: -1}
-		var events []proxy.SSEEvent
-		err := tr.Subscribe(t.Context(), proxy.SubscribeRequest{URL: "http://relay.test/chan"}, func(ev proxy.SSEEvent) {
+		tr := &sse.HTTPTransport{Client: &http.Client{Transport: bodyTransport(stream)}, MaxEventSize: limit, IdleTimeout: -1}
+		var events []sse.Event
+		err := tr.Subscribe(t.Context(), sse.Request{URL: "http://relay.test/chan"}, func(ev sse.Event) {
 			events = append(events, ev)
-			proxy.Decode(ev) // must not panic
+			if wire.Classify(ev.Event, ev.Data) == wire.KindDelivery {
+				wire.DecodeDelivery(ev.Data) // must not panic
+			}
 		})
 		if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Errorf("Subscribe = %v, want the end of the stream", err)
 		}
 		for i, ev := range events {
 			switch {
-			case ev.Event == proxy.OversizeEvent:
+			case ev.Event == sse.OversizeEvent:
 			case len(ev.Data) == 0:
 				t.Errorf("event %d has no data: %+v", i, ev)
 			case len(ev.Data) > limit:
@@ -85,8 +86,8 @@ func TestTransportIgnoresSizeHints(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	var n int
-	tr := &proxy.SSETransport{Client: &http.Client{Transport: bodyTransport(stream)}, IdleTimeout: -1}
-	tr.Subscribe(t.Context(), proxy.SubscribeRequest{URL: "http://relay.test/chan"}, func(proxy.SSEEvent) { n++ })
+	tr := &sse.HTTPTransport{Client: &http.Client{Transport: bodyTransport(stream)}, IdleTimeout: -1}
+	tr.Subscribe(t.Context(), sse.Request{URL: "http://relay.test/chan"}, func(sse.Event) { n++ })
 	runtime.ReadMemStats(&after)
 	if n != 1 {
 		t.Errorf("%d events, want 1", n)

@@ -1,4 +1,4 @@
-package proxy
+package sse
 
 import (
 	"bufio"
@@ -11,15 +11,15 @@ import (
 	"github.com/hookline/hookline/internal/wire"
 )
 
-// oversizeEvent is the name SSETransport gives to an event larger than its
+// OversizeEvent is the name HTTPTransport gives to an event larger than its
 // MaxEventSize. The event's bytes are dropped, and fn gets an event of this
 // name carrying the dropped event's id (when the id came before the data,
-// as every relay sends it) and data {"limit":N}. Decode reports it as an
-// error wrapping ErrMalformedMessage and bufio.ErrTooLong, and the stream
-// goes on with the next event: one oversized event never costs the
-// deliveries after it. Its id counts as handled, so a reconnect resumes
-// after it instead of receiving it again (and again).
-const oversizeEvent = "hookline-oversize-event"
+// as every relay sends it) and data {"limit":N}. The client reports it
+// (OversizeError) as a delivery it skipped, and the stream goes on with the
+// next event: one oversized event never costs the deliveries after it. Its
+// id counts as handled, so a reconnect resumes after it instead of
+// receiving it again (and again).
+const OversizeEvent = "hookline-oversize-event"
 
 // limiterSlack is the room r3labs' buffer has beyond the limit: the marker
 // naming a cut-off event, and the start of the next event read with it.
@@ -27,7 +27,7 @@ const limiterSlack = 64 << 10
 
 // eventLimiter passes an event stream through unchanged, except that an
 // event that grows past max bytes is cut: the bytes already passed are
-// followed by a line naming the event oversizeEvent and a blank line (r3labs
+// followed by a line naming the event OversizeEvent and a blank line (r3labs
 // then dispatches the fragment under that name), and the rest of the event
 // is discarded up to its blank line.
 //
@@ -127,10 +127,10 @@ func (l *eventLimiter) scan(b []byte) (kept, stop int) {
 }
 
 // cut queues the marker that ends the current event under the name
-// oversizeEvent and starts discarding. keptNow says bytes of the current
+// OversizeEvent and starts discarding. keptNow says bytes of the current
 // line were just passed on, so the marker must start a new line.
 func (l *eventLimiter) cut(keptNow bool) {
-	marker := "event: " + oversizeEvent + "\n\n"
+	marker := "event: " + OversizeEvent + "\n\n"
 	lastIsBreak := !keptNow && (l.ends.t2 == '\n' || l.ends.t2 == '\r')
 	if (keptNow || l.size > 0) && !lastIsBreak {
 		marker = "\n" + marker
@@ -139,13 +139,14 @@ func (l *eventLimiter) cut(keptNow bool) {
 	l.discard = true
 }
 
-// oversizeData is the data of an oversizeEvent.
+// oversizeData is the data of an OversizeEvent.
 func oversizeData(limit int) []byte {
 	return []byte(`{"limit":` + strconv.Itoa(limit) + `}`)
 }
 
-// oversizeError is Decode's error for an oversizeEvent.
-func oversizeError(ev SSEEvent) error {
+// OversizeError says what an OversizeEvent stands for, wrapping
+// bufio.ErrTooLong.
+func OversizeError(ev Event) error {
 	var v struct {
 		Limit int `json:"limit"`
 	}
@@ -157,6 +158,6 @@ func oversizeError(ev SSEEvent) error {
 	if ev.ID != "" {
 		id = " (id " + strconv.Quote(ev.ID) + ")"
 	}
-	return fmt.Errorf("%w: an event%s is larger than %s and was skipped (%w); the relay still has it",
-		ErrMalformedMessage, id, limit, bufio.ErrTooLong)
+	return fmt.Errorf("an event%s is larger than %s and was skipped (%w); the relay still has it",
+		id, limit, bufio.ErrTooLong)
 }

@@ -1,4 +1,4 @@
-package proxy_test
+package sse_test
 
 import (
 	"bufio"
@@ -15,25 +15,28 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/r3labs/sse/v2"
+	r3 "github.com/r3labs/sse/v2"
 
-	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/sse"
+	"github.com/hookline/hookline/internal/testutil/ssetest"
+	"github.com/hookline/hookline/internal/wire"
 )
 
 func TestTransportDeliversEveryFixture(t *testing.T) {
-	for name := range fixtureWant {
+	for _, name := range ssetest.FixtureNames(t) {
 		t.Run(name, func(t *testing.T) {
-			srv := serveFixture(t, name)
-			got := newCollect()
-			tr := &proxy.SSETransport{}
-			err := tr.Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL + "/chan"}, got.add)
+			srv := ssetest.ServeFixture(t, name)
+			got := ssetest.NewCollect()
+			tr := &sse.HTTPTransport{}
+			err := tr.Subscribe(t.Context(), sse.Request{URL: srv.URL + "/chan"}, got.Add)
 			if !errors.Is(err, io.EOF) {
 				t.Fatalf("Subscribe = %v, want an error wrapping io.EOF", err)
 			}
-			if want := fixtureEvents(t, name); !eventsEqual(got.all(), want) {
-				t.Errorf("events =\n%q\nwant\n%q", got.all(), want)
+			if want := ssetest.FixtureEvents(t, name); !ssetest.EventsEqual(got.All(), want) {
+				t.Errorf("events =\n%+v\nwant\n%+v", got.All(), want)
 			}
-			r := srv.request(0)
+			r := srv.Request(0)
 			if accept := r.Header.Values("Accept"); len(accept) != 1 || accept[0] != "text/event-stream" {
 				t.Errorf("Accept = %q, want exactly [text/event-stream]", accept)
 			}
@@ -45,17 +48,17 @@ func TestTransportDeliversEveryFixture(t *testing.T) {
 }
 
 func TestTransportRequestHeaders(t *testing.T) {
-	srv := serveFixture(t, "hookline.txt")
-	tr := &proxy.SSETransport{}
-	req := proxy.SubscribeRequest{
+	srv := ssetest.ServeFixture(t, "hookline.txt")
+	tr := &sse.HTTPTransport{}
+	req := sse.Request{
 		URL:         srv.URL + "/chan",
 		LastEventID: "41",
 		Header:      http.Header{"accept": {"application/json"}, "Last-Event-Id": {"999"}, "X-Relay-Token": {"t1"}},
 	}
-	if err := tr.Subscribe(t.Context(), req, func(proxy.SSEEvent) {}); !errors.Is(err, io.EOF) {
+	if err := tr.Subscribe(t.Context(), req, func(sse.Event) {}); !errors.Is(err, io.EOF) {
 		t.Fatalf("Subscribe = %v, want EOF", err)
 	}
-	r := srv.request(0)
+	r := srv.Request(0)
 	got := []string{strings.Join(r.Header.Values("Accept"), ","), strings.Join(r.Header.Values("Last-Event-Id"), ","), r.Header.Get("X-Relay-Token")}
 	if want := []string{"text/event-stream", "41", "t1"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("Accept, Last-Event-ID, X-Relay-Token = %q, want %q", got, want)
@@ -63,13 +66,13 @@ func TestTransportRequestHeaders(t *testing.T) {
 }
 
 func TestTransportOnOpen(t *testing.T) {
-	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-		writeStream(w, []byte("data: {\"x-a\":\"1\"}\n\n"))
+	srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		ssetest.WriteStream(w, []byte("data: {\"x-a\":\"1\"}\n\n"))
 	})
 	var order []string
-	tr := &proxy.SSETransport{}
-	err := tr.Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL, OnOpen: func() { order = append(order, "open") }},
-		func(proxy.SSEEvent) { order = append(order, "event") })
+	tr := &sse.HTTPTransport{}
+	err := tr.Subscribe(t.Context(), sse.Request{URL: srv.URL, OnOpen: func() { order = append(order, "open") }},
+		func(sse.Event) { order = append(order, "event") })
 	if !errors.Is(err, io.EOF) || strings.Join(order, ",") != "open,event" {
 		t.Errorf("Subscribe = %v with calls %q; want EOF with [open event]", err, order)
 	}
@@ -109,26 +112,26 @@ func TestTransportLargeEvents(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := randomBytes(tt.size, uint64(tt.size))
-			want := sha256Hex(body) // computed here, from the bytes the test made
+			want := ssetest.SHA256Hex(body) // computed here, from the bytes the test made
 			frame := bigEvent("1", body)
-			srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-				writeStream(w, append([]byte("event: ready\ndata: {}\n\n"), frame...))
+			srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+				ssetest.WriteStream(w, append([]byte("event: ready\ndata: {}\n\n"), frame...))
 			})
-			got := newCollect()
-			err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, got.add)
+			got := ssetest.NewCollect()
+			err := (&sse.HTTPTransport{}).Subscribe(t.Context(), sse.Request{URL: srv.URL}, got.Add)
 			if !errors.Is(err, io.EOF) {
 				t.Fatalf("Subscribe = %v, want EOF", err)
 			}
-			evs := got.all()
+			evs := got.All()
 			if len(evs) != 2 {
 				t.Fatalf("got %d events, want 2", len(evs))
 			}
-			m, err := proxy.Decode(evs[1])
+			d, err := wire.DecodeDelivery(evs[1].Data)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := m.Delivery; sha256Hex(d.Body) != want || !bytes.Equal(d.Body, body) || d.BodySource != proxy.BodyBase64 {
-				t.Errorf("body: %d bytes, sha256 %s, source %q; want %d bytes, sha256 %s, bodyB", len(d.Body), sha256Hex(d.Body), d.BodySource, len(body), want)
+			if ssetest.SHA256Hex(d.Body) != want || !bytes.Equal(d.Body, body) || d.BodySource != delivery.BodyBase64 {
+				t.Errorf("body: %d bytes, sha256 %s, source %q; want %d bytes, sha256 %s, bodyB", len(d.Body), ssetest.SHA256Hex(d.Body), d.BodySource, len(body), want)
 			}
 		})
 	}
@@ -139,62 +142,36 @@ func TestTransportLargeEvents(t *testing.T) {
 // 64 KiB buffer cannot read a 70 KiB event at all.
 func TestTransportR3labsDefaultBufferDropsLargeEvents(t *testing.T) {
 	frame := bigEvent("1", randomBytes(70<<10, 1))
-	_, err := sse.NewEventStreamReader(bytes.NewReader(frame), 64<<10).ReadEvent()
+	_, err := r3.NewEventStreamReader(bytes.NewReader(frame), 64<<10).ReadEvent()
 	if !errors.Is(err, bufio.ErrTooLong) {
 		t.Errorf("r3labs with a 64 KiB buffer: ReadEvent = %v, want ErrTooLong", err)
 	}
 }
 
-// An event over MaxEventSize is skipped, reported as an oversizeEvent with
+// An event over MaxEventSize is skipped, reported as an OversizeEvent with
 // its id, and the events after it on the same connection still arrive.
 func TestTransportEventTooLarge(t *testing.T) {
-	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-		writeStream(w, []byte("id: 1\ndata: small\n\nid: 2\ndata: "+strings.Repeat("x", 4096)+"\n\nid: 3\ndata: after\n\n"))
+	srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		ssetest.WriteStream(w, []byte("id: 1\ndata: small\n\nid: 2\ndata: "+strings.Repeat("x", 4096)+"\n\nid: 3\ndata: after\n\n"))
 	})
-	got := newCollect()
-	err := (&proxy.SSETransport{MaxEventSize: 1024}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, got.add)
+	got := ssetest.NewCollect()
+	err := (&sse.HTTPTransport{MaxEventSize: 1024}).Subscribe(t.Context(), sse.Request{URL: srv.URL}, got.Add)
 	if !errors.Is(err, io.EOF) {
 		t.Errorf("Subscribe = %v, want a clean EOF", err)
 	}
-	want := []proxy.SSEEvent{
+	want := []sse.Event{
 		{ID: "1", Data: []byte("small")},
-		{ID: "2", Event: proxy.OversizeEvent, Data: []byte(`{"limit":1024}`)},
+		{ID: "2", Event: sse.OversizeEvent, Data: []byte(`{"limit":1024}`)},
 		{ID: "3", Data: []byte("after")},
 	}
-	if evs := got.all(); !eventsEqual(evs, want) {
-		t.Errorf("events = %q, want %q", evs, want)
+	if evs := got.All(); !ssetest.EventsEqual(evs, want) {
+		t.Errorf("events = %+v, want %+v", evs, want)
 	}
-	_, err = proxy.Decode(got.all()[1])
-	if !errors.Is(err, proxy.ErrMalformedMessage) || !errors.Is(err, bufio.ErrTooLong) || !strings.Contains(err.Error(), `id "2"`) {
-		t.Errorf("Decode(oversize event) = %v, want ErrMalformedMessage and ErrTooLong naming id 2", err)
+	err = sse.OversizeError(got.All()[1])
+	if !errors.Is(err, bufio.ErrTooLong) || !strings.Contains(err.Error(), `id "2"`) || !strings.Contains(err.Error(), "1024-byte limit") {
+		t.Errorf("OversizeError = %v, want ErrTooLong naming id 2 and the limit", err)
 	}
 }
-
-// pipeStream is an http.Client whose every request gets a 200 event stream
-// written by serve in memory: inside a synctest bubble, the stream's reads
-// and serve's sleeps are durably blocking, so the idle clock runs on the
-// bubble's fake time and a test waits for nothing. serve gets the request's
-// context, which ends when the client goes away. A nil serve never answers
-// (no response headers) until the request is cancelled.
-func pipeStream(serve func(ctx context.Context, w io.Writer)) *http.Client {
-	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if serve == nil {
-			<-r.Context().Done()
-			return nil, r.Context().Err()
-		}
-		pr, pw := io.Pipe()
-		go func() {
-			serve(r.Context(), pw)
-			pw.Close()
-		}()
-		go func() { <-r.Context().Done(); pr.CloseWithError(r.Context().Err()) }()
-		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: pr, Request: r}, nil
-	})}
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // The idle watch, on synctest's clock: a stream silent for IdleTimeout ends
 // with a retryable ErrIdle; keepalives and a slow handler do not count as
@@ -204,18 +181,18 @@ func TestTransportIdle(t *testing.T) {
 	const url = "http://relay.test/chan"
 	t.Run("silent stream", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			got := newCollect()
-			client := pipeStream(func(ctx context.Context, w io.Writer) {
+			got := ssetest.NewCollect()
+			client := ssetest.PipeStream(func(ctx context.Context, w io.Writer) {
 				io.WriteString(w, "event: ready\ndata: {}\n\n")
 				<-ctx.Done()
 			})
 			start := time.Now()
-			err := (&proxy.SSETransport{IdleTimeout: idle, Client: client}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: url}, got.add)
-			if !errors.Is(err, proxy.ErrIdle) || errors.Is(err, proxy.ErrPermanent) {
+			err := (&sse.HTTPTransport{IdleTimeout: idle, Client: client}).Subscribe(t.Context(), sse.Request{URL: url}, got.Add)
+			if !errors.Is(err, sse.ErrIdle) || errors.Is(err, sse.ErrPermanent) {
 				t.Errorf("Subscribe = %v, want a retryable ErrIdle", err)
 			}
-			if len(got.all()) != 1 {
-				t.Errorf("got %d events before going idle, want 1", len(got.all()))
+			if len(got.All()) != 1 {
+				t.Errorf("got %d events before going idle, want 1", len(got.All()))
 			}
 			if d := time.Since(start); d != idle {
 				t.Errorf("idle after %v, want %v", d, idle)
@@ -225,15 +202,15 @@ func TestTransportIdle(t *testing.T) {
 	t.Run("no response headers", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			start := time.Now()
-			err := (&proxy.SSETransport{IdleTimeout: idle, Client: pipeStream(nil)}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: url}, func(proxy.SSEEvent) {})
-			if !errors.Is(err, proxy.ErrIdle) || time.Since(start) != idle {
+			err := (&sse.HTTPTransport{IdleTimeout: idle, Client: ssetest.PipeStream(nil)}).Subscribe(t.Context(), sse.Request{URL: url}, func(sse.Event) {})
+			if !errors.Is(err, sse.ErrIdle) || time.Since(start) != idle {
 				t.Errorf("Subscribe = %v after %v, want ErrIdle after %v", err, time.Since(start), idle)
 			}
 		})
 	})
 	t.Run("keepalive comments are activity", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			client := pipeStream(func(_ context.Context, w io.Writer) {
+			client := ssetest.PipeStream(func(_ context.Context, w io.Writer) {
 				io.WriteString(w, "event: ready\ndata: {}\n\n")
 				for range 12 { // 12 × idle/2: six times longer than idle
 					time.Sleep(idle / 2) // simulated (synctest)
@@ -241,7 +218,7 @@ func TestTransportIdle(t *testing.T) {
 				}
 			})
 			start := time.Now()
-			err := (&proxy.SSETransport{IdleTimeout: idle, Client: client}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: url}, func(proxy.SSEEvent) {})
+			err := (&sse.HTTPTransport{IdleTimeout: idle, Client: client}).Subscribe(t.Context(), sse.Request{URL: url}, func(sse.Event) {})
 			if !errors.Is(err, io.EOF) || time.Since(start) != 6*idle {
 				t.Errorf("Subscribe = %v after %v, want EOF after %v (keepalives kept it alive)", err, time.Since(start), 6*idle)
 			}
@@ -249,18 +226,18 @@ func TestTransportIdle(t *testing.T) {
 	})
 	t.Run("a slow handler is not an idle stream", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			client := pipeStream(func(_ context.Context, w io.Writer) {
+			client := ssetest.PipeStream(func(_ context.Context, w io.Writer) {
 				io.WriteString(w, "data: {\"x-a\":\"1\"}\n\ndata: {\"x-a\":\"2\"}\n\n")
 			})
-			got := newCollect()
-			err := (&proxy.SSETransport{IdleTimeout: idle, Client: client}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: url}, func(ev proxy.SSEEvent) {
-				if len(got.all()) == 0 {
+			got := ssetest.NewCollect()
+			err := (&sse.HTTPTransport{IdleTimeout: idle, Client: client}).Subscribe(t.Context(), sse.Request{URL: url}, func(ev sse.Event) {
+				if len(got.All()) == 0 {
 					time.Sleep(3 * idle) // simulated (synctest)
 				}
-				got.add(ev)
+				got.Add(ev)
 			})
-			if !errors.Is(err, io.EOF) || len(got.all()) != 2 {
-				t.Errorf("Subscribe = %v after %d events, want EOF after 2", err, len(got.all()))
+			if !errors.Is(err, io.EOF) || len(got.All()) != 2 {
+				t.Errorf("Subscribe = %v after %d events, want EOF after 2", err, len(got.All()))
 			}
 		})
 	})
@@ -279,19 +256,19 @@ func TestTransportTruncatedEvent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
-				writeStream(w, []byte(complete+tt.tail))
+			srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+				ssetest.WriteStream(w, []byte(complete+tt.tail))
 				if tt.abort {
 					panic(http.ErrAbortHandler) // net/http drops the connection
 				}
 			})
-			got := newCollect()
-			err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL}, got.add)
-			if !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, proxy.ErrPermanent) {
+			got := ssetest.NewCollect()
+			err := (&sse.HTTPTransport{}).Subscribe(t.Context(), sse.Request{URL: srv.URL}, got.Add)
+			if !errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sse.ErrPermanent) {
 				t.Errorf("Subscribe = %v, want a retryable error wrapping io.ErrUnexpectedEOF", err)
 			}
-			if evs := got.all(); len(evs) != 1 || evs[0].ID != "1" {
-				t.Errorf("events = %q, want only the complete one", evs)
+			if evs := got.All(); len(evs) != 1 || evs[0].ID != "1" {
+				t.Errorf("events = %+v, want only the complete one", evs)
 			}
 		})
 	}
@@ -321,7 +298,7 @@ func TestTransportStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
-			srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+			srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 				if tt.contentType != "" {
 					w.Header().Set("Content-Type", tt.contentType)
 				}
@@ -329,12 +306,12 @@ func TestTransportStatus(t *testing.T) {
 				w.WriteHeader(tt.status)
 				_, _ = io.WriteString(w, tt.body)
 			})
-			err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL + "/chan"}, func(proxy.SSEEvent) {})
-			var se *proxy.StatusError
+			err := (&sse.HTTPTransport{}).Subscribe(t.Context(), sse.Request{URL: srv.URL + "/chan"}, func(sse.Event) {})
+			var se *sse.StatusError
 			if !errors.As(err, &se) || se.StatusCode != tt.status {
 				t.Fatalf("Subscribe = %v, want a *StatusError with %d", err, tt.status)
 			}
-			if errors.Is(err, proxy.ErrPermanent) != tt.permanent || se.Permanent() != tt.permanent {
+			if errors.Is(err, sse.ErrPermanent) != tt.permanent || se.Permanent() != tt.permanent {
 				t.Errorf("errors.Is(%v, ErrPermanent) = %v, want %v", err, !tt.permanent, tt.permanent)
 			}
 			if want := strings.ReplaceAll(tt.inMessage, "<url>", srv.URL+"/chan"); !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), srv.URL+"/chan") {
@@ -348,12 +325,12 @@ func TestTransportStatus(t *testing.T) {
 }
 
 func TestTransportNotAnEventStream(t *testing.T) {
-	srv := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+	srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = io.WriteString(w, "<html>gosmee</html>")
 	})
-	err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: srv.URL + "/abc"}, func(proxy.SSEEvent) {})
-	if !errors.Is(err, proxy.ErrNotEventStream) || !errors.Is(err, proxy.ErrPermanent) {
+	err := (&sse.HTTPTransport{}).Subscribe(t.Context(), sse.Request{URL: srv.URL + "/abc"}, func(sse.Event) {})
+	if !errors.Is(err, sse.ErrNotEventStream) || !errors.Is(err, sse.ErrPermanent) {
 		t.Fatalf("Subscribe = %v, want ErrNotEventStream (permanent)", err)
 	}
 	if want := srv.URL + "/events/abc"; !strings.Contains(err.Error(), want) {
@@ -362,13 +339,13 @@ func TestTransportNotAnEventStream(t *testing.T) {
 }
 
 func TestTransportRedactsURL(t *testing.T) {
-	notFound := newSSEServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
-	closed := newSSEServer(t, nil)
+	notFound := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) })
+	closed := ssetest.NewServer(t, nil)
 	closed.Close()
 	for name, base := range map[string]string{"status": notFound.URL, "connect": closed.URL} {
 		t.Run(name, func(t *testing.T) {
 			u := strings.Replace(base, "http://", "http://user:hunter2@", 1) + "/chan?token=s3cr3t&x=1"
-			err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: u}, func(proxy.SSEEvent) {})
+			err := (&sse.HTTPTransport{}).Subscribe(t.Context(), sse.Request{URL: u}, func(sse.Event) {})
 			if err == nil {
 				t.Fatal("Subscribe = nil")
 			}
@@ -381,12 +358,12 @@ func TestTransportRedactsURL(t *testing.T) {
 
 func TestTransportContext(t *testing.T) {
 	t.Run("cancel while streaming", func(t *testing.T) {
-		srv := newSSEServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
-			writeStream(w, []byte("event: ready\ndata: {}\n\n"))
-			holdOpen(r)
+		srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+			ssetest.WriteStream(w, []byte("event: ready\ndata: {}\n\n"))
+			ssetest.HoldOpen(r)
 		})
 		ctx, cancel := context.WithCancel(t.Context())
-		err := (&proxy.SSETransport{}).Subscribe(ctx, proxy.SubscribeRequest{URL: srv.URL}, func(proxy.SSEEvent) { cancel() })
+		err := (&sse.HTTPTransport{}).Subscribe(ctx, sse.Request{URL: srv.URL}, func(sse.Event) { cancel() })
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("Subscribe = %v, want context.Canceled", err)
 		}
@@ -398,8 +375,8 @@ func TestTransportContext(t *testing.T) {
 				synctest.Wait() // the request is waiting for its headers
 				cancel()
 			}()
-			tr := &proxy.SSETransport{Client: pipeStream(nil)}
-			if err := tr.Subscribe(ctx, proxy.SubscribeRequest{URL: "http://relay.test/chan"}, func(proxy.SSEEvent) {}); err != context.Canceled {
+			tr := &sse.HTTPTransport{Client: ssetest.PipeStream(nil)}
+			if err := tr.Subscribe(ctx, sse.Request{URL: "http://relay.test/chan"}, func(sse.Event) {}); err != context.Canceled {
 				t.Errorf("Subscribe = %v, want context.Canceled", err)
 			}
 		})
@@ -408,11 +385,11 @@ func TestTransportContext(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 			defer cancel()
-			tr := &proxy.SSETransport{Client: pipeStream(func(ctx context.Context, w io.Writer) {
+			tr := &sse.HTTPTransport{Client: ssetest.PipeStream(func(ctx context.Context, w io.Writer) {
 				io.WriteString(w, "event: ready\ndata: {}\n\n")
 				<-ctx.Done()
 			})}
-			if err := tr.Subscribe(ctx, proxy.SubscribeRequest{URL: "http://relay.test/chan"}, func(proxy.SSEEvent) {}); err != context.DeadlineExceeded {
+			if err := tr.Subscribe(ctx, sse.Request{URL: "http://relay.test/chan"}, func(sse.Event) {}); err != context.DeadlineExceeded {
 				t.Errorf("Subscribe = %v, want context.DeadlineExceeded", err)
 			}
 		})
@@ -420,7 +397,7 @@ func TestTransportContext(t *testing.T) {
 	t.Run("done before the call", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if err := (&proxy.SSETransport{}).Subscribe(ctx, proxy.SubscribeRequest{URL: "http://127.0.0.1:1/x"}, func(proxy.SSEEvent) {}); err != context.Canceled {
+		if err := (&sse.HTTPTransport{}).Subscribe(ctx, sse.Request{URL: "http://127.0.0.1:1/x"}, func(sse.Event) {}); err != context.Canceled {
 			t.Errorf("Subscribe = %v, want context.Canceled", err)
 		}
 	})
@@ -428,8 +405,8 @@ func TestTransportContext(t *testing.T) {
 
 func TestTransportBadURL(t *testing.T) {
 	for _, u := range []string{"", "smee.io/abc", "ftp://host/x", "http:///nohost", "http://h\x7f/"} {
-		err := (&proxy.SSETransport{}).Subscribe(t.Context(), proxy.SubscribeRequest{URL: u}, func(proxy.SSEEvent) {})
-		if !errors.Is(err, proxy.ErrPermanent) {
+		err := (&sse.HTTPTransport{}).Subscribe(t.Context(), sse.Request{URL: u}, func(sse.Event) {})
+		if !errors.Is(err, sse.ErrPermanent) {
 			t.Errorf("Subscribe(%q) = %v, want ErrPermanent", u, err)
 		}
 	}
@@ -438,25 +415,25 @@ func TestTransportBadURL(t *testing.T) {
 func TestStreamURL(t *testing.T) {
 	tests := []struct {
 		in     string
-		format proxy.Format
+		format delivery.Format
 		want   string
 		ok     bool
 	}{
 		{"https://smee.io/abc", "", "https://smee.io/abc", true},
-		{"https://smee.io/abc/", proxy.FormatSmee, "https://smee.io/abc", true},
-		{"http://127.0.0.1:3333/abc", proxy.FormatHookline, "http://127.0.0.1:3333/abc", true},
-		{"https://hook.example/abcdefghijkl", proxy.FormatGosmee, "https://hook.example/events/abcdefghijkl", true},
-		{"https://hook.example/github/org/repo", proxy.FormatGosmee, "https://hook.example/events/github/org/repo", true},
-		{"https://hook.example/events/abc", proxy.FormatGosmee, "https://hook.example/events/abc", true},
-		{"https://hook.example/abc?pubkey=k", proxy.FormatGosmee, "https://hook.example/events/abc?pubkey=k", true},
+		{"https://smee.io/abc/", delivery.FormatSmee, "https://smee.io/abc", true},
+		{"http://127.0.0.1:3333/abc", delivery.FormatHookline, "http://127.0.0.1:3333/abc", true},
+		{"https://hook.example/abcdefghijkl", delivery.FormatGosmee, "https://hook.example/events/abcdefghijkl", true},
+		{"https://hook.example/github/org/repo", delivery.FormatGosmee, "https://hook.example/events/github/org/repo", true},
+		{"https://hook.example/events/abc", delivery.FormatGosmee, "https://hook.example/events/abc", true},
+		{"https://hook.example/abc?pubkey=k", delivery.FormatGosmee, "https://hook.example/events/abc?pubkey=k", true},
 		{"https://smee.io/", "", "", false},
-		{"https://smee.io", proxy.FormatGosmee, "", false},
+		{"https://smee.io", delivery.FormatGosmee, "", false},
 		{"smee.io/abc", "", "", false},
 		{"ftp://smee.io/abc", "", "", false},
 		{"https://smee.io/abc", "websocket", "", false},
 	}
 	for _, tt := range tests {
-		got, err := proxy.StreamURL(tt.in, tt.format)
+		got, err := sse.StreamURL(tt.in, tt.format)
 		if got != tt.want || (err == nil) != tt.ok {
 			t.Errorf("StreamURL(%q, %q) = %q, %v; want %q, ok %v", tt.in, tt.format, got, err, tt.want, tt.ok)
 		}
