@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -345,7 +344,6 @@ func (t *TargetResult) GitHubWouldFail() bool { return !t.OK() || t.Duration > G
 // replaying the same bytes to the right URL, a 5xx by replaying once the
 // target is back.
 func (t *TargetResult) OK() bool { return t.Err == nil && t.Status >= 200 && t.Status < 300 }
-
 
 // Stats count what a Client did. All counts are deliveries.
 type Stats struct {
@@ -876,8 +874,8 @@ func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, r
 	if d.BodySource == delivery.BodyCapture && !d.ReceivedAt.IsZero() {
 		r.Received = d.ReceivedAt
 	}
-	payload := payloadJSON(d)
-	r.Action, r.Repository, r.Sender = summarize(payload)
+	payload, members := payloadJSON(d)
+	r.Action, r.Repository, r.Sender = summarize(members)
 
 	if r.Duplicate {
 		c.stats.duplicates.Add(1)
@@ -1119,42 +1117,30 @@ func (c *Client) dispatch(ctx context.Context, d *delivery.Delivery, payload []b
 	return results, err
 }
 
-// payloadJSON returns the delivery's JSON payload: the body when it is a
-// JSON object, or the "payload" field of a form-encoded body (GitHub's
-// application/x-www-form-urlencoded content type); nil otherwise.
-func payloadJSON(d *delivery.Delivery) []byte {
-	mt, _, _ := mime.ParseMediaType(d.ContentType())
-	if mt == "application/x-www-form-urlencoded" {
+// payloadJSON returns the delivery's JSON payload, split into its members:
+// the body when it is a JSON object, or the "payload" field of a
+// form-encoded body (GitHub's application/x-www-form-urlencoded content
+// type); nil otherwise. It is the one scan of the body on the way to the
+// target: validity and the trace's fields come from it. (Handlers scan the
+// payload once more: webhooks.Receive takes bytes, as octokit's does.)
+func payloadJSON(d *delivery.Delivery) ([]byte, []jsonscan.Member) {
+	p := d.Body
+	if mt, _, _ := mime.ParseMediaType(d.ContentType()); mt == "application/x-www-form-urlencoded" {
 		form, err := url.ParseQuery(string(d.Body))
 		if err != nil {
-			return nil
+			return nil, nil
 		}
-		p := []byte(form.Get("payload"))
-		if isJSONObject(p) {
-			return p
-		}
-		return nil
+		p = []byte(form.Get("payload"))
 	}
-	if isJSONObject(d.Body) {
-		return d.Body
+	if members, ok := jsonscan.Object(p); ok {
+		return p, members
 	}
-	return nil
+	return nil, nil
 }
 
-func isJSONObject(p []byte) bool {
-	t := bytes.TrimLeft(p, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && jsonscan.Valid(p)
-}
-
-// summarize reads the trace fields from a payload.
-func summarize(payload []byte) (action, repo, sender string) {
-	// jsonscan splits the payload without decoding it: a 25 MiB push costs
-	// one fast scan, not a full json.Unmarshal. As in JSON.parse, the last
-	// of duplicate keys wins.
-	members, ok := jsonscan.Object(payload)
-	if !ok {
-		return "", "", ""
-	}
+// summarize reads the trace fields from a payload's members. As in
+// JSON.parse, the last of duplicate keys wins.
+func summarize(members []jsonscan.Member) (action, repo, sender string) {
 	for _, m := range members {
 		switch {
 		case m.Is("action"):

@@ -1,6 +1,10 @@
 package proxy
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/hookline/hookline/internal/jsonscan"
+)
 
 func TestSummarize(t *testing.T) {
 	tests := []struct {
@@ -18,7 +22,8 @@ func TestSummarize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, r, s := summarize([]byte(tt.payload))
+			members, _ := jsonscan.Object([]byte(tt.payload))
+			a, r, s := summarize(members)
 			if a != tt.action || r != tt.repository || s != tt.sender {
 				t.Errorf("summarize(%s) = %q, %q, %q; want %q, %q, %q", tt.payload, a, r, s, tt.action, tt.repository, tt.sender)
 			}
