@@ -99,6 +99,25 @@ func TestRelayPageInChromium(t *testing.T) {
 	p.must("Runtime.evaluate", map[string]any{"expression": `document.querySelector("#deliveries li.delivery:last-child summary").click()`}, nil)
 	p.waitFor("the form payload", `document.querySelector("#deliveries li.delivery:last-child pre.payload")?.textContent.includes("payload = {")`)
 
+	// A body of 1 MiB or more comes by link: listed at once, fetched when
+	// it is opened.
+	big := `{"action":"edited","pad":"` + strings.Repeat("x", 1<<20) + `"}`
+	req, _ = http.NewRequest(http.MethodPost, channel, strings.NewReader(big))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "issues")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	large := `document.querySelector('#deliveries li.delivery[data-id="4"]')`
+	p.waitFor("the large delivery", large+` !== null`)
+	if got := p.text(large + `.querySelector(".size").textContent`); got != "≥ 1 MiB" {
+		t.Errorf("large delivery's size shown as %q, want ≥ 1 MiB", got)
+	}
+	p.must("Runtime.evaluate", map[string]any{"expression": large + `.querySelector("summary").click()`}, nil)
+	p.waitFor("the linked payload", large+`.querySelector("pre.payload")?.textContent.includes('"action": "edited"')`)
+	p.must("Runtime.evaluate", map[string]any{"expression": large + `.querySelector("summary").click()`}, nil) // closed again, for the screenshot
+
 	// A short name: the page warns that it can be guessed.
 	short := b.newPage(800, 600)
 	short.must("Page.navigate", map[string]any{"url": base + "/test"}, nil)

@@ -595,9 +595,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if so.Header == nil {
 		so.Header = http.Header{}
 	}
-	so.Header.Set(wire.StreamHeader, "1")
-	so.Header.Set(wire.LeanHeader, "1")
-	so.Header.Set(wire.LinkHeader, "1")
+	so.Header.Set(wire.StreamHeader, "1") // hookline's messages from a hookline relay; others ignore it
 	t := c.opts.transport
 	if t == nil {
 		t = &sse.HTTPTransport{Client: c.opts.RelayClient}
@@ -719,7 +717,7 @@ func (g *loopGuard) cameBack(id, eventID string, now time.Time) int {
 const linkFetchTimeout = 2 * time.Minute
 
 // fetchBody reads the body of a delivery the relay sent by link
-// (wire.LinkHeader) into one buffer of its Content-Length, with the
+// (wire.StreamHeader) into one buffer of its Content-Length, with the
 // stream's HTTP client and rest's retries. The link is a reference relative
 // to the stream's URL; the relay keeps the body for it until a later link
 // is fetched or the stream ends.

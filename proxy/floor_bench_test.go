@@ -40,9 +40,9 @@ func floorEvent() []byte {
 			{Name: "x-github-event", Value: "issues"},
 			{Name: "x-hub-signature-256", Value: sig},
 		},
-		Body: body, Query: []byte("{}"), Timestamp: time.Unix(1763805600, 0), BodyB: body,
+		Body: body, Query: []byte("{}"), Timestamp: time.Unix(1763805600, 0),
 	})
-	return append([]byte("id: 1\n"), f.Lean().Bytes()...)
+	return append([]byte("id: 1\n"), f.Hookline(body).Bytes()...)
 }
 
 // BenchmarkFloorReadEvent reads one 4 KiB delivery's event with r3labs'

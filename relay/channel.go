@@ -40,7 +40,7 @@ type channel struct {
 	mu       sync.Mutex
 	lastID   int64                    // the newest id queued for subscribers, or seen without any
 	subs     map[*subscriber]struct{} // made by the first join
-	linkers  map[string]*subscriber   // subscribers taking bodies by link, by token (see wire.LinkHeader)
+	linkers  map[string]*subscriber   // subscribers taking bodies by link, by token (see wire.StreamHeader)
 	nsubs    atomic.Int32             // len(subs), for Stats without mu
 	joins    int64                    // subscribers that joined so far
 	catching bool                     // a catch-up (catchUpLater) is running

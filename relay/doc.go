@@ -29,7 +29,7 @@
 //	GET|HEAD /<channel>                 otherwise: the channel's page
 //	GET      /events/<channel>          the stream in a gosmee server's format, for gosmee's client
 //	POST     /<channel>/redeliver/<id>  publish delivery <id> again
-//	GET      /<channel>/body/<id>?s=T   a body sent by link to the stream T names (X-Hookline-Link)
+//	GET      /<channel>/body/<id>?s=T   a body sent by link to the stream T names (hookline's format)
 //	GET      /healthz                   200 {"status":"ok", counts...}; 503 when shutting down or Redis is down
 //	GET      /version                   200 {"server":"hookline"} (gosmee's client asks first)
 //
@@ -44,9 +44,8 @@
 // id), replays the history after
 // Last-Event-ID (or ?lastEventId=), then sends deliveries as they arrive
 // and a "ping" every 30 s. The message format is smee.io's; a subscriber
-// that sends X-Hookline-Stream: 1 ([StreamHeader]) also gets "bodyB", the
-// exact body, and with X-Hookline-Lean: 1 as well, bodyB without "body";
-// with X-Hookline-Link: 1 too, a body of 1 MiB or more comes as
+// that sends X-Hookline-Stream: 1 (or ?hookline=1) gets hookline's: the
+// exact body in "bodyB" in place of "body", and a body of 1 MiB or more as
 // "bodyLink", a URL to GET it from. Errors are JSON: {"error":"what went
 // wrong and what to do"}.
 //

@@ -165,7 +165,11 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close() // the relay listens on it, again after each restart
-	rp := &relayProcess{t: t, bin: bin, args: []string{"serve", "--addr", addr, "--data-dir", t.TempDir(), "--no-color"}}
+	// The history holds every delivery of the run: a subscriber that takes
+	// long to reconnect on a loaded machine (the relay's restart, the
+	// client's backoff) finds them all there, rather than a gap the relay
+	// rightly reports once 100 (the default) have come meanwhile.
+	rp := &relayProcess{t: t, bin: bin, args: []string{"serve", "--addr", addr, "--data-dir", t.TempDir(), "--history", strconv.Itoa(2 * total), "--no-color"}}
 	rp.start()
 	t.Cleanup(rp.kill)
 	channel := "http://" + addr + "/fault-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -194,12 +198,21 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 	}))
 	t.Cleanup(target.Close)
 
+	var clientLog lockedBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("relay log:\n%s\nclient log:\n%s", rp.stderr(), clientLog.String())
+		}
+	})
 	client, err := proxy.New(proxy.Options{
 		URL:         channel,
 		Target:      target.URL,
 		LastEventID: "0", // from the start: ids are durable
 		MaxBackoff:  200 * time.Millisecond,
-		Logger:      slog.New(slog.DiscardHandler),
+		Logger:      slog.New(slog.NewTextHandler(&clientLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnState: func(c proxy.StateChange) {
+			clientLog.Write([]byte(fmt.Sprintf("state %v id=%q err=%v\n", c.State, c.LastEventID, c.Err)))
+		},
 		OnResult: func(r proxy.Result) {
 			mu.Lock()
 			eventIDs = append(eventIDs, r.Delivery.EventID)
@@ -294,7 +307,22 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 			t.Fatalf("event ids seen %v..., want 1..%d each once", eventIDs[max(0, i-3):i+1], total)
 		}
 	}
-	if t.Failed() {
-		t.Logf("relay log:\n%s", rp.stderr())
-	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -21,7 +21,7 @@ import (
 // FuzzIngest posts arbitrary bodies, content types, headers and queries to
 // the ingest handler: it must not panic, must answer 200 or 4xx, and a
 // recorded delivery's messages must be JSON of smee.io's shape whose bodyB
-// (extended messages only) is the exact body.
+// (hookline's messages only) is the exact body.
 //
 // Run it with: go test -run '^$' -fuzz FuzzIngest ./relay/
 func FuzzIngest(f *testing.F) {
@@ -49,14 +49,14 @@ func FuzzIngest(f *testing.F) {
 		if d == nil {
 			t.Fatal("200 but no delivery recorded")
 		}
-		for _, ext := range []streamFormat{formatSmee, formatExtended, formatLean} {
+		for _, ext := range []streamFormat{formatSmee, formatHookline} {
 			m := decodeFrame(t, d.frame(ext).Bytes())
 			for _, k := range []string{"body", "query", "timestamp"} {
-				if _, ok := m[k]; !ok && (k != "body" || ext != formatLean) {
+				if _, ok := m[k]; !ok && (k != "body" || ext != formatHookline) {
 					t.Fatalf("message (%v) has no %q: %v", ext, k, m)
 				}
 			}
-			if _, ok := m["body"]; ok && ext == formatLean {
+			if _, ok := m["body"]; ok && ext == formatHookline {
 				t.Fatalf("lean message has a body: %v", m)
 			}
 			for k, v := range m {
@@ -159,7 +159,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded record does not decode: %v", err)
 		}
-		for _, ext := range []streamFormat{formatSmee, formatExtended, formatGosmee, formatLean} {
+		for _, ext := range []streamFormat{formatSmee, formatHookline, formatGosmee} {
 			if a, b := d.frame(ext).Bytes(), again.frame(ext).Bytes(); !bytes.Equal(a, b) {
 				t.Fatalf("messages differ after a round trip (ext %v):\n%s\n%s", ext, a, b)
 			}

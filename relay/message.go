@@ -40,8 +40,8 @@ type delivery struct {
 	// to append when another relay stored the Idempotency-Key meanwhile.
 	uniqueKey bool
 
-	plain, ext *wire.Frame // its message for plain (smee.io shape) and extended (plus bodyB) subscribers
-	lean       *wire.Frame // ext without body (sharing ext's parts), for lean subscribers
+	plain    *wire.Frame // its message for smee.io's subscribers
+	hookline *wire.Frame // hookline's (bodyB in place of body), sharing the parts of the full smee.io frame
 
 	// refs counts who holds the delivery: its history in memory (one,
 	// taken by memStore) and subscribers (subscriber.hold). Once no
@@ -65,19 +65,19 @@ func makeDelivery(header []wire.Header, query string, body []byte, now time.Time
 		}
 	}
 	q, _ := url.ParseQuery(query) // keeps the pairs that parse
-	m := wire.Message{Header: header, Body: bodyValue(contentType, body), Query: wire.AppendQuery(nil, q), Timestamp: now, BodyB: body}
-	d.ext = wire.NewFrame(m)
-	d.plain = d.ext.WithoutBodyB()
-	d.lean = d.ext.Lean()
+	m := wire.Message{Header: header, Body: bodyValue(contentType, body), Query: wire.AppendQuery(nil, q), Timestamp: now}
+	full := wire.NewFrame(m)
+	d.plain = full
+	d.hookline = full.Hookline(body)
 	if slices.ContainsFunc(header, unsafeForSmee) {
 		m.Header = slices.DeleteFunc(slices.Clone(header), unsafeForSmee)
-		d.plain = wire.NewFrame(m).WithoutBodyB()
+		d.plain = wire.NewFrame(m)
 		d.size += int64(d.plain.Overhead())
 	}
 	// The size counts everything the delivery holds: its fields, its
 	// frames (the body is written from d.body, bodyB encoded as it is
 	// written), and the "body" JSON when it is not d.body itself.
-	d.size += int64(len(body)+len(query)+d.ext.Overhead()) + entryOverhead
+	d.size += int64(len(body)+len(query)+full.Overhead()) + entryOverhead
 	if !sameBytes(m.Body, body) {
 		d.size += int64(cap(m.Body))
 	}
@@ -195,10 +195,8 @@ func bodyValue(contentType string, body []byte) []byte {
 // is written), so that deliveries hold no third frame.
 func (d *delivery) frame(format streamFormat) *wire.Frame {
 	switch format {
-	case formatExtended:
-		return d.ext
-	case formatLean:
-		return d.lean
+	case formatHookline:
+		return d.hookline
 	case formatGosmee:
 		header := d.header
 		if i := slices.IndexFunc(header, func(h wire.Header) bool { return h.Name == "host" }); i >= 0 {

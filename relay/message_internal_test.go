@@ -19,7 +19,7 @@ import (
 func TestLineBreaksDoNotMultiplyTheEvent(t *testing.T) {
 	body := []byte("{" + strings.Repeat("\n", 1<<20) + `"a":` + strings.Repeat("\r\n", 1000) + "[1,\n2]}")
 	d := makeDelivery([]wire.Header{{Name: "content-type", Value: "application/json"}, {Name: "x-github-event", Value: "push"}}, "", body, time.Unix(0, 0))
-	plain, ext := d.frame(formatSmee).Bytes(), d.frame(formatExtended).Bytes()
+	plain, ext := d.frame(formatSmee).Bytes(), d.frame(formatHookline).Bytes()
 	if n := bytes.Count(plain, []byte("\ndata: ")); n != 0 {
 		t.Errorf("the plain event has %d continuation lines, want 0", n)
 	}
@@ -61,7 +61,7 @@ func TestDeliverySizeCountsItsMemory(t *testing.T) {
 			runtime.GC()
 			runtime.ReadMemStats(&before)
 			d := makeDelivery(header, "a=1", tt.body, time.Unix(0, 0))
-			for _, ext := range []streamFormat{formatSmee, formatExtended} { // as subscribers would
+			for _, ext := range []streamFormat{formatSmee, formatHookline} { // as subscribers would
 				if _, err := d.frame(ext).WriteTo(io.Discard); err != nil {
 					t.Fatal(err)
 				}

@@ -123,7 +123,7 @@ func TestStoreContract(t *testing.T) {
 			t.Run("byte exact", func(t *testing.T) {
 				s := kind.open(t, roomy)
 				d := makeDelivery([]wire.Header{{Name: "content-type", Value: "application/octet-stream"}, {Name: "x-bin", Value: "caf\xe9 \x7f"}}, "q=%FF&x", []byte("\x00\xff\r\n\xc3\x28 body"), time.Unix(1700000000, 123456789))
-				want := [2][]byte{d.frame(formatSmee).Bytes(), d.frame(formatExtended).Bytes()}
+				want := [2][]byte{d.frame(formatSmee).Bytes(), d.frame(formatHookline).Bytes()}
 				id := mustAppend(t, s, "a", d, 0)
 				got, err := s.get(t.Context(), "a", id)
 				if err != nil || got == nil {
@@ -131,8 +131,8 @@ func TestStoreContract(t *testing.T) {
 				}
 				page, _, _, _ := s.since(t.Context(), "a", 0, 1)
 				for _, g := range []*delivery{got, page[0]} {
-					if g.id != id || !bytes.Equal(g.frame(formatSmee).Bytes(), want[0]) || !bytes.Equal(g.frame(formatExtended).Bytes(), want[1]) || !bytes.Equal(g.body, d.body) {
-						t.Errorf("read back:\n%s\nwant:\n%s", g.frame(formatExtended).Bytes(), want[1])
+					if g.id != id || !bytes.Equal(g.frame(formatSmee).Bytes(), want[0]) || !bytes.Equal(g.frame(formatHookline).Bytes(), want[1]) || !bytes.Equal(g.body, d.body) {
+						t.Errorf("read back:\n%s\nwant:\n%s", g.frame(formatHookline).Bytes(), want[1])
 					}
 				}
 			})
@@ -294,7 +294,7 @@ func TestBoltReopen(t *testing.T) {
 	for i := 1; i <= 5; i++ {
 		d := testDelivery(i, 100*i, wire.Header{Name: idempotencyHeader, Value: fmt.Sprint("key", i)})
 		mustAppend(t, s, "a", d, 0)
-		frames = append(frames, d.frame(formatExtended).Bytes())
+		frames = append(frames, d.frame(formatHookline).Bytes())
 	}
 	mustAppend(t, s, "b", testDelivery(5, 10), 0) // received before a's next one
 	if err := s.close(); err != nil {
@@ -307,8 +307,8 @@ func TestBoltReopen(t *testing.T) {
 		t.Fatalf("after reopen: since = %d deliveries, %d, %d, %v; want 5, 1, 5", len(page), first, last, err)
 	}
 	for i, d := range page {
-		if !bytes.Equal(d.frame(formatExtended).Bytes(), frames[i]) {
-			t.Errorf("delivery %d after reopen:\n%s\nwant\n%s", d.id, d.frame(formatExtended).Bytes(), frames[i])
+		if !bytes.Equal(d.frame(formatHookline).Bytes(), frames[i]) {
+			t.Errorf("delivery %d after reopen:\n%s\nwant\n%s", d.id, d.frame(formatHookline).Bytes(), frames[i])
 		}
 	}
 	if id := mustAppend(t, s, "a", testDelivery(6, 10), 0); id != 6 {

@@ -16,49 +16,28 @@ import (
 	"github.com/hookline/hookline/internal/wire"
 )
 
-// StreamQuery and StreamHeader opt a stream into hookline's extended
-// messages (with bodyB): GET /<channel>?hookline=1 (what the page's
-// EventSource uses, as it cannot set headers) or the header
-// X-Hookline-Stream: 1. LastEventIDQuery stands in for the Last-Event-ID
-// header on a first connection, for clients (such as a browser's
-// EventSource) that cannot send it: ?lastEventId=0 replays the whole
-// history. The header wins when both are present, so an EventSource's
-// automatic reconnections resume where they stopped.
-const (
-	StreamQuery      = wire.StreamQuery
-	StreamHeader     = wire.StreamHeader
-	LastEventIDQuery = wire.LastEventIDQuery
-)
-
 // streamFormat is the shape of a stream's messages and control events.
 type streamFormat int
 
 const (
 	formatSmee     streamFormat = iota // smee.io's: headers, body, query, timestamp
-	formatExtended                     // hookline's: smee.io's plus bodyB
+	formatHookline                     // hookline's: bodyB (or bodyLink) in place of body (wire.StreamHeader)
 	formatGosmee                       // a gosmee server's, on /events/<channel>
-	formatLean                         // hookline's without body: bodyB carries it
 )
 
 func (f streamFormat) String() string {
-	return [...]string{"smee", "hookline", "gosmee", "lean"}[f]
+	return [...]string{"smee", "hookline", "gosmee"}[f]
 }
 
-// requestedFormat is the format a GET /<channel> stream asked for.
+// requestedFormat is the format a GET /<channel> stream asked for: hookline's
+// with wire.StreamHeader or wire.StreamQuery (what the page's EventSource
+// uses, as it cannot set headers) set to 1 or true.
 func requestedFormat(r *http.Request) streamFormat {
-	switch {
-	case !wantsExtended(r):
-		return formatSmee
-	case r.Header.Get(wire.LeanHeader) == "1":
-		return formatLean
-	}
-	return formatExtended
-}
-
-// wantsExtended reports whether the stream asked for hookline's messages.
-func wantsExtended(r *http.Request) bool {
 	truthy := func(v string) bool { return v == "1" || v == "true" }
-	return truthy(r.URL.Query().Get(StreamQuery)) || truthy(r.Header.Get(StreamHeader))
+	if truthy(r.URL.Query().Get(wire.StreamQuery)) || truthy(r.Header.Get(wire.StreamHeader)) {
+		return formatHookline
+	}
+	return formatSmee
 }
 
 // lastEventID returns the client's Last-Event-ID and whether it sent one.
@@ -67,7 +46,7 @@ func lastEventID(r *http.Request) (string, bool) {
 	if v := strings.TrimSpace(r.Header.Get("Last-Event-ID")); v != "" {
 		return v, true
 	}
-	if v := strings.TrimSpace(r.URL.Query().Get(LastEventIDQuery)); v != "" {
+	if v := strings.TrimSpace(r.URL.Query().Get(wire.LastEventIDQuery)); v != "" {
 		return v, true
 	}
 	return "", false
@@ -104,8 +83,8 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		pins:   s.pinned,
 		out:    out,
 	}
-	if format == formatLean && r.Header.Get(wire.LinkHeader) == "1" {
-		sub.token = newChannelName() // 128 random bits
+	if format == formatHookline {
+		sub.token = newChannelName() // 128 random bits: names its links
 	}
 	last, resume := lastEventID(r)
 
@@ -478,7 +457,7 @@ func (sw *streamWriter) delivery(d *delivery) (linked bool, err error) {
 }
 
 // serveBody answers GET /<name>/body/<id>?s=<token>: the exact bytes of a
-// delivery that the stream named by token sent by link (wire.LinkHeader),
+// delivery that the stream named by token sent by link (wire.StreamHeader),
 // while that stream lasts and until a later link of it is fetched. Anything
 // else is a 404 saying where the delivery still is.
 func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText string) {

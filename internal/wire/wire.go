@@ -7,11 +7,11 @@
 //
 // A message is one SSE event whose data is a JSON object: every request
 // header under its lowercase name, then "body" (the body as JSON),
-// "query" (an object), "timestamp" (milliseconds since the epoch) and, for
-// subscribers that ask with [StreamHeader] or [StreamQuery], "bodyB" (the
-// exact body, base64). That is smee.io's shape plus bodyB; Decode also reads
-// smee.io's "rawdata" and gosmee's shape (string timestamp, no body or
-// query).
+// "query" (an object) and "timestamp" (milliseconds since the epoch):
+// smee.io's shape. Subscribers that ask with [StreamHeader] or
+// [StreamQuery] get hookline's: "bodyB" (the exact body, base64) or
+// "bodyLink" in place of "body". DecodeDelivery also reads smee.io's
+// "rawdata" and gosmee's shape (string timestamp, bodyB, no body or query).
 package wire
 
 import (
@@ -36,28 +36,23 @@ import (
 	"github.com/hookline/hookline/rest/header"
 )
 
-// Stream options a subscriber sends. Either one set to "1" (or "true") asks
-// a hookline relay for extended messages, with "bodyB". LastEventIDQuery
-// stands in for the Last-Event-ID header for clients that cannot set it (a
-// browser's EventSource); the header wins when both are present.
+// Stream options a subscriber sends. Either StreamHeader or StreamQuery
+// set to "1" (or "true") asks a hookline relay for hookline's messages:
+// smee.io's shape with the exact body in "bodyB" in place of "body" (half
+// the bytes of a JSON body sent twice), and, for a body of LinkMin bytes or
+// more, "bodyLink" in place of "bodyB": a URL reference (relative to the
+// stream's URL) that a GET answers with the body's exact bytes, read with
+// one copy rather than through the SSE reader, base64 and JSON. The relay
+// keeps a linked body for the stream until the client fetches a later link
+// (a client fetches in order) or the stream ends, so that a fetch cut off
+// midway can be made again. The query parameter is for clients that cannot
+// set headers (a browser's EventSource). LastEventIDQuery stands in for the
+// Last-Event-ID header for them too; the header wins when both are present.
 const (
 	StreamHeader     = "X-Hookline-Stream"
 	StreamQuery      = "hookline"
 	LastEventIDQuery = "lastEventId"
-	// LeanHeader, set to "1" with StreamHeader, asks for lean messages:
-	// "bodyB" without "body", half the bytes for a JSON body. A relay that
-	// does not know it sends extended messages, which carry bodyB too.
-	LeanHeader = "X-Hookline-Lean"
-	// LinkHeader, set to "1" with LeanHeader, asks for large bodies by
-	// link: the lean message of a body of LinkMin bytes or more carries
-	// "bodyLink" instead of "bodyB", a URL reference (relative to the
-	// stream's URL) that a GET answers with the body's exact bytes. The
-	// relay keeps the body for the stream until the client fetches a
-	// later link (it fetches in order) or the stream ends, so that a fetch
-	// cut off midway can be made again. The client reads the body with one
-	// copy, not through the SSE reader, base64 and JSON.
-	LinkHeader = "X-Hookline-Link"
-	LinkMin    = 1 << 20
+	LinkMin          = 1 << 20
 )
 
 // Event names. Deliveries are unnamed ("message") events.
@@ -165,13 +160,14 @@ func DecodeGap(name string, data []byte) Gap {
 // values joined the way Node joins them in req.headers.
 type Header struct{ Name, Value string }
 
-// Message is what [NewFrame] encodes.
+// Message is what [NewFrame] and [NewGosmeeFrame] encode.
 type Message struct {
 	Header    []Header // written in this order
 	Body      []byte   // the JSON text of "body"; its line breaks start new data lines
 	Query     []byte   // the JSON text of "query"
 	Timestamp time.Time
-	// BodyB, when not nil, is written as "bodyB" in base64.
+	// BodyB is the exact body, written as "bodyB" in base64 (gosmee's
+	// frame; hookline's is Frame.Hookline).
 	BodyB []byte
 }
 
@@ -189,8 +185,8 @@ type Frame struct {
 	copied bool
 }
 
-// NewFrame encodes m: every header, then body, query, timestamp (smee.io's
-// order) and bodyB.
+// NewFrame encodes m as smee.io does: every header, then body, query and
+// timestamp. m.BodyB is not written (see Frame.Hookline).
 func NewFrame(m Message) *Frame {
 	n := 64
 	for _, h := range m.Header {
@@ -207,7 +203,7 @@ func NewFrame(m Message) *Frame {
 	tail = appendDataLines(tail, m.Query)
 	tail = append(tail, `,"`+KeyTimestamp+`":`...)
 	tail = strconv.AppendInt(tail, m.Timestamp.UnixMilli(), 10)
-	return &Frame{head: head, body: body, tail: tail, bodyB: m.BodyB, copied: copied}
+	return &Frame{head: head, body: body, tail: tail, copied: copied}
 }
 
 // appendHeaders appends the start of a message's data line: `data: {` and
@@ -281,30 +277,26 @@ func (f *Frame) Overhead() int {
 	return n
 }
 
-// Lean returns f without "body", sharing its parts: the message a lean
-// subscriber gets (LeanHeader), which carries the body in "bodyB" only. f
-// must have "bodyB".
-func (f *Frame) Lean() *Frame {
+// Hookline returns hookline's message for the smee.io frame f (see
+// StreamHeader), sharing its parts: the headers, query and timestamp, and
+// body, the exact body, in "bodyB" in place of "body".
+func (f *Frame) Hookline(body []byte) *Frame {
 	head := f.head[:len(f.head)-len(`"`+KeyBody+`":`)] // "data: {" and the headers, each with its comma
 	tail := f.tail[1:]                                 // the comma before "query"
-	return &Frame{head: head, tail: tail, bodyB: f.bodyB}
+	if body == nil {
+		body = []byte{}
+	}
+	return &Frame{head: head, tail: tail, bodyB: body}
 }
 
-// Linked returns the lean frame of f with "bodyLink" set to link in place
-// of "bodyB" (see LinkHeader). f must be a lean frame.
+// Linked returns hookline's frame f with "bodyLink" set to link in place
+// of "bodyB" (see StreamHeader). f must be a Hookline frame.
 func (f *Frame) Linked(link string) *Frame {
 	tail := make([]byte, 0, len(f.tail)+len(link)+len(KeyBodyLink)+8)
 	tail = append(tail, f.tail...)
 	tail = append(tail, `,"`+KeyBodyLink+`":`...)
 	tail = AppendJSONString(tail, link)
 	return &Frame{head: f.head, tail: tail}
-}
-
-// WithoutBodyB returns f without "bodyB", sharing its parts.
-func (f *Frame) WithoutBodyB() *Frame {
-	g := *f
-	g.bodyB = nil
-	return &g
 }
 
 // WriteTo writes the frame to w.

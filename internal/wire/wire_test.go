@@ -45,9 +45,8 @@ func TestEncodeDecode(t *testing.T) {
 		Body:      body,
 		Query:     AppendQuery(nil, url.Values{"a": {"1", "2"}, "b": {"x"}}),
 		Timestamp: time.UnixMilli(1700000000123),
-		BodyB:     body,
 	}
-	frame := NewFrame(m).Bytes()
+	frame := NewFrame(m).Hookline(body).Bytes()
 	if got, want := string(m.Query), `{"a":["1","2"],"b":"x"}`; got != want {
 		t.Errorf("AppendQuery = %s, want %s", got, want)
 	}
@@ -69,8 +68,7 @@ func TestEncodeDecode(t *testing.T) {
 		t.Errorf("ReceivedAt = %v, want %v; Event %q", d.ReceivedAt, m.Timestamp, d.Event)
 	}
 
-	// Without bodyB the body is the JSON text, line breaks as "\n".
-	m.BodyB = nil
+	// smee.io's frame: the body is the JSON text, line breaks as "\n".
 	d, err = DecodeDelivery(data(t, NewFrame(m).Bytes()))
 	if err != nil || string(d.Body) != "{\"a\":\n 1,\n\"b\":\"\\u00e9\"}" || d.BodySource != delivery.BodyJSON || d.Format != delivery.FormatSmee {
 		t.Errorf("without bodyB: %q from %q (%s), %v", d.Body, d.BodySource, d.Format, err)
@@ -160,21 +158,19 @@ func TestIndexLineBreak(t *testing.T) {
 func TestFrameWriteTo(t *testing.T) {
 	body := bytes.Repeat([]byte("héllo\x00"), 5000) // base64 streamed in several chunks
 	for _, bodyB := range [][]byte{nil, {}, body} {
-		f := NewFrame(Message{Header: []Header{{Name: "x-a", Value: "1"}}, Body: []byte("{\"a\":\n1}"), Query: []byte("{}"), Timestamp: time.UnixMilli(5), BodyB: bodyB})
+		f := NewFrame(Message{Header: []Header{{Name: "x-a", Value: "1"}}, Body: []byte("{\"a\":\n1}"), Query: []byte("{}"), Timestamp: time.UnixMilli(5)})
+		want := "data: {\"x-a\":\"1\",\"body\":{\"a\":\ndata: 1},\"query\":{},\"timestamp\":5"
+		if bodyB != nil {
+			f = f.Hookline(bodyB)
+			want = `data: {"x-a":"1","query":{},"timestamp":5,"bodyB":"` + base64.StdEncoding.EncodeToString(bodyB) + `"`
+		}
 		var buf bytes.Buffer
 		n, err := f.WriteTo(&buf)
 		if err != nil || n != int64(buf.Len()) || buf.Len() != f.Len() || !bytes.Equal(buf.Bytes(), f.Bytes()) {
 			t.Fatalf("WriteTo = %d, %v; wrote %d, Len %d", n, err, buf.Len(), f.Len())
 		}
-		want := "data: {\"x-a\":\"1\",\"body\":{\"a\":\ndata: 1},\"query\":{},\"timestamp\":5"
-		if bodyB != nil {
-			want += `,"bodyB":"` + base64.StdEncoding.EncodeToString(bodyB) + `"`
-		}
 		if got := buf.String(); got != want+"}\n\n" {
 			t.Errorf("frame = %.200q..., want %.200q...", got, want)
-		}
-		if g := f.WithoutBodyB().Bytes(); bytes.Contains(g, []byte("bodyB")) {
-			t.Errorf("WithoutBodyB still writes bodyB")
 		}
 		for limit := 0; limit < f.Len(); limit += 997 {
 			lw := &limitWriter{left: limit}
@@ -199,14 +195,14 @@ func (w *limitWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Lean is the frame without "body": valid JSON with the other keys, for
-// any headers, bodies with line breaks and queries.
-func TestFrameLean(t *testing.T) {
+// Hookline is the frame with "bodyB" in place of "body": valid JSON with
+// the other keys, for any headers, bodies with line breaks and queries.
+func TestFrameHookline(t *testing.T) {
 	for _, m := range []Message{
 		{Body: []byte("{}"), Query: []byte("{}"), BodyB: []byte{}},
 		{Header: []Header{{"a", "1"}, {"b", "2"}}, Body: []byte("{\n\"x\":\n1}"), Query: []byte(`{"q":"1"}`), Timestamp: time.UnixMilli(5), BodyB: []byte("{\n\"x\":\n1}")},
 	} {
-		ev := NewFrame(m).Lean().Bytes()
+		ev := NewFrame(m).Hookline(m.BodyB).Bytes()
 		data := strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(string(ev), "data: "), "\n\n"), "\ndata: ", "\n")
 		var got map[string]any
 		if err := json.Unmarshal([]byte(data), &got); err != nil {

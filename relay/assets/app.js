@@ -1,8 +1,9 @@
 // The channel page of the hookline relay: a live list of the channel's
-// deliveries. It subscribes with hookline's extended messages (?hookline=1),
-// whose bodyB holds the exact body bytes, and replays the relay's history on
-// load (?lastEventId=0). Payloads are untrusted: they are only ever set as
-// text, never as HTML.
+// deliveries. It subscribes with hookline's messages (?hookline=1), whose
+// bodyB holds the exact body bytes (a body of 1 MiB or more comes as
+// bodyLink, fetched when its delivery is opened), and replays the relay's
+// history on load (?lastEventId=0). Payloads are untrusted: they are only
+// ever set as text, never as HTML.
 'use strict';
 
 (() => {
@@ -70,13 +71,27 @@
     try { return JSON.parse(text); } catch { return undefined; }
   }
 
+  // The payload as an object, when the body is JSON or a form whose
+  // "payload" field is (GitHub's form content type); undefined otherwise.
+  function payloadOf(bytes, contentType) {
+    let text;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch {
+      return undefined;
+    }
+    const type = (contentType || '').split(';')[0].trim().toLowerCase();
+    if (type === 'application/x-www-form-urlencoded') {
+      return tryJSON(new URLSearchParams(text).get('payload') || '');
+    }
+    return tryJSON(text);
+  }
+
   // What a delivery is: event (and action), delivery id, from its headers
-  // and body, the way GitHub and its kin label them.
-  function describe(headers, body) {
+  // and payload, the way GitHub and its kin label them.
+  function describe(headers, payload) {
     const event = headers['x-github-event'] || headers['x-gitea-event'] || headers['x-gogs-event'] ||
       headers['x-gitlab-event'] || headers['x-event-key'] || '';
-    let payload = body;
-    if (payload && typeof payload.payload === 'string') payload = tryJSON(payload.payload) || payload;
     const action = payload && typeof payload.action === 'string' ? payload.action : '';
     const guid = headers['x-github-delivery'] || headers['x-gitea-delivery'] || headers['x-request-id'] || '';
     return { event, action, guid };
@@ -119,8 +134,17 @@
     return { kind: 'text', text };
   }
 
-  function renderDetail(id, msg, detail) {
-    const { body, query, timestamp, bodyB, ...headers } = msg;
+  // The body's bytes: bodyB, or, for a large body, what its bodyLink
+  // answers (the relay keeps it for this page until a later one is fetched).
+  async function bodyBytes(msg) {
+    if (typeof msg.bodyLink !== 'string') return decodeBase64(msg.bodyB);
+    const res = await fetch(new URL(msg.bodyLink, channelURL));
+    if (!res.ok) throw new Error(`the relay answered ${res.status} for the body (it keeps a large body only until a later one is opened; Redeliver sends it again)`);
+    return new Uint8Array(await res.arrayBuffer());
+  }
+
+  async function renderDetail(id, msg, detail) {
+    const { query, timestamp, bodyB, bodyLink, ...headers } = msg;
     const result = el('span', { className: 'result' });
     const redeliver = el('button', { type: 'button', className: 'redeliver', textContent: 'Redeliver' });
     redeliver.addEventListener('click', async () => {
@@ -139,7 +163,14 @@
         redeliver.disabled = false;
       }
     });
-    const bytes = decodeBase64(bodyB);
+    let bytes;
+    try {
+      bytes = await bodyBytes(msg);
+    } catch (err) {
+      detail.append(el('div', { className: 'actions' }, redeliver, result),
+        el('p', { className: 'result bad', textContent: err.message }));
+      return;
+    }
     const payload = renderPayload(bytes, headers['content-type']);
     const copy = el('button', { type: 'button', textContent: 'Copy payload' });
     copy.addEventListener('click', () => navigator.clipboard.writeText(payload.text).catch(() => {}));
@@ -162,8 +193,10 @@
   function addDelivery(id, msg) {
     if (!Number.isFinite(id) || shown.has(id)) return;
     shown.add(id);
-    const { body, query, timestamp, bodyB, ...headers } = msg;
-    const { event, action, guid } = describe(headers, body);
+    const { query, timestamp, bodyB, bodyLink, ...headers } = msg;
+    const linked = typeof bodyLink === 'string';
+    const payload = linked ? undefined : payloadOf(decodeBase64(bodyB), headers['content-type']);
+    const { event, action, guid } = describe(headers, payload);
     const when = new Date(timestamp);
     const time = el('time', { dateTime: when.toISOString(), textContent: when.toLocaleTimeString(), title: when.toString() });
     const summary = el('summary', {},
@@ -171,7 +204,7 @@
       el('span', { className: 'event', textContent: event ? (action ? `${event}.${action}` : event) : '(no event header)' }),
       el('span', { className: 'guid mono', textContent: guid, title: guid }),
       time,
-      el('span', { className: 'size', textContent: formatSize(base64Length(bodyB)) }));
+      el('span', { className: 'size', textContent: linked ? '≥ 1 MiB' : formatSize(base64Length(bodyB)) }));
     const detail = el('div', { className: 'detail' });
     const details = el('details', {}, summary, detail);
     details.addEventListener('toggle', () => {
