@@ -22,32 +22,26 @@
 //
 // Every delivery goes through one pipeline: a delivery id seen in the
 // last hour is skipped ([Result].Duplicate); Options.Events and Ignore
-// filter by "event" or "event.action"; with a Secret the signature is
-// checked over the exact body, and a delivery that fails is never
-// dispatched nor forwarded ([Result].VerifyNote says why); Handlers get the
-// payload of verified deliveries (a [*webhooks.Webhooks] checks with its own
-// secrets when Options has none; unverified ones reach Handlers only with
+// filter by "event" or "event.action"; with a Secret (or a Verifier) the
+// signature is checked over the exact body, and a delivery that fails is
+// never dispatched nor forwarded ([Result].VerifyNote says why); Handlers
+// get the payload of verified deliveries (unverified ones only with
 // Options.AllowUnverified) while the delivery is replayed to Target byte
-// for byte ([forwardRequest]); with SaveDir it is written as a capture file,
-// and a delivery the target did not take (any non-2xx) or whose signature
-// failed goes to FailedDir for a replay; with
-// StateFile the position in the channel is stored, so a restart resumes
-// where it stopped. [Client.Handle] and [Client.Replay] feed the same
-// pipeline from elsewhere, such as capture files.
-//
-// The pieces are usable alone: [Subscribe] is the reconnect loop
-// (jittered backoff, idle detection, Last-Event-ID) around a [Transport]
-// ([SSETransport], on github.com/r3labs/sse/v2, is the default); [Decode]
-// reads one event of any relay format into a [Message]; [RegisterPlugins]
-// turns executables into handlers.
+// for byte ([Client.ForwardRequest]); with SaveDir it is written as a
+// capture file, and a delivery the target did not take (any non-2xx) or
+// whose signature failed goes to FailedDir for a replay; with StateFile
+// the position in the channel is stored, so a restart resumes where it
+// stopped. [Client.Handle] and [Client.Replay] feed the same pipeline from
+// elsewhere, such as capture files ([delivery.Delivery] is what they
+// take). [RegisterPlugins] turns executables into handlers.
 //
 // Errors: [New] wraps [ErrInvalidTarget] or [ErrInvalidOptions]; [Run]
 // returns early only with [ErrPermanent] (a relay that refuses the channel
 // for good) or [ErrLoop] (the target posts deliveries back to the
-// channel); [Decode] wraps [ErrMalformedMessage]; failed plugins
-// [ErrPluginFailed].
+// channel); failed plugins wrap [ErrPluginFailed]. Without OnResult,
+// failures are logged at WARN on Options.Logger.
 //
 // docs/PROXY.md holds the rules the client follows and why: relay
 // formats, body fidelity, event ids and resuming, and the r3labs/sse
-// defects the transport neutralises.
+// defects its stream reader (internal/sse) neutralises.
 package proxy
