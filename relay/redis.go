@@ -343,6 +343,19 @@ end
 return {first, last, epoch, entries}
 `)
 
+// UseRedisLogger routes go-redis's log lines (its own dial failures and
+// pool warnings) to l at debug level. go-redis has one logger per process,
+// so a relay never sets it by itself: the program calls this (hookline
+// serve does) or keeps its own.
+func UseRedisLogger(l *slog.Logger) { redis.SetLogger(redisLog{l}) }
+
+// redisLog routes go-redis's log lines to an slog.Logger at debug level.
+type redisLog struct{ l *slog.Logger }
+
+func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
+	r.l.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+}
+
 // redisStore keeps the history in Redis, shared by every relay that uses
 // the same Redis (see the layout above). It keeps nothing in memory but
 // the set of channels it watches for its subscribers.

@@ -432,6 +432,24 @@ func TestRedisKeepsTheProgramsLogger(t *testing.T) {
 	}
 }
 
+// UseRedisLogger, the program's choice, sends go-redis's own lines to the
+// relay's log at debug level.
+func TestUseRedisLogger(t *testing.T) {
+	rs := redistest.Start(t)
+	addr := rs.Addr()
+	rs.Kill()
+	var logs lockedBuffer
+	relay.UseRedisLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { redis.SetLogger(&redisLogs{}) })
+	if srv, err := relay.New(relay.Options{RedisURL: "redis://" + addr}); err == nil {
+		srv.CloseStorage()
+		t.Fatal("New succeeded with Redis down")
+	}
+	if out := logs.String(); !strings.Contains(out, `level=DEBUG msg="redis: `) || !strings.Contains(out, "failed to dial") {
+		t.Errorf("the relay's log got %q; want go-redis's dial failure at debug", out)
+	}
+}
+
 func TestRedisOpenErrors(t *testing.T) {
 	rs := redistest.Start(t)
 	addr := rs.Addr()

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/fatih/color"
-	"github.com/redis/go-redis/v9"
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/internal/bytesize"
@@ -343,7 +342,7 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 		// go-redis logs to stderr process-wide; every failure it reports
 		// also reaches the relay as an error, which the relay logs and
 		// answers, so its own lines go to the relay's log at debug level.
-		redis.SetLogger(redisLog{opts.relay.Logger})
+		relay.UseRedisLogger(opts.relay.Logger)
 	}
 	srv, err := relay.New(opts.relay)
 	if err != nil {
@@ -391,11 +390,4 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	st := srv.Stats()
 	fmt.Fprintf(s.out, "hookline relay stopped after %s: %d deliveries relayed\n", time.Since(start).Round(time.Second), st.Deliveries)
 	return err
-}
-
-// redisLog routes go-redis's log lines to an slog.Logger at debug level.
-type redisLog struct{ l *slog.Logger }
-
-func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
-	r.l.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }
