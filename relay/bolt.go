@@ -2,8 +2,6 @@ package relay
 
 import (
 	"bytes"
-	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -47,24 +45,20 @@ var (
 	fileFormat     = []byte("hookline-relay-1")
 )
 
-// boltStore keeps the history in a bbolt file: one write transaction per
-// delivery, committed (fdatasync) before the POST is answered. Deliveries are read
-// back (decoded) for replays and redeliveries; only ids, sizes and
-// Idempotency-Keys stay in memory, in the ledger, so that evictions and
-// duplicate checks need no disk read.
-type boltStore struct {
-	db  *bolt.DB
-	log *slog.Logger
-
-	mu     sync.Mutex // guards l and refs; held across each write transaction
-	l      *ledger
-	refs   map[string]map[int64]int // by channel: the ids redeliveries refer to (record.go), and how many do
-	closed bool
+// historyFile is the bbolt file behind a ledgerStore with Options.DataDir:
+// one write transaction per delivery, committed (fdatasync) before the
+// POST is answered, and read back whole into the ledger when the relay
+// starts. Its methods are called with the ledgerStore's lock held.
+type historyFile struct {
+	db   *bolt.DB
+	log  *slog.Logger
+	refs map[string]map[int64]int // by channel: the ids redeliveries refer to (record.go), and how many do
 }
 
-// openBolt opens (creating it if needed) the history file in dir, loads the
-// ledger from it, and applies the limits to what it holds.
-func openBolt(dir string, l limits, log *slog.Logger) (*boltStore, error) {
+// openBolt opens (creating it if needed) the history file in dir and
+// returns a store that holds its deliveries in memory, loaded from it and
+// trimmed to the limits.
+func openBolt(dir string, l limits, pinned *atomic.Int64, log *slog.Logger) (*ledgerStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("relay: cannot create the data directory: %w", err)
 	}
@@ -91,10 +85,17 @@ func openBolt(dir string, l limits, log *slog.Logger) (*boltStore, error) {
 			return nil, fmt.Errorf("relay: cannot sync the data directory: %w", err)
 		}
 	}
-	s := &boltStore{db: db, log: log, l: newLedger(l), refs: map[string]map[int64]int{}}
-	if err := db.Update(s.load); err != nil {
+	f := &historyFile{db: db, log: log, refs: map[string]map[int64]int{}}
+	s := newMemStore(l, pinned)
+	s.file = f
+	if err := db.Update(func(tx *bolt.Tx) error { return f.load(tx, s.l) }); err != nil {
 		db.Close()
 		return nil, err
+	}
+	for _, c := range s.l.chans {
+		for _, e := range c.entries {
+			e.d.refs.Add(1) // held by the history, as append does
+		}
 	}
 	return s, nil
 }
@@ -108,10 +109,10 @@ func syncDir(dir string) error {
 	return f.Sync()
 }
 
-// load checks the file's format, reads every channel into the ledger
+// load checks the file's format, reads every channel into the ledger l
 // (deleting records that do not decode, with a warning), orders channels by
 // their newest delivery, and trims what the limits no longer allow.
-func (s *boltStore) load(tx *bolt.Tx) error {
+func (s *historyFile) load(tx *bolt.Tx, l *ledger) error {
 	meta, err := tx.CreateBucketIfNotExists(metaBucket)
 	if err != nil {
 		return fmt.Errorf("relay: initialising the history file: %w", err)
@@ -170,7 +171,7 @@ func (s *boltStore) load(tx *bolt.Tx) error {
 			if d.of != 0 {
 				s.ref(c.name, d.of, 1)
 			}
-			e := newEntry(d, false)
+			e := newEntry(d, true)
 			c.entries = append(c.entries, e)
 			c.bytes += e.size
 			c.last = d.id
@@ -207,10 +208,10 @@ func (s *boltStore) load(tx *bolt.Tx) error {
 	}
 	slices.SortStableFunc(chans, func(a, b loaded) int { return a.newest.Compare(b.newest) })
 	for _, lc := range chans {
-		lc.c.elem = s.l.lru.PushBack(lc.c)
-		s.l.chans[lc.c.name] = lc.c
-		s.l.bytes += lc.c.bytes
-		s.l.retained += len(lc.c.entries)
+		lc.c.elem = l.lru.PushBack(lc.c)
+		l.chans[lc.c.name] = lc.c
+		l.bytes += lc.c.bytes
+		l.retained += len(lc.c.entries)
 	}
 	// Held records no reference needs any more (a crash between two
 	// writes cannot leave any, but a file trimmed by hand can).
@@ -232,14 +233,14 @@ func (s *boltStore) load(tx *bolt.Tx) error {
 			return fmt.Errorf("relay: cleaning the history file: %w", err)
 		}
 	}
-	if err := s.remove(tx, s.l.trim()); err != nil {
+	if err := s.remove(tx, l.trim()); err != nil {
 		return fmt.Errorf("relay: trimming the history file to the limits: %w", err)
 	}
 	return nil
 }
 
 // ref adds n to the references to record id of channel.
-func (s *boltStore) ref(channel string, id int64, n int) {
+func (s *historyFile) ref(channel string, id int64, n int) {
 	m := s.refs[channel]
 	if m == nil {
 		m = map[int64]int{}
@@ -289,7 +290,7 @@ func readDelivery(tx *bolt.Tx, channel, k, v []byte) (*delivery, error) {
 // the held bucket; a held record no reference needs any more goes. It
 // updates s.refs, so the caller restores them if the transaction fails
 // (see append).
-func (s *boltStore) remove(tx *bolt.Tx, rs []removal) error {
+func (s *historyFile) remove(tx *bolt.Tx, rs []removal) error {
 	root, held := tx.Bucket(channelsBucket), tx.Bucket(heldBucket)
 	for _, r := range rs {
 		name := []byte(r.name)
@@ -340,30 +341,20 @@ func (s *boltStore) remove(tx *bolt.Tx, rs []removal) error {
 
 func idKey(id int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(id)) }
 
-func (s *boltStore) append(ctx context.Context, channel string, d *delivery, after int64) error {
+// write stores d as delivery p.id of channel, in one transaction with the
+// removals p's drops make (rs). It reports whether d was written as a
+// reference to the record it repeats (d.of), which is still stored; s.refs
+// are restored when the transaction fails.
+func (s *historyFile) write(channel string, d *delivery, p plan, rs []removal) (referred bool, err error) {
 	rec, ref := encodeRecord(d), []byte(nil)
 	if d.of != 0 {
 		ref = encodeRef(d)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errStoreClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	p := s.l.prepare(channel, newEntry(d, false), after)
-	rs := make([]removal, len(p.drops))
-	for i, dr := range p.drops {
-		rs[i] = dr.removal(channel)
 	}
 	saved := map[string]map[int64]int{channel: maps.Clone(s.refs[channel])} // restored if the transaction fails
 	for _, r := range rs {
 		saved[r.name] = maps.Clone(s.refs[r.name])
 	}
-	referred := false
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		root := tx.Bucket(channelsBucket)
 		b := root.Bucket([]byte(channel))
 		if ref != nil {
@@ -393,117 +384,10 @@ func (s *boltStore) append(ctx context.Context, channel string, d *delivery, aft
 				s.refs[name] = m
 			}
 		}
-		return fmt.Errorf("relay: storing the delivery: %w", err)
-	}
-	if !referred {
-		d.of, p.e.of = 0, 0 // a copy: it refers to nothing
-	}
-	d.id = p.id
-	s.l.commit(p)
-	return nil
-}
-
-func (s *boltStore) since(_ context.Context, channel string, after, maxBytes int64) (page []*delivery, first, last int64, err error) {
-	first, last = 1, 0
-	err = s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(channelsBucket).Bucket([]byte(channel))
-		if b == nil {
-			return nil
+		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			err = errStoreClosed
 		}
-		c := b.Cursor()
-		k, _ := c.Last()
-		if k == nil {
-			return nil
-		}
-		last = int64(binary.BigEndian.Uint64(k))
-		k, _ = c.First()
-		first = int64(binary.BigEndian.Uint64(k))
-		var n int64
-		for k, v := c.Seek(idKey(max(nextID(after), 1))); k != nil; k, v = c.Next() {
-			if len(page) > 0 && n+int64(len(v)) > maxBytes {
-				break // the record's length is about the delivery's size
-			}
-			d, err := readDelivery(tx, []byte(channel), k, v)
-			if err != nil {
-				// Left out: the reader sees a gap. load drops it at the
-				// next start.
-				s.log.Warn("skipping an unreadable delivery in the history file", "channel", channel, "key", fmt.Sprintf("%x", k), "err", err)
-				continue
-			}
-			page = append(page, d)
-			n += d.size
-		}
-		return nil
-	})
-	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		err = errStoreClosed
+		return false, fmt.Errorf("relay: storing the delivery: %w", err)
 	}
-	if err != nil {
-		return nil, 0, 0, fmt.Errorf("relay: reading the history: %w", err)
-	}
-	if last == 0 {
-		first = 1
-	}
-	return page, first, last, nil
-}
-
-func (s *boltStore) get(_ context.Context, channel string, id int64) (*delivery, error) {
-	var d *delivery
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(channelsBucket).Bucket([]byte(channel))
-		if b == nil || id <= 0 {
-			return nil
-		}
-		k := idKey(id)
-		v := b.Get(k)
-		if v == nil {
-			return nil
-		}
-		var err error
-		d, err = readDelivery(tx, []byte(channel), k, v)
-		return err
-	})
-	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-		err = errStoreClosed
-	}
-	if err != nil {
-		return nil, fmt.Errorf("relay: reading delivery %d: %w", id, err)
-	}
-	return d, nil
-}
-
-func (s *boltStore) findKey(_ context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.l.findKey(channel, key)
-	if !ok {
-		return 0, [sha256.Size]byte{}, false, nil
-	}
-	return e.id, e.key.sum, true, nil
-}
-
-func (s *boltStore) persistent() bool { return true }
-
-func (s *boltStore) missing(_ context.Context, channels []string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.l.missing(channels)
-}
-
-func (s *boltStore) stats(context.Context) storeStats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.l.stats()
-}
-
-// close waits for a write in progress, then closes the file (releasing its
-// lock).
-func (s *boltStore) close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	return s.db.Close()
+	return referred, nil
 }

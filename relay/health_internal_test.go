@@ -16,7 +16,7 @@ import (
 // failingStore is the memory store whose appends fail while full is set, as
 // a bbolt store's do on a full disk.
 type failingStore struct {
-	*memStore
+	*ledgerStore
 	full atomic.Bool
 }
 
@@ -24,7 +24,7 @@ func (f *failingStore) append(ctx context.Context, channel string, d *delivery, 
 	if f.full.Load() {
 		return &storeWriteError{syscall.ENOSPC}
 	}
-	return f.memStore.append(ctx, channel, d, after)
+	return f.ledgerStore.append(ctx, channel, d, after)
 }
 
 type storeWriteError struct{ err error }
@@ -44,7 +44,7 @@ func testHealthReportsAStoreThatCannotWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fs := &failingStore{memStore: s.store.(*memStore)}
+	fs := &failingStore{ledgerStore: s.store.(*ledgerStore)}
 	s.store = fs
 	health := func() (int, map[string]any) {
 		rec := httptest.NewRecorder()

@@ -44,7 +44,7 @@ type delivery struct {
 	hookline *wire.Frame // hookline's (bodyB in place of body), sharing the parts of the full smee.io frame
 
 	// refs counts who holds the delivery: its history in memory (one,
-	// taken by memStore) and subscribers (subscriber.hold). Once no
+	// taken by ledgerStore) and subscribers (subscriber.hold). Once no
 	// history holds it, the delivery counts in Server.pinned while a
 	// subscriber does.
 	refs atomic.Int32

@@ -29,7 +29,7 @@ import (
 // (makeDelivery), so a delivery replayed after a restart is byte for byte
 // the message it was before.
 //
-// A redelivery is stored by boltStore as a reference to the record it
+// A redelivery is stored in the history file as a reference to the record it
 // repeats (format 2), so that asking for redeliveries of a large delivery
 // costs a few bytes each on disk, not a copy:
 //

@@ -13,9 +13,9 @@ import (
 
 // storedBytes returns the bytes of the records of channel, and of those
 // held for references.
-func storedBytes(t *testing.T, s *boltStore, channel string) (records, held int) {
+func storedBytes(t *testing.T, s *ledgerStore, channel string) (records, held int) {
 	t.Helper()
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.file.db.View(func(tx *bolt.Tx) error {
 		count := func(b *bolt.Bucket, n *int) error {
 			if b == nil {
 				return nil
@@ -73,7 +73,7 @@ func TestRedeliveryIsAReference(t *testing.T) {
 			dir := t.TempDir()
 			s := openTestBolt(t, dir, l)
 			return s, func() store { s.close(); return openTestBolt(t, dir, l) }
-		}, func(t *testing.T, s store, ch string) (int, int) { return storedBytes(t, s.(*boltStore), ch) }},
+		}, func(t *testing.T, s store, ch string) (int, int) { return storedBytes(t, s.(*ledgerStore), ch) }},
 		{"redis", func(t *testing.T) (store, func() store) {
 			url := redistest.Start(t).URL()
 			return openTestRedis(t, url, l), func() store { return openTestRedis(t, url, l) }

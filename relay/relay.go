@@ -306,7 +306,7 @@ func New(opts Options) (*Server, error) {
 	var shared sharedStore
 	switch {
 	case opts.DataDir != "":
-		bs, err := openBolt(opts.DataDir, lim, log)
+		bs, err := openBolt(opts.DataDir, lim, pinned, log)
 		if err != nil {
 			return nil, err
 		}

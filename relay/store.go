@@ -14,8 +14,9 @@ import (
 
 // store keeps the history of every channel: the deliveries it retains, and
 // the ids it gives them. It is the seam between the streaming code (which
-// never sees how deliveries are kept) and a storage engine: memStore (the
-// default, lost on restart), boltStore (Options.DataDir), and redisStore
+// never sees how deliveries are kept) and a storage engine: ledgerStore (in
+// memory, lost on restart, or with a bbolt file behind it for
+// Options.DataDir, see bolt.go), and redisStore
 // (Options.RedisURL), shared by several relays, which also implements
 // sharedStore (see redis.go).
 //
@@ -29,7 +30,7 @@ type store interface {
 	// append records d as the next delivery of channel: it sets d.id to one
 	// more than the larger of after and the channel's last id, and returns
 	// only once d is stored as durably as the store promises (for
-	// boltStore: fsynced). It then drops what the history limits require.
+	// a data directory: fsynced). It then drops what the history limits require.
 	// On error, d is not stored and d.id is unchanged.
 	append(ctx context.Context, channel string, d *delivery, after int64) error
 
@@ -109,9 +110,9 @@ type limits struct {
 
 // ledger is the bookkeeping every store shares: which deliveries each
 // channel retains (ids and sizes), in which order channels were last
-// appended to, and what the limits evict. memStore keeps the deliveries in
-// it; boltStore keeps them on disk and only their ids and sizes here. It is
-// not safe for concurrent use.
+// appended to, and what the limits evict, with the deliveries themselves
+// (ledgerStore); redisStore's append script does the same bookkeeping in
+// Redis. It is not safe for concurrent use.
 type ledger struct {
 	limits
 	chans    map[string]*ledgerChan
@@ -136,7 +137,7 @@ type entry struct {
 	received int64        // UnixNano, for limits.age
 	key      *idempotency // nil without an Idempotency-Key header
 	of       int64        // for a redelivery: the id of the delivery it repeats (delivery.of)
-	d        *delivery    // memStore only
+	d        *delivery    // ledgerStore's
 }
 
 // idempotency is a delivery's Idempotency-Key and the SHA-256 of its body.
@@ -413,22 +414,27 @@ func cmpInt(a, b int64) int {
 	return 0
 }
 
-// memStore keeps the history in memory: the default, lost when the process
-// ends. append never fails (until close).
-type memStore struct {
-	mu     sync.Mutex
+// ledgerStore keeps the history in memory, in its ledger: the deliveries
+// themselves, their ids, sizes and Idempotency-Keys. Without a file it is
+// the default store, lost when the process ends, whose append never fails
+// (until close). With a file (Options.DataDir, openBolt) every append is
+// committed to the file before it counts, and the file is read back into
+// the ledger when the relay starts; reads never touch the disk.
+type ledgerStore struct {
+	mu     sync.Mutex // guards l and the file's refs; held across each write
 	l      *ledger
 	closed bool
 	pinned *atomic.Int64 // Server.pinned: evicted deliveries subscribers hold count there
+	file   *historyFile  // nil: memory only
 }
 
-func newMemStore(l limits, pinned *atomic.Int64) *memStore {
-	return &memStore{l: newLedger(l), pinned: pinned}
+func newMemStore(l limits, pinned *atomic.Int64) *ledgerStore {
+	return &ledgerStore{l: newLedger(l), pinned: pinned}
 }
 
-func (s *memStore) persistent() bool { return false }
+func (m *ledgerStore) persistent() bool { return m.file != nil }
 
-func (m *memStore) append(ctx context.Context, channel string, d *delivery, after int64) error {
+func (m *ledgerStore) append(ctx context.Context, channel string, d *delivery, after int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -438,6 +444,19 @@ func (m *memStore) append(ctx context.Context, channel string, d *delivery, afte
 		return err
 	}
 	p := m.l.prepare(channel, newEntry(d, true), after)
+	if m.file != nil {
+		rs := make([]removal, len(p.drops))
+		for i, dr := range p.drops {
+			rs[i] = dr.removal(channel)
+		}
+		referred, err := m.file.write(channel, d, p, rs)
+		if err != nil {
+			return err
+		}
+		if !referred {
+			d.of, p.e.of = 0, 0 // a copy: it refers to nothing
+		}
+	}
 	d.id = p.id
 	for _, dr := range p.drops {
 		for _, e := range dr.c.entries[:dr.n] {
@@ -451,9 +470,12 @@ func (m *memStore) append(ctx context.Context, channel string, d *delivery, afte
 	return nil
 }
 
-func (m *memStore) since(_ context.Context, channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
+func (m *ledgerStore) since(_ context.Context, channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, 0, 0, errStoreClosed
+	}
 	entries, first, last := m.l.window(channel, after, maxBytes)
 	page := make([]*delivery, len(entries))
 	for i, e := range entries {
@@ -462,14 +484,17 @@ func (m *memStore) since(_ context.Context, channel string, after, maxBytes int6
 	return page, first, last, nil
 }
 
-func (m *memStore) get(_ context.Context, channel string, id int64) (*delivery, error) {
+func (m *ledgerStore) get(_ context.Context, channel string, id int64) (*delivery, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errStoreClosed
+	}
 	e, _ := m.l.find(channel, id)
 	return e.d, nil
 }
 
-func (m *memStore) findKey(_ context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {
+func (m *ledgerStore) findKey(_ context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.l.findKey(channel, key)
@@ -479,21 +504,29 @@ func (m *memStore) findKey(_ context.Context, channel, key string) (int64, [sha2
 	return e.id, e.key.sum, true, nil
 }
 
-func (m *memStore) missing(_ context.Context, channels []string) int {
+func (m *ledgerStore) missing(_ context.Context, channels []string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.l.missing(channels)
 }
 
-func (m *memStore) stats(context.Context) storeStats {
+func (m *ledgerStore) stats(context.Context) storeStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.l.stats()
 }
 
-func (m *memStore) close() error {
+// close waits for a write in progress, then closes the file, if any
+// (releasing its lock).
+func (m *ledgerStore) close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
 	m.closed = true
+	if m.file != nil {
+		return m.file.db.Close()
+	}
 	return nil
 }
