@@ -40,7 +40,7 @@ func benchmarkClient(b *testing.B, size int) {
 	copy(body, `{"action":"opened","x":"`)
 	body[len(body)-2], body[len(body)-1] = '"', '}'
 	msg, err := json.Marshal(map[string]any{
-		"x-github-event": "issues", "x-github-delivery": "bench", "content-type": "application/json",
+		"x-github-event": "issues", "x-github-delivery": "bench-00000000", "content-type": "application/json",
 		"x-hub-signature-256": hmacSHA256(secret, body),
 		"bodyB":               base64.StdEncoding.EncodeToString(body),
 		"query":               map[string]string{}, "timestamp": 1763805600000,
@@ -53,6 +53,9 @@ func benchmarkClient(b *testing.B, size int) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		bw := &bytes.Buffer{}
 		for i := 1; i <= n; i++ {
+			// A delivery id of its own, as GitHub gives: one id seen again
+			// and again within seconds is a forwarding loop (ErrLoop).
+			copy(msg[bytes.Index(msg, []byte("bench-"))+6:], fmt.Sprintf("%08d", i))
 			fmt.Fprintf(bw, "id: %d\ndata: %s\n\n", i, msg)
 			if bw.Len() > 1<<20 || i == n {
 				w.Write(bw.Bytes())
