@@ -655,12 +655,20 @@ const (
 	loopLimit  = 3
 )
 
-// loopGuard remembers the deliveries sent to the target lately. It is safe
-// for concurrent use.
+// loopGuard remembers the deliveries sent to the target lately: at most
+// loopRemember ids, the oldest forgotten first, so that every call costs
+// the same however many deliveries a burst brings. It is safe for
+// concurrent use.
 type loopGuard struct {
-	mu   sync.Mutex
-	sent map[string]*sentDelivery // by delivery id
+	mu    sync.Mutex
+	sent  map[string]*sentDelivery // by delivery id
+	order []string                 // ids in the order they were first sent; order[head:] are live
+	head  int
 }
+
+// loopRemember bounds the ids a loopGuard keeps: a loop sends the same
+// few ids round and round, seconds apart, far fewer than this in between.
+const loopRemember = 4096
 
 type sentDelivery struct {
 	at      time.Time // when it was last sent to the target
@@ -679,17 +687,20 @@ func (g *loopGuard) forwarding(id, eventID string, now time.Time) {
 	if g.sent == nil {
 		g.sent = map[string]*sentDelivery{}
 	}
-	if len(g.sent) >= 4096 {
-		for k, s := range g.sent {
-			if now.Sub(s.at) >= loopWindow {
-				delete(g.sent, k)
-			}
-		}
-	}
 	s := g.sent[id]
 	if s == nil {
+		for len(g.sent) >= loopRemember {
+			delete(g.sent, g.order[g.head])
+			g.order[g.head] = ""
+			g.head++
+		}
+		if g.head > loopRemember && g.head*2 > len(g.order) {
+			g.order = append(g.order[:0:0], g.order[g.head:]...)
+			g.head = 0
+		}
 		s = &sentDelivery{}
 		g.sent[id] = s
+		g.order = append(g.order, id)
 	}
 	s.at, s.eventID = now, eventID
 }
