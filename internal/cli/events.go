@@ -17,6 +17,7 @@ type eventsOptions struct {
 }
 
 func eventsCommand(s *streams) *ucli.Command {
+	var o eventsOptions
 	return &ucli.Command{
 		Name:  "events",
 		Usage: "list the event and event.action names hookline knows",
@@ -26,10 +27,10 @@ one per line (or a JSON array with --json).
 
    hookline events | grep ^pull_request`,
 		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "json", Usage: "print a JSON array"},
+			&ucli.BoolFlag{Name: "json", Usage: "print a JSON array", Destination: &o.jsonOut},
 		},
 		Action: func(c *ucli.Context) error {
-			opts, err := parseEvents(c)
+			opts, err := parseEvents(c, o)
 			if err != nil {
 				return err
 			}
@@ -38,11 +39,11 @@ one per line (or a JSON array with --json).
 	}
 }
 
-func parseEvents(c *ucli.Context) (eventsOptions, error) {
+func parseEvents(c *ucli.Context, o eventsOptions) (eventsOptions, error) {
 	if c.NArg() > 0 {
 		return eventsOptions{}, usageErrorf("events takes no arguments (got %q); filter with: hookline events | grep %s", c.Args().First(), c.Args().First())
 	}
-	return eventsOptions{jsonOut: c.Bool("json")}, nil
+	return o, nil
 }
 
 func runEvents(_ context.Context, o eventsOptions, s *streams) error {

@@ -71,6 +71,8 @@ type forwardOptions struct {
 }
 
 func forwardCommand(s *streams) *ucli.Command {
+	var o forwardOptions
+	var f forwardFlagValues
 	return &ucli.Command{
 		Name:    "forward",
 		Aliases: []string{"client"},
@@ -84,9 +86,9 @@ rest: failed folder, state file, plugins, reconnection.
    hookline forward --url https://smee.io/abc --target http://127.0.0.1:3000/api/github/webhooks --secret-file .secret
    hookline forward --target http://127.0.0.1:3000/hook    # a local relay, no internet
    hookline forward --repo octo/hello --new --target http://127.0.0.1:3000/hook   # a webhook for this run`,
-		Flags: forwardFlags(),
+		Flags: forwardFlags(&o, &f),
 		Action: func(c *ucli.Context) error {
-			opts, err := parseForward(c)
+			opts, err := parseForward(c, o, &f)
 			if err != nil {
 				return errRedacted(err, opts.secret)
 			}
@@ -108,35 +110,36 @@ func splitNames(values []string) []string {
 	return out
 }
 
-func parseForward(c *ucli.Context) (forwardOptions, error) {
-	o := forwardOptions{
-		url: c.String("url"), newChannel: c.Bool("new"), server: c.String("server"),
-		format: delivery.Format(c.String("format")), target: c.String("target"),
-		targetSecret: c.String("target-secret"),
-		resign:       c.Bool("resign") || c.String("target-secret") != "", noQuery: c.Bool("no-query"),
-		plugins: parsePlugins(c),
-		events:  splitNames(c.StringSlice("events")), ignore: splitNames(c.StringSlice("ignore")),
-		concurrency: c.Int("concurrency"), timeout: c.Duration("timeout"), saveDir: c.String("save"),
-		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), lastEventID: c.String("last-event-id"),
-		listen: c.String("listen"), channelName: c.String("channel"), stateFile: c.String("state-file"), failedDir: c.String("failed-dir"),
-		dedupWindow: c.Duration("dedup-window"), insecure: c.Bool("insecure"), health: c.String("health"),
-		saveScripts: c.Bool("save-scripts"),
-	}
+// forwardFlagValues are what forward's flags hold that are not options
+// yet: read and checked by parseForward.
+type forwardFlagValues struct {
+	secret                 secretFlagValues
+	plugins                pluginFlagValues
+	github                 githubFlagValues
+	format, path           string
+	port, retries          int
+	events, ignore, header ucli.StringSlice
+}
+
+func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forwardOptions, error) {
+	o.format = delivery.Format(f.format)
+	o.resign = o.resign || o.targetSecret != ""
+	o.plugins = f.plugins.options()
+	o.events, o.ignore = splitNames(f.events.Value()), splitNames(f.ignore.Value())
 	var err error
-	if o.secret, err = readSecret(c); err != nil {
+	if o.secret, err = readSecret(c, &f.secret); err != nil {
 		return o, err
 	}
-	if o.header, err = parseHeaders(c.StringSlice("header")); err != nil {
+	if o.header, err = parseHeaders(f.header.Value()); err != nil {
 		return o, err
 	}
-	if o.retries, err = parseRetries(c); err != nil {
+	if o.retries, err = parseRetries(c, f.retries); err != nil {
 		return o, err
 	}
-	o.sendHint[0], o.sendHint[1] = sendSecretHint(c)
-	if o.github, err = parseGitHub(c); err != nil {
+	o.sendHint[0], o.sendHint[1] = sendSecretHint(c, &f.secret)
+	if o.github, err = parseGitHub(&f.github); err != nil {
 		return o, err
 	}
-	o.keepHook = c.Bool("keep-hook")
 	if o.keepHook && !o.github.set() {
 		return o, usageErrorf("--keep-hook keeps the webhook that --repo or --org creates: give one of them")
 	}
@@ -168,13 +171,13 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	if c.IsSet("port") || c.IsSet("path") {
 		// smee-client's -p/-P, so its users' scripts work unchanged.
 		if o.target != "" {
-			return o, usageErrorf("--target and --port/--path cannot be used together: --port %d --path P is --target http://127.0.0.1:%d/P", c.Int("port"), c.Int("port"))
+			return o, usageErrorf("--target and --port/--path cannot be used together: --port %d --path P is --target http://127.0.0.1:%d/P", f.port, f.port)
 		}
-		port := c.Int("port")
+		port := f.port
 		if port < 1 || port > 65535 {
 			return o, usageErrorf("--port %d: want a port number from 1 to 65535 (--path needs --port)", port)
 		}
-		o.target = "http://127.0.0.1:" + strconv.Itoa(port) + "/" + strings.TrimPrefix(c.String("path"), "/")
+		o.target = "http://127.0.0.1:" + strconv.Itoa(port) + "/" + strings.TrimPrefix(f.path, "/")
 	}
 	if o.url != "" && o.newChannel {
 		return o, usageErrorf("--url and --new cannot be used together: --new creates a channel, --url uses an existing one")
@@ -213,7 +216,6 @@ func parseForward(c *ucli.Context) (forwardOptions, error) {
 	if o.dedupWindow < 0 {
 		return o, usageErrorf("--dedup-window %v: must be 0 (off) or positive", o.dedupWindow)
 	}
-	o.noState = c.Bool("no-state")
 	if o.noState && o.stateFile != "" {
 		return o, usageErrorf("--no-state and --state-file cannot be used together: --no-state keeps no position, --state-file keeps it in FILE")
 	}
@@ -735,49 +737,50 @@ type pluginOptions struct {
 	env  []string
 }
 
-// forwardFlags are forward's flags, grouped in its help by concern.
-func forwardFlags() []ucli.Flag {
+// forwardFlags are forward's flags, bound to o and f, grouped in its help
+// by concern.
+func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 	relayFlags := []ucli.Flag{
-		&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "relay channel `URL` to subscribe to", EnvVars: []string{"HOOKLINE_URL"}},
-		&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it"},
-		&ucli.StringFlag{Name: "server", Value: "https://smee.io", Usage: "relay `URL` for --new"},
-		&ucli.StringFlag{Name: "format", Usage: "relay `FORMAT`: smee, gosmee or hookline (default: detect)"},
-		&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "`ADDR` of the embedded relay started without --url or --new (a busy port falls back to a free one)"},
-		&ucli.StringFlag{Name: "channel", Usage: "the embedded relay's channel `NAME` (default: the previous run's, so a sender's URL stays valid)"},
-		insecureFlag(),
+		&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "relay channel `URL` to subscribe to", EnvVars: []string{"HOOKLINE_URL"}, Destination: &o.url},
+		&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it", Destination: &o.newChannel},
+		&ucli.StringFlag{Name: "server", Value: "https://smee.io", Usage: "relay `URL` for --new", Destination: &o.server},
+		&ucli.StringFlag{Name: "format", Usage: "relay `FORMAT`: smee, gosmee or hookline (default: detect)", Destination: &f.format},
+		&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "`ADDR` of the embedded relay started without --url or --new (a busy port falls back to a free one)", Destination: &o.listen},
+		&ucli.StringFlag{Name: "channel", Usage: "the embedded relay's channel `NAME` (default: the previous run's, so a sender's URL stays valid)", Destination: &o.channelName},
+		insecureFlag(&o.insecure),
 	}
-	verifyFlags := secretFlags("webhook `SECRET`: verify every delivery (failed ones are never passed on)")
+	verifyFlags := secretFlags("webhook `SECRET`: verify every delivery (failed ones are never passed on)", &f.secret)
 	forwardingFlags := []ucli.Flag{
-		&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "replay each delivery to this `URL`", EnvVars: []string{"HOOKLINE_TARGET"}},
-		&ucli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "smee-client's shortcut: the target is http://127.0.0.1:`PORT` (with --path)"},
-		&ucli.StringFlag{Name: "path", Aliases: []string{"P"}, Usage: "smee-client's shortcut: the target's `PATH` on --port (default /)"},
-		&ucli.StringFlag{Name: "target-secret", Usage: "re-sign deliveries with this `SECRET` for the target (implies --resign)", EnvVars: []string{"HOOKLINE_TARGET_SECRET"}},
-		&ucli.BoolFlag{Name: "resign", Usage: "re-sign deliveries for the target with --target-secret, or --secret"},
-		&ucli.BoolFlag{Name: "no-query", Usage: "do not forward the delivery's query string"},
-		targetHeaderFlag(),
-		&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)"},
-		&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)"},
-		&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "`N` deliveries handled at once; above 1 the order is not kept"},
-		&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit (`DURATION`) of one request to the target"},
-		retriesFlag(),
+		&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "replay each delivery to this `URL`", EnvVars: []string{"HOOKLINE_TARGET"}, Destination: &o.target},
+		&ucli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "smee-client's shortcut: the target is http://127.0.0.1:`PORT` (with --path)", Destination: &f.port},
+		&ucli.StringFlag{Name: "path", Aliases: []string{"P"}, Usage: "smee-client's shortcut: the target's `PATH` on --port (default /)", Destination: &f.path},
+		&ucli.StringFlag{Name: "target-secret", Usage: "re-sign deliveries with this `SECRET` for the target (implies --resign)", EnvVars: []string{"HOOKLINE_TARGET_SECRET"}, Destination: &o.targetSecret},
+		&ucli.BoolFlag{Name: "resign", Usage: "re-sign deliveries for the target with --target-secret, or --secret", Destination: &o.resign},
+		&ucli.BoolFlag{Name: "no-query", Usage: "do not forward the delivery's query string", Destination: &o.noQuery},
+		targetHeaderFlag(&f.header),
+		&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)", Destination: &f.events},
+		&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)", Destination: &f.ignore},
+		&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "`N` deliveries handled at once; above 1 the order is not kept", Destination: &o.concurrency},
+		&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit (`DURATION`) of one request to the target", Destination: &o.timeout},
+		retriesFlag(&f.retries),
 	}
 	stateFlags := []ucli.Flag{
-		&ucli.StringFlag{Name: "save", Usage: "save every delivery as a capture file in `DIR`"},
-		&ucli.BoolFlag{Name: "save-scripts", Usage: "with --save, also write a shell script per delivery that re-sends its exact bytes with curl (and its body, as NAME.body)"},
-		&ucli.StringFlag{Name: "failed-dir", Usage: "keep deliveries the target did not take in `DIR`, for hookline replay (default: DIR/failed with --save, else a folder per run in hookline's state directory)"},
-		&ucli.StringFlag{Name: "state-file", Usage: "store the position in the channel in `FILE` after every delivery, and resume from it (default with --url: one per channel in the state directory)"},
-		&ucli.BoolFlag{Name: "no-state", Usage: "keep no position in the channel: a restart starts from new deliveries"},
-		&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`"},
-		&ucli.DurationFlag{Name: "dedup-window", Value: dedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through"},
+		&ucli.StringFlag{Name: "save", Usage: "save every delivery as a capture file in `DIR`", Destination: &o.saveDir},
+		&ucli.BoolFlag{Name: "save-scripts", Usage: "with --save, also write a shell script per delivery that re-sends its exact bytes with curl (and its body, as NAME.body)", Destination: &o.saveScripts},
+		&ucli.StringFlag{Name: "failed-dir", Usage: "keep deliveries the target did not take in `DIR`, for hookline replay (default: DIR/failed with --save, else a folder per run in hookline's state directory)", Destination: &o.failedDir},
+		&ucli.StringFlag{Name: "state-file", Usage: "store the position in the channel in `FILE` after every delivery, and resume from it (default with --url: one per channel in the state directory)", Destination: &o.stateFile},
+		&ucli.BoolFlag{Name: "no-state", Usage: "keep no position in the channel: a restart starts from new deliveries", Destination: &o.noState},
+		&ucli.StringFlag{Name: "last-event-id", Usage: "resume the channel after this event `ID`", Destination: &o.lastEventID},
+		&ucli.DurationFlag{Name: "dedup-window", Value: dedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through", Destination: &o.dedupWindow},
 	}
 	githubFlagList := append(githubFlags("GitHub",
 		"create a webhook on GitHub repository `OWNER/NAME` that sends to the channel, with a new secret, deleted when forward ends",
-		"the same on GitHub organisation `ORG`"),
-		&ucli.BoolFlag{Name: "keep-hook", Usage: "keep the webhook --repo or --org created when forward ends"})
+		"the same on GitHub organisation `ORG`", &f.github),
+		&ucli.BoolFlag{Name: "keep-hook", Usage: "keep the webhook --repo or --org created when forward ends", Destination: &o.keepHook})
 	outputFlags := []ucli.Flag{
-		&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
-		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers, the payload and the target's whole answer"},
-		&ucli.StringFlag{Name: "health", Usage: "serve GET /healthz on `ADDR` (host:port): 200 while connected to the relay, 503 otherwise, with the last delivery and the counters as JSON"},
+		&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines", Destination: &o.jsonOut},
+		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers, the payload and the target's whole answer", Destination: &o.verbose},
+		&ucli.StringFlag{Name: "health", Usage: "serve GET /healthz on `ADDR` (host:port): 200 while connected to the relay, 503 otherwise, with the last delivery and the counters as JSON", Destination: &o.health},
 	}
 	var all []ucli.Flag
 	for _, g := range []struct {
@@ -785,7 +788,7 @@ func forwardFlags() []ucli.Flag {
 		flags []ucli.Flag
 	}{
 		{"relay", relayFlags}, {"GitHub", githubFlagList}, {"verification", verifyFlags}, {"forwarding", forwardingFlags},
-		{"plugins", pluginFlags()}, {"state and files", stateFlags}, {"output", outputFlags},
+		{"plugins", pluginFlags(&f.plugins)}, {"state and files", stateFlags}, {"output", outputFlags},
 	} {
 		for _, f := range g.flags {
 			setCategory(f, g.name)
@@ -813,16 +816,22 @@ func setCategory(f ucli.Flag, category string) {
 	}
 }
 
-func pluginFlags() []ucli.Flag {
+// pluginFlagValues are what the plugin flags hold.
+type pluginFlagValues struct {
+	dir       string
+	exec, env ucli.StringSlice
+}
+
+func pluginFlags(v *pluginFlagValues) []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.StringFlag{Name: "plugin-dir", Usage: "run executables in `DIR` named <event>, <event>.<action> or _any"},
-		&ucli.StringSliceFlag{Name: "exec", Usage: "run `COMMAND` (through the shell) for every delivery; repeatable"},
-		&ucli.StringSliceFlag{Name: "plugin-env", Usage: "pass environment variable `NAME` (or NAME=value) to plugins; repeatable"},
+		&ucli.StringFlag{Name: "plugin-dir", Usage: "run executables in `DIR` named <event>, <event>.<action> or _any", Destination: &v.dir},
+		&ucli.StringSliceFlag{Name: "exec", Usage: "run `COMMAND` (through the shell) for every delivery; repeatable", Destination: &v.exec},
+		&ucli.StringSliceFlag{Name: "plugin-env", Usage: "pass environment variable `NAME` (or NAME=value) to plugins; repeatable", Destination: &v.env},
 	}
 }
 
-func parsePlugins(c *ucli.Context) pluginOptions {
-	return pluginOptions{dir: c.String("plugin-dir"), exec: c.StringSlice("exec"), env: c.StringSlice("plugin-env")}
+func (v *pluginFlagValues) options() pluginOptions {
+	return pluginOptions{dir: v.dir, exec: v.exec.Value(), env: v.env.Value()}
 }
 
 // pluginHandlers returns the handlers that run the plugins o names; nil
@@ -852,8 +861,8 @@ func checkTarget(flag, target string) error {
 
 // targetHeaderFlag is --header, for forward and replay (stripe-cli's
 // --headers); send has its own, which can also remove a header.
-func targetHeaderFlag() ucli.Flag {
-	return &ucli.StringSliceFlag{Name: "header", Usage: "set a header on every request to the target: `NAME=VALUE` or \"NAME: VALUE\" (a credential's value is never printed)"}
+func targetHeaderFlag(dst *ucli.StringSlice) ucli.Flag {
+	return &ucli.StringSliceFlag{Name: "header", Usage: "set a header on every request to the target: `NAME=VALUE` or \"NAME: VALUE\" (a credential's value is never printed)", Destination: dst}
 }
 
 // parseHeaders reads --header values, NAME=VALUE or NAME: VALUE (forward,

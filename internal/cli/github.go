@@ -35,13 +35,16 @@ type githubOptions struct {
 
 func (g githubOptions) set() bool { return g.owner != (githubapi.Owner{}) }
 
-// githubFlags are the flags of githubOptions, under category, with the
-// usage of --repo and --org.
-func githubFlags(category, repoUsage, orgUsage string) []ucli.Flag {
+// githubFlagValues are what the flags of githubOptions hold.
+type githubFlagValues struct{ repo, org, api string }
+
+// githubFlags are the flags of githubOptions, bound to v, under category,
+// with the usage of --repo and --org.
+func githubFlags(category, repoUsage, orgUsage string, v *githubFlagValues) []ucli.Flag {
 	flags := []ucli.Flag{
-		&ucli.StringFlag{Name: "repo", Usage: repoUsage + " (token: $GITHUB_TOKEN, $GH_TOKEN or gh auth token)"},
-		&ucli.StringFlag{Name: "org", Usage: orgUsage},
-		&ucli.StringFlag{Name: "github-api", Value: githubapi.DefaultBaseURL, Usage: "GitHub's API `URL` (GitHub Enterprise Server: https://HOST/api/v3)", EnvVars: []string{"HOOKLINE_GITHUB_API"}},
+		&ucli.StringFlag{Name: "repo", Usage: repoUsage + " (token: $GITHUB_TOKEN, $GH_TOKEN or gh auth token)", Destination: &v.repo},
+		&ucli.StringFlag{Name: "org", Usage: orgUsage, Destination: &v.org},
+		&ucli.StringFlag{Name: "github-api", Value: githubapi.DefaultBaseURL, Usage: "GitHub's API `URL` (GitHub Enterprise Server: https://HOST/api/v3)", EnvVars: []string{"HOOKLINE_GITHUB_API"}, Destination: &v.api},
 	}
 	for _, f := range flags {
 		setCategory(f, category)
@@ -49,8 +52,8 @@ func githubFlags(category, repoUsage, orgUsage string) []ucli.Flag {
 	return flags
 }
 
-func parseGitHub(c *ucli.Context) (githubOptions, error) {
-	g := githubOptions{owner: githubapi.Owner{Repo: c.String("repo"), Org: c.String("org")}, api: strings.TrimSuffix(c.String("github-api"), "/")}
+func parseGitHub(v *githubFlagValues) (githubOptions, error) {
+	g := githubOptions{owner: githubapi.Owner{Repo: v.repo, Org: v.org}, api: strings.TrimSuffix(v.api, "/")}
 	if !g.set() {
 		return g, nil
 	}
@@ -214,7 +217,19 @@ type deliveriesOptions struct {
 	replay    replayOptions
 }
 
+// deliveriesFlags are what deliveries' flags hold that are not options
+// yet: replay's shared flags, and values parsed later.
+type deliveriesFlags struct {
+	replayFlags
+	github        githubFlagValues
+	events        ucli.StringSlice
+	status, since string
+}
+
 func deliveriesCommand(s *streams) *ucli.Command {
+	var o deliveriesOptions
+	var f deliveriesFlags
+	r := &o.replay
 	return &ucli.Command{
 		Name:  "deliveries",
 		Usage: "list a GitHub webhook's recent deliveries, and replay them here or have GitHub redeliver them",
@@ -237,27 +252,27 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
    hookline deliveries --repo octo/hello --status failed
    hookline deliveries --repo octo/hello --since 2h --target http://127.0.0.1:3000/api/github/webhooks --secret-file .secret
    hookline deliveries --repo octo/hello --status failed --redeliver`,
-		Flags: append(append(append(githubFlags("", "the webhook's GitHub repository `OWNER/NAME`", "or its GitHub organisation `ORG`"),
-			&ucli.Int64Flag{Name: "hook", Usage: "the webhook's `ID` (default: the one whose URL is --url, or the only one)"},
-			&ucli.StringFlag{Name: "url", Usage: "find the webhook by its `URL` (a relay channel)"},
-			&ucli.StringFlag{Name: "since", Usage: "only deliveries after `TIME`: a duration back from now (2h) or an RFC 3339 time"},
-			&ucli.StringFlag{Name: "status", Usage: "only `failed` or `succeeded` deliveries (GitHub's status code ≥ 400, or below)"},
-			&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)"},
-			&ucli.IntFlag{Name: "limit", Value: 30, Usage: "at most `N` deliveries"},
-			&ucli.BoolFlag{Name: "redeliver", Usage: "ask GitHub to send each listed delivery again"},
-			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "fetch each listed delivery and send it to this `URL`"},
-			&ucli.BoolFlag{Name: "resign", Usage: "with --target, sign each delivery again with --secret"},
-			&ucli.StringFlag{Name: "save", Usage: "with --target, save each delivery as a capture file in `DIR`"},
-			&ucli.StringFlag{Name: "failed-dir", Usage: "with --target, keep deliveries the target did not take in `DIR`"},
-			targetHeaderFlag(),
-			&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit of one request to the target"},
-			retriesFlag(),
-			insecureFlag(),
-			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery"},
-			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload"},
-		), secretFlags("webhook `SECRET`: with --target, check each delivery's signature, or with --resign sign with it")...), pluginFlags()...),
+		Flags: append(append(append(githubFlags("", "the webhook's GitHub repository `OWNER/NAME`", "or its GitHub organisation `ORG`", &f.github),
+			&ucli.Int64Flag{Name: "hook", Usage: "the webhook's `ID` (default: the one whose URL is --url, or the only one)", Destination: &o.hookID},
+			&ucli.StringFlag{Name: "url", Usage: "find the webhook by its `URL` (a relay channel)", Destination: &o.hookURL},
+			&ucli.StringFlag{Name: "since", Usage: "only deliveries after `TIME`: a duration back from now (2h) or an RFC 3339 time", Destination: &f.since},
+			&ucli.StringFlag{Name: "status", Usage: "only `failed` or `succeeded` deliveries (GitHub's status code ≥ 400, or below)", Destination: &f.status},
+			&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)", Destination: &f.events},
+			&ucli.IntFlag{Name: "limit", Value: 30, Usage: "at most `N` deliveries", Destination: &o.limit},
+			&ucli.BoolFlag{Name: "redeliver", Usage: "ask GitHub to send each listed delivery again", Destination: &o.redeliver},
+			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "fetch each listed delivery and send it to this `URL`", Destination: &r.target},
+			&ucli.BoolFlag{Name: "resign", Usage: "with --target, sign each delivery again with --secret", Destination: &r.resign},
+			&ucli.StringFlag{Name: "save", Usage: "with --target, save each delivery as a capture file in `DIR`", Destination: &r.saveDir},
+			&ucli.StringFlag{Name: "failed-dir", Usage: "with --target, keep deliveries the target did not take in `DIR`", Destination: &r.failedDir},
+			targetHeaderFlag(&f.header),
+			&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit of one request to the target", Destination: &r.timeout},
+			retriesFlag(&f.retries),
+			insecureFlag(&r.insecure),
+			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery", Destination: &r.jsonOut},
+			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload", Destination: &r.verbose},
+		), secretFlags("webhook `SECRET`: with --target, check each delivery's signature, or with --resign sign with it", &f.secret)...), pluginFlags(&f.plugins)...),
 		Action: func(c *ucli.Context) error {
-			o, err := parseDeliveries(c)
+			o, err := parseDeliveries(c, o, &f)
 			if err != nil {
 				return errRedacted(err, o.replay.secret)
 			}
@@ -266,10 +281,9 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
 	}
 }
 
-func parseDeliveries(c *ucli.Context) (deliveriesOptions, error) {
-	var o deliveriesOptions
+func parseDeliveries(c *ucli.Context, o deliveriesOptions, f *deliveriesFlags) (deliveriesOptions, error) {
 	var err error
-	if o.github, err = parseGitHub(c); err != nil {
+	if o.github, err = parseGitHub(&f.github); err != nil {
 		return o, err
 	}
 	if !o.github.set() {
@@ -278,9 +292,8 @@ func parseDeliveries(c *ucli.Context) (deliveriesOptions, error) {
 	if c.NArg() > 0 {
 		return o, usageErrorf("deliveries takes no arguments (got %q)", c.Args().First())
 	}
-	o.hookID, o.hookURL, o.limit, o.redeliver = c.Int64("hook"), c.String("url"), c.Int("limit"), c.Bool("redeliver")
-	o.events = splitNames(c.StringSlice("events"))
-	switch st := c.String("status"); st {
+	o.events = splitNames(f.events.Value())
+	switch st := f.status; st {
 	case "":
 	case "failed", "failure":
 		o.status = "failure"
@@ -289,7 +302,7 @@ func parseDeliveries(c *ucli.Context) (deliveriesOptions, error) {
 	default:
 		return o, usageErrorf("--status %q: want failed or succeeded", st)
 	}
-	if since := c.String("since"); since != "" {
+	if since := f.since; since != "" {
 		if d, err := time.ParseDuration(since); err == nil && d > 0 {
 			o.since = time.Now().Add(-d)
 		} else if t, err := time.Parse(time.RFC3339, since); err == nil {
@@ -301,23 +314,11 @@ func parseDeliveries(c *ucli.Context) (deliveriesOptions, error) {
 	if o.limit < 1 {
 		return o, usageErrorf("--limit %d: must be at least 1", o.limit)
 	}
-	secret, err := readSecret(c)
-	if err != nil {
+	if err := f.parse(c, &o.replay); err != nil {
 		return o, err
 	}
-	o.replay = replayOptions{
-		target: c.String("target"), secret: secret, resign: c.Bool("resign"), concurrency: 1,
-		timeout: c.Duration("timeout"), insecure: c.Bool("insecure"),
-		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"), plugins: parsePlugins(c),
-		failedDir: c.String("failed-dir"), saveDir: c.String("save"),
-		badSigHint: "(GitHub's API returns payloads parsed: add --resign to sign them with --secret)",
-	}
-	if o.replay.header, err = parseHeaders(c.StringSlice("header")); err != nil {
-		return o, err
-	}
-	if o.replay.retries, err = parseRetries(c); err != nil {
-		return o, err
-	}
+	o.replay.concurrency = 1
+	o.replay.badSigHint = "(GitHub's API returns payloads parsed: add --resign to sign them with --secret)"
 	switch {
 	case o.redeliver && o.replay.target != "":
 		return o, usageErrorf("--redeliver and --target cannot be used together: GitHub redelivers to the webhook's URL, --target sends from here")

@@ -45,17 +45,17 @@ const progressMin = 5
 const safeRetries = -1
 
 // retriesFlag is --retries for forward, replay and deliveries.
-func retriesFlag() ucli.Flag {
+func retriesFlag(dst *int) ucli.Flag {
 	return &ucli.IntFlag{Name: "retries", Usage: "retry a failed request to the target `N` times, 5xx answers and timeouts included (a handler may then run more than once); " +
-		"default: only what surely never reached it (a target not up yet, waited for about 20 s; 429/503 with Retry-After)"}
+		"default: only what surely never reached it (a target not up yet, waited for about 20 s; 429/503 with Retry-After)", Destination: dst}
 }
 
-// parseRetries reads --retries: the number given, or safeRetries.
-func parseRetries(c *ucli.Context) (int, error) {
+// parseRetries checks --retries, given as n: the number given, or
+// safeRetries when it was not.
+func parseRetries(c *ucli.Context, n int) (int, error) {
 	if !c.IsSet("retries") {
 		return safeRetries, nil
 	}
-	n := c.Int("retries")
 	if n < 0 {
 		return 0, usageErrorf("--retries %d: must be 0 or more", n)
 	}
@@ -83,6 +83,8 @@ type replayOptions struct {
 }
 
 func replayCommand(s *streams) *ucli.Command {
+	var o replayOptions
+	var f replayFlags
 	return &ucli.Command{
 		Name:      "replay",
 		Usage:     "send saved deliveries (capture files) to a local server again",
@@ -109,21 +111,21 @@ checks a different secret than GitHub's.
 
    hookline replay --target http://127.0.0.1:3000/api/github/webhooks ./captures
    hookline replay ./captures/20260115T094500.000Z-push-*.json          # dry run`,
-		Flags: append(append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it"), pluginFlags()...),
-			&ucli.StringFlag{Name: "failed-dir", Usage: "save deliveries the target did not take again in `DIR`, to replay them later"},
-			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send the deliveries to this `URL` (without it: dry run)"},
-			&ucli.BoolFlag{Name: "resign", Usage: "replace each signature with one made with the secret"},
-			&ucli.BoolFlag{Name: "no-query", Usage: "do not add the deliveries' query strings to the target URL"},
-			targetHeaderFlag(),
-			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries sent at once; above 1 the order is not kept"},
-			&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit of one request to the target"},
-			retriesFlag(),
-			insecureFlag(),
-			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines"},
-			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload"},
+		Flags: append(append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it", &f.secret), pluginFlags(&f.plugins)...),
+			&ucli.StringFlag{Name: "failed-dir", Usage: "save deliveries the target did not take again in `DIR`, to replay them later", Destination: &o.failedDir},
+			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send the deliveries to this `URL` (without it: dry run)", Destination: &o.target},
+			&ucli.BoolFlag{Name: "resign", Usage: "replace each signature with one made with the secret", Destination: &o.resign},
+			&ucli.BoolFlag{Name: "no-query", Usage: "do not add the deliveries' query strings to the target URL", Destination: &o.noQuery},
+			targetHeaderFlag(&f.header),
+			&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "deliveries sent at once; above 1 the order is not kept", Destination: &o.concurrency},
+			&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit of one request to the target", Destination: &o.timeout},
+			retriesFlag(&f.retries),
+			insecureFlag(&o.insecure),
+			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines", Destination: &o.jsonOut},
+			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload", Destination: &o.verbose},
 		),
 		Action: func(c *ucli.Context) error {
-			opts, err := parseReplay(c)
+			opts, err := parseReplay(c, o, &f)
 			if err != nil {
 				return err
 			}
@@ -132,22 +134,32 @@ checks a different secret than GitHub's.
 	}
 }
 
-func parseReplay(c *ucli.Context) (replayOptions, error) {
-	secret, err := readSecret(c)
-	if err != nil {
-		return replayOptions{}, err
+// replayFlags are what the flags shared by replay and deliveries hold that
+// are not options yet: read and checked by parse.
+type replayFlags struct {
+	secret  secretFlagValues
+	plugins pluginFlagValues
+	header  ucli.StringSlice
+	retries int
+}
+
+// parse fills o's secret, plugins, header and retries from f.
+func (f *replayFlags) parse(c *ucli.Context, o *replayOptions) error {
+	var err error
+	if o.secret, err = readSecret(c, &f.secret); err != nil {
+		return err
 	}
-	o := replayOptions{
-		paths: c.Args().Slice(), target: c.String("target"), secret: secret,
-		resign: c.Bool("resign"), noQuery: c.Bool("no-query"), concurrency: c.Int("concurrency"),
-		timeout: c.Duration("timeout"), insecure: c.Bool("insecure"),
-		jsonOut: c.Bool("json"), verbose: c.Bool("verbose"),
-		plugins: parsePlugins(c), failedDir: c.String("failed-dir"),
+	o.plugins = f.plugins.options()
+	if o.header, err = parseHeaders(f.header.Value()); err != nil {
+		return err
 	}
-	if o.header, err = parseHeaders(c.StringSlice("header")); err != nil {
-		return o, err
-	}
-	if o.retries, err = parseRetries(c); err != nil {
+	o.retries, err = parseRetries(c, f.retries)
+	return err
+}
+
+func parseReplay(c *ucli.Context, o replayOptions, f *replayFlags) (replayOptions, error) {
+	o.paths = c.Args().Slice()
+	if err := f.parse(c, &o); err != nil {
 		return o, err
 	}
 	switch {

@@ -20,23 +20,28 @@ const secretEnv = "HOOKLINE_SECRET"
 // file is a mistake (a payload given as the secret file, say).
 const maxSecretFile = 64 << 10
 
+// secretFlagValues are what --secret and --secret-file hold.
+type secretFlagValues struct{ secret, file string }
+
 // secretFlags returns the flags every command that takes a webhook secret
-// shares: --secret and --secret-file. usage says what the secret does for
-// this command. Read the secret with readSecret, never with c.String.
+// shares: --secret and --secret-file, bound to v. usage says what the
+// secret does for this command. Read the secret with readSecret.
 //
 // The secret is never printed: not in errors, not in -v output, not in the
 // trace. urfave/cli shows no default or environment value for these flags
 // (they have neither), so help cannot leak it either.
-func secretFlags(usage string) []ucli.Flag {
+func secretFlags(usage string, v *secretFlagValues) []ucli.Flag {
 	return []ucli.Flag{
 		&ucli.StringFlag{
-			Name:  "secret",
-			Usage: usage + " (or --secret-file, or $" + secretEnv + ": a flag shows in ps)",
+			Name:        "secret",
+			Usage:       usage + " (or --secret-file, or $" + secretEnv + ": a flag shows in ps)",
+			Destination: &v.secret,
 		},
 		&ucli.StringFlag{
-			Name:      "secret-file",
-			Usage:     "read the webhook secret from `FILE` (trailing newlines are trimmed)",
-			TakesFile: true,
+			Name:        "secret-file",
+			Usage:       "read the webhook secret from `FILE` (trailing newlines are trimmed)",
+			TakesFile:   true,
+			Destination: &v.file,
 		},
 	}
 }
@@ -51,8 +56,8 @@ func secretFlags(usage string) []ucli.Flag {
 // sign --secret-file b` uses b. A secret file has its trailing "\n" and
 // "\r\n" removed (editors and `echo` add one); any other whitespace is part
 // of the secret.
-func readSecret(c *ucli.Context) (string, error) {
-	secret, err := readSecretValue(c)
+func readSecret(c *ucli.Context, v *secretFlagValues) (string, error) {
+	secret, err := readSecretValue(c, v)
 	// Warned where real deliveries are checked; sign, verify and send
 	// compute with whatever secret a test uses.
 	receives := c.Command.Name == "forward" || c.Command.Name == "replay" || c.Command.Name == "deliveries"
@@ -62,18 +67,18 @@ func readSecret(c *ucli.Context) (string, error) {
 	return secret, err
 }
 
-func readSecretValue(c *ucli.Context) (string, error) {
+func readSecretValue(c *ucli.Context, v *secretFlagValues) (string, error) {
 	flagSet, fileSet := c.IsSet("secret"), c.IsSet("secret-file")
 	switch {
 	case flagSet && fileSet:
 		return "", usageErrorf("give the secret with --secret or --secret-file, not both")
 	case flagSet:
-		if c.String("secret") == "" {
+		if v.secret == "" {
 			return "", usageErrorf("--secret is empty; give the webhook's secret, or leave the flag out")
 		}
-		return c.String("secret"), nil
+		return v.secret, nil
 	case fileSet:
-		return readSecretFile(c.String("secret-file"))
+		return readSecretFile(v.file)
 	}
 	return os.Getenv(secretEnv), nil
 }
@@ -83,12 +88,12 @@ func readSecretValue(c *ucli.Context) (string, error) {
 // for a file, "HOOKLINE_SECRET=… " (a prefix) for the environment, and for
 // --secret a placeholder, as hookline never prints a secret. The first
 // result goes before the command, the second among its flags.
-func sendSecretHint(c *ucli.Context) (prefix, flag string) {
+func sendSecretHint(c *ucli.Context, v *secretFlagValues) (prefix, flag string) {
 	switch {
 	case c.IsSet("secret"):
 		return "", " --secret <the same secret>"
 	case c.IsSet("secret-file"):
-		return "", " --secret-file " + c.String("secret-file")
+		return "", " --secret-file " + v.file
 	case os.Getenv(secretEnv) != "":
 		return secretEnv + "=… ", ""
 	}

@@ -48,7 +48,16 @@ type sendOptions struct {
 	insecure    bool
 }
 
+// sendFlags are what send's flags hold that are not options yet.
+type sendFlags struct {
+	secret          secretFlagValues
+	target, channel string
+	header          ucli.StringSlice
+}
+
 func sendCommand(s *streams) *ucli.Command {
+	var o sendOptions
+	var f sendFlags
 	return &ucli.Command{
 		Name:  "send",
 		Usage: "send one webhook delivery, as GitHub would, to a local server or a relay channel",
@@ -70,20 +79,20 @@ so the delivery travels the way GitHub's do (relay → forward → server).
 
    hookline send --event issues.opened --secret-file .secret --target http://127.0.0.1:3000/api/github/webhooks
    hookline send --event push --payload push.json --url https://smee.io/AbCdEf123`,
-		Flags: append(secretFlags("sign with this webhook `SECRET`"),
-			&ucli.StringFlag{Name: "event", Aliases: []string{"e"}, Usage: "event `NAME[.ACTION]` to send, such as push or issues.opened (see hookline events)"},
-			&ucli.StringFlag{Name: "payload", Usage: "send the exact bytes of `FILE` (- for stdin) instead of the built-in example", TakesFile: true},
-			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send to this `URL` (your webhook server)"},
-			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "post to this relay channel `URL` instead"},
-			&ucli.StringSliceFlag{Name: "header", Usage: "set header `NAME=VALUE` or \"NAME: VALUE\" (replaces hookline's, the signature included; NAME= removes it); repeatable"},
-			&ucli.BoolFlag{Name: "form", Usage: "send application/x-www-form-urlencoded (payload=<JSON>), GitHub's other content type"},
-			&ucli.StringFlag{Name: "delivery-id", Usage: "use this delivery `ID` instead of a random UUID (to test duplicate handling)"},
-			&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit of one request"},
-			&ucli.IntFlag{Name: "retries", Value: 0, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After; none by default, as GitHub sends once"},
-			insecureFlag(),
+		Flags: append(secretFlags("sign with this webhook `SECRET`", &f.secret),
+			&ucli.StringFlag{Name: "event", Aliases: []string{"e"}, Usage: "event `NAME[.ACTION]` to send, such as push or issues.opened (see hookline events)", Destination: &o.name},
+			&ucli.StringFlag{Name: "payload", Usage: "send the exact bytes of `FILE` (- for stdin) instead of the built-in example", TakesFile: true, Destination: &o.payloadPath},
+			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send to this `URL` (your webhook server)", Destination: &f.target},
+			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "post to this relay channel `URL` instead", Destination: &f.channel},
+			&ucli.StringSliceFlag{Name: "header", Usage: "set header `NAME=VALUE` or \"NAME: VALUE\" (replaces hookline's, the signature included; NAME= removes it); repeatable", Destination: &f.header},
+			&ucli.BoolFlag{Name: "form", Usage: "send application/x-www-form-urlencoded (payload=<JSON>), GitHub's other content type", Destination: &o.form},
+			&ucli.StringFlag{Name: "delivery-id", Usage: "use this delivery `ID` instead of a random UUID (to test duplicate handling)", Destination: &o.deliveryID},
+			&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit of one request", Destination: &o.timeout},
+			&ucli.IntFlag{Name: "retries", Value: 0, Usage: "retries of a transient failure (network error, 408, 429, 5xx), honouring Retry-After; none by default, as GitHub sends once", Destination: &o.retries},
+			insecureFlag(&o.insecure),
 		),
 		Action: func(c *ucli.Context) error {
-			opts, err := parseSend(c)
+			opts, err := parseSend(c, o, &f)
 			if err != nil {
 				return errRedacted(err, opts.secret)
 			}
@@ -92,16 +101,12 @@ so the delivery travels the way GitHub's do (relay → forward → server).
 	}
 }
 
-func parseSend(c *ucli.Context) (sendOptions, error) {
-	secret, err := readSecret(c)
-	if err != nil {
+func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error) {
+	var err error
+	if o.secret, err = readSecret(c, &f.secret); err != nil {
 		return sendOptions{}, err
 	}
-	o := sendOptions{
-		name: strings.TrimSpace(c.String("event")), payloadPath: c.String("payload"), secret: secret,
-		form: c.Bool("form"), deliveryID: c.String("delivery-id"),
-		timeout: c.Duration("timeout"), retries: c.Int("retries"), insecure: c.Bool("insecure"),
-	}
+	o.name = strings.TrimSpace(o.name)
 	if c.NArg() > 0 {
 		return o, usageErrorf("send takes no arguments (got %q); give the payload with --payload FILE", c.Args().First())
 	}
@@ -124,7 +129,7 @@ func parseSend(c *ucli.Context) (sendOptions, error) {
 		}
 	}
 
-	target, channel := c.String("target"), c.String("url")
+	target, channel := f.target, f.channel
 	switch {
 	case target != "" && channel != "":
 		return o, usageErrorf("give --target (your server) or --url (a relay channel), not both")
@@ -143,7 +148,7 @@ func parseSend(c *ucli.Context) (sendOptions, error) {
 		o.target = target
 	}
 
-	if o.header, err = parseHeaders(c.StringSlice("header")); err != nil {
+	if o.header, err = parseHeaders(f.header.Value()); err != nil {
 		return o, err
 	}
 	if o.deliveryID != "" && !header.IsValue(o.deliveryID) {

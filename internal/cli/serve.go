@@ -32,6 +32,8 @@ type serveOptions struct {
 }
 
 func serveCommand(s *streams) *ucli.Command {
+	var o serveOptions
+	var f serveFlags
 	return &ucli.Command{
 		Name:      "serve",
 		Usage:     "run a webhook relay that smee-client and hookline forward can subscribe to",
@@ -47,106 +49,123 @@ func serveCommand(s *streams) *ucli.Command {
 			"Stop it with Ctrl-C: streams end, deliveries in flight finish.",
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{
-				Name:    "addr",
-				Value:   "127.0.0.1:3333",
-				Usage:   "`host:port` to listen on (0.0.0.0:3333 for every interface)",
-				EnvVars: []string{"HOOKLINE_ADDR"},
+				Name:        "addr",
+				Destination: &o.addr,
+				Value:       "127.0.0.1:3333",
+				Usage:       "`host:port` to listen on (0.0.0.0:3333 for every interface)",
+				EnvVars:     []string{"HOOKLINE_ADDR"},
 			},
 			&ucli.StringFlag{
-				Name:    "public-url",
-				Usage:   "`URL` clients reach the relay at, used in channel URLs (default: from each request's Host and X-Forwarded-* headers)",
-				EnvVars: []string{"HOOKLINE_PUBLIC_URL"},
+				Name:        "public-url",
+				Destination: &f.publicURL,
+				Usage:       "`URL` clients reach the relay at, used in channel URLs (default: from each request's Host and X-Forwarded-* headers)",
+				EnvVars:     []string{"HOOKLINE_PUBLIC_URL"},
 			},
 			&ucli.DurationFlag{
-				Name:    "ping-interval",
-				Value:   relay.DefaultPingInterval,
-				Usage:   "`duration` of silence after which a stream gets a ping event",
-				EnvVars: []string{"HOOKLINE_PING_INTERVAL"},
+				Name:        "ping-interval",
+				Destination: &o.relay.PingInterval,
+				Value:       relay.DefaultPingInterval,
+				Usage:       "`duration` of silence after which a stream gets a ping event",
+				EnvVars:     []string{"HOOKLINE_PING_INTERVAL"},
 			},
 			&ucli.IntFlag{
-				Name:    "history",
-				Value:   relay.DefaultHistoryCount,
-				Usage:   "number (`n`) of deliveries each channel keeps for subscribers that reconnect",
-				EnvVars: []string{"HOOKLINE_HISTORY"},
+				Name:        "history",
+				Destination: &o.relay.HistoryCount,
+				Value:       relay.DefaultHistoryCount,
+				Usage:       "number (`n`) of deliveries each channel keeps for subscribers that reconnect",
+				EnvVars:     []string{"HOOKLINE_HISTORY"},
 			},
 			&ucli.StringFlag{
-				Name:    "history-bytes",
-				Value:   "50MiB",
-				Usage:   "`size` of the deliveries each channel keeps",
-				EnvVars: []string{"HOOKLINE_HISTORY_BYTES"},
+				Name:        "history-bytes",
+				Destination: &f.historyBytes,
+				Value:       "50MiB",
+				Usage:       "`size` of the deliveries each channel keeps",
+				EnvVars:     []string{"HOOKLINE_HISTORY_BYTES"},
 			},
 			&ucli.StringFlag{
-				Name:    "total-history-bytes",
-				Value:   "256MiB",
-				Usage:   "`size` of the deliveries all channels keep together",
-				EnvVars: []string{"HOOKLINE_TOTAL_HISTORY_BYTES"},
+				Name:        "total-history-bytes",
+				Destination: &f.totalHistoryBytes,
+				Value:       "256MiB",
+				Usage:       "`size` of the deliveries all channels keep together",
+				EnvVars:     []string{"HOOKLINE_TOTAL_HISTORY_BYTES"},
 			},
 			&ucli.DurationFlag{
-				Name:    "history-age",
-				Usage:   "`duration` after which a channel drops a delivery when it receives the next one (0s: no age limit)",
-				EnvVars: []string{"HOOKLINE_HISTORY_AGE"},
+				Name:        "history-age",
+				Destination: &o.relay.HistoryAge,
+				Usage:       "`duration` after which a channel drops a delivery when it receives the next one (0s: no age limit)",
+				EnvVars:     []string{"HOOKLINE_HISTORY_AGE"},
 			},
 			&ucli.StringFlag{
-				Name:    "data-dir",
-				Usage:   "`directory` where channel history is kept across restarts (relay.db; created if missing; default: memory only)",
-				EnvVars: []string{"HOOKLINE_DATA_DIR"},
+				Name:        "data-dir",
+				Destination: &o.relay.DataDir,
+				Usage:       "`directory` where channel history is kept across restarts (relay.db; created if missing; default: memory only)",
+				EnvVars:     []string{"HOOKLINE_DATA_DIR"},
 			},
 			&ucli.StringFlag{
-				Name:    "redis-url",
-				Usage:   "`URL` of a Redis (7.0+) that keeps the history, shared by every relay using it: redis://[user:password@]host:port[/db], rediss:// for TLS (default: no Redis)",
-				EnvVars: []string{"HOOKLINE_REDIS_URL"},
+				Name:        "redis-url",
+				Destination: &f.redisURL,
+				Usage:       "`URL` of a Redis (7.0+) that keeps the history, shared by every relay using it: redis://[user:password@]host:port[/db], rediss:// for TLS (default: no Redis)",
+				EnvVars:     []string{"HOOKLINE_REDIS_URL"},
 			},
 			&ucli.StringFlag{
-				Name:    "max-upload-bytes",
-				Value:   "256MiB",
-				Usage:   "`size` of the POST bodies received at once; beyond it, POSTs get 503 and Retry-After",
-				EnvVars: []string{"HOOKLINE_MAX_UPLOAD_BYTES"},
+				Name:        "max-upload-bytes",
+				Destination: &f.maxUploadBytes,
+				Value:       "256MiB",
+				Usage:       "`size` of the POST bodies received at once; beyond it, POSTs get 503 and Retry-After",
+				EnvVars:     []string{"HOOKLINE_MAX_UPLOAD_BYTES"},
 			},
 			&ucli.IntFlag{
-				Name:    "max-subscribers",
-				Value:   relay.DefaultMaxSubscribers,
-				Usage:   "number (`n`) of streams one channel holds at once; one more cuts off the oldest, which resumes with Last-Event-ID",
-				EnvVars: []string{"HOOKLINE_MAX_SUBSCRIBERS"},
+				Name:        "max-subscribers",
+				Destination: &o.relay.MaxSubscribers,
+				Value:       relay.DefaultMaxSubscribers,
+				Usage:       "number (`n`) of streams one channel holds at once; one more cuts off the oldest, which resumes with Last-Event-ID",
+				EnvVars:     []string{"HOOKLINE_MAX_SUBSCRIBERS"},
 			},
 			&ucli.IntFlag{
-				Name:    "max-subscribers-per-ip",
-				Value:   relay.DefaultMaxSubscribersIP,
-				Usage:   "number (`n`) of streams one client address holds on one channel; one more cuts off its oldest there",
-				EnvVars: []string{"HOOKLINE_MAX_SUBSCRIBERS_PER_IP"},
+				Name:        "max-subscribers-per-ip",
+				Destination: &o.relay.MaxSubscribersPerIP,
+				Value:       relay.DefaultMaxSubscribersIP,
+				Usage:       "number (`n`) of streams one client address holds on one channel; one more cuts off its oldest there",
+				EnvVars:     []string{"HOOKLINE_MAX_SUBSCRIBERS_PER_IP"},
 			},
 			&ucli.IntFlag{
-				Name:    "max-streams",
-				Usage:   "number (`n`) of streams the relay holds; beyond it, streams get 503 (default: three quarters of the open-file limit)",
-				EnvVars: []string{"HOOKLINE_MAX_STREAMS"},
+				Name:        "max-streams",
+				Destination: &o.relay.MaxStreams,
+				Usage:       "number (`n`) of streams the relay holds; beyond it, streams get 503 (default: three quarters of the open-file limit)",
+				EnvVars:     []string{"HOOKLINE_MAX_STREAMS"},
 			},
 			&ucli.IntFlag{
-				Name:    "max-streams-per-ip",
-				Value:   relay.DefaultMaxStreamsPerIP,
-				Usage:   "number (`n`) of streams one client address holds on all channels; beyond it, its streams get 503",
-				EnvVars: []string{"HOOKLINE_MAX_STREAMS_PER_IP"},
+				Name:        "max-streams-per-ip",
+				Destination: &o.relay.MaxStreamsPerIP,
+				Value:       relay.DefaultMaxStreamsPerIP,
+				Usage:       "number (`n`) of streams one client address holds on all channels; beyond it, its streams get 503",
+				EnvVars:     []string{"HOOKLINE_MAX_STREAMS_PER_IP"},
 			},
 			&ucli.IntFlag{
-				Name:    "redeliveries-per-minute",
-				Value:   relay.DefaultRedeliveryRate,
-				Usage:   "number (`n`) of redeliveries a minute each channel, and each client address, may ask for (bursts of ten); beyond it, 429",
-				EnvVars: []string{"HOOKLINE_REDELIVERIES_PER_MINUTE"},
+				Name:        "redeliveries-per-minute",
+				Destination: &o.relay.RedeliveriesPerMinute,
+				Value:       relay.DefaultRedeliveryRate,
+				Usage:       "number (`n`) of redeliveries a minute each channel, and each client address, may ask for (bursts of ten); beyond it, 429",
+				EnvVars:     []string{"HOOKLINE_REDELIVERIES_PER_MINUTE"},
 			},
 			&ucli.StringSliceFlag{
-				Name:    "trusted-proxy",
-				Usage:   "`address` or CIDR of a reverse proxy in front of the relay, whose X-Forwarded-For names the client that per-client limits count (repeatable)",
-				EnvVars: []string{"HOOKLINE_TRUSTED_PROXY"},
+				Name:        "trusted-proxy",
+				Destination: &f.trustedProxies,
+				Usage:       "`address` or CIDR of a reverse proxy in front of the relay, whose X-Forwarded-For names the client that per-client limits count (repeatable)",
+				EnvVars:     []string{"HOOKLINE_TRUSTED_PROXY"},
 			},
 			&ucli.BoolFlag{
-				Name:    "verbose",
-				Aliases: []string{"v"},
-				Usage:   "also log every delivery (channel, id, size, subscribers, event) and Redis's own messages",
+				Name:        "verbose",
+				Destination: &o.verbose,
+				Aliases:     []string{"v"},
+				Usage:       "also log every delivery (channel, id, size, subscribers, event) and Redis's own messages",
 			},
 		},
 		OnUsageError: func(_ *ucli.Context, err error, _ bool) error {
 			return usageErrorf("%v; run 'hookline serve --help' for usage", err)
 		},
 		Action: func(c *ucli.Context) error {
-			opts, err := parseServe(c)
+			opts, err := parseServe(c, o, &f)
 			if err != nil {
 				return err
 			}
@@ -155,26 +174,31 @@ func serveCommand(s *streams) *ucli.Command {
 	}
 }
 
+// serveFlags are what serve's flags hold that are not options yet.
+type serveFlags struct {
+	publicURL, redisURL                             string
+	historyBytes, totalHistoryBytes, maxUploadBytes string
+	trustedProxies                                  ucli.StringSlice
+}
+
 // parseServe checks the flags of `hookline serve`.
-func parseServe(c *ucli.Context) (serveOptions, error) {
+func parseServe(c *ucli.Context, opts serveOptions, f *serveFlags) (serveOptions, error) {
 	if c.NArg() > 0 {
 		return serveOptions{}, usageErrorf("serve takes no arguments, got %q; run 'hookline serve --help' for usage", c.Args().First())
 	}
-	opts := serveOptions{addr: c.String("addr")}
 	if err := checkListenAddr(opts.addr); err != nil {
 		return serveOptions{}, err
 	}
-	publicURL, err := checkPublicURL(c.String("public-url"))
+	publicURL, err := checkPublicURL(f.publicURL)
 	if err != nil {
 		return serveOptions{}, err
 	}
 	opts.relay.PublicURL = publicURL
-	if c.IsSet("data-dir") && strings.TrimSpace(c.String("data-dir")) == "" {
+	if c.IsSet("data-dir") && strings.TrimSpace(opts.relay.DataDir) == "" {
 		return serveOptions{}, usageErrorf("--data-dir is empty; give a directory, or leave the flag out to keep the history in memory")
 	}
-	opts.relay.DataDir = c.String("data-dir")
 	if c.IsSet("redis-url") {
-		u, err := checkRedisURL(c.String("redis-url"))
+		u, err := checkRedisURL(f.redisURL)
 		if err != nil {
 			return serveOptions{}, err
 		}
@@ -183,51 +207,50 @@ func parseServe(c *ucli.Context) (serveOptions, error) {
 		}
 		opts.relay.RedisURL = u
 	}
-	if opts.relay.HistoryAge = c.Duration("history-age"); opts.relay.HistoryAge < 0 {
+	if opts.relay.HistoryAge < 0 {
 		return serveOptions{}, usageErrorf("--history-age %s must not be negative (0 means no age limit)", opts.relay.HistoryAge)
 	}
-	if opts.relay.PingInterval = c.Duration("ping-interval"); opts.relay.PingInterval <= 0 {
+	if opts.relay.PingInterval <= 0 {
 		return serveOptions{}, usageErrorf("--ping-interval %s must be positive, such as 30s", opts.relay.PingInterval)
 	}
-	if opts.relay.HistoryCount = c.Int("history"); opts.relay.HistoryCount < 1 {
+	if opts.relay.HistoryCount < 1 {
 		return serveOptions{}, usageErrorf("--history %d must be at least 1", opts.relay.HistoryCount)
 	}
 	for _, f := range []struct {
 		name string
-		dst  *int
+		n    int
 		min  int
 	}{
-		{"max-subscribers", &opts.relay.MaxSubscribers, 1},
-		{"max-subscribers-per-ip", &opts.relay.MaxSubscribersPerIP, 1},
-		{"max-streams", &opts.relay.MaxStreams, 0},
-		{"max-streams-per-ip", &opts.relay.MaxStreamsPerIP, 1},
-		{"redeliveries-per-minute", &opts.relay.RedeliveriesPerMinute, 1},
+		{"max-subscribers", opts.relay.MaxSubscribers, 1},
+		{"max-subscribers-per-ip", opts.relay.MaxSubscribersPerIP, 1},
+		{"max-streams", opts.relay.MaxStreams, 0},
+		{"max-streams-per-ip", opts.relay.MaxStreamsPerIP, 1},
+		{"redeliveries-per-minute", opts.relay.RedeliveriesPerMinute, 1},
 	} {
-		if *f.dst = c.Int(f.name); *f.dst < f.min {
-			return serveOptions{}, usageErrorf("--%s %d must be at least %d", f.name, *f.dst, max(f.min, 1))
+		if f.n < f.min {
+			return serveOptions{}, usageErrorf("--%s %d must be at least %d", f.name, f.n, max(f.min, 1))
 		}
 	}
-	opts.verbose = c.Bool("verbose")
-	for _, v := range c.StringSlice("trusted-proxy") {
+	for _, v := range f.trustedProxies.Value() {
 		p, err := parsePrefix(v)
 		if err != nil {
 			return serveOptions{}, usageErrorf("--trusted-proxy %q is not an address or CIDR, such as 10.0.0.0/8 or 127.0.0.1", v)
 		}
 		opts.relay.TrustedProxies = append(opts.relay.TrustedProxies, p)
 	}
-	for _, f := range []struct {
-		name string
-		dst  *int64
+	for _, b := range []struct {
+		name, value string
+		dst         *int64
 	}{
-		{"history-bytes", &opts.relay.HistoryBytes},
-		{"total-history-bytes", &opts.relay.TotalHistoryBytes},
-		{"max-upload-bytes", &opts.relay.MaxUploadBytes},
+		{"history-bytes", f.historyBytes, &opts.relay.HistoryBytes},
+		{"total-history-bytes", f.totalHistoryBytes, &opts.relay.TotalHistoryBytes},
+		{"max-upload-bytes", f.maxUploadBytes, &opts.relay.MaxUploadBytes},
 	} {
-		n, err := bytesize.Parse(c.String(f.name))
+		n, err := bytesize.Parse(b.value)
 		if err != nil {
-			return serveOptions{}, usageErrorf("--%s: %v", f.name, err)
+			return serveOptions{}, usageErrorf("--%s: %v", b.name, err)
 		}
-		*f.dst = n
+		*b.dst = n
 	}
 	return opts, nil
 }

@@ -21,6 +21,7 @@ type signOptions struct {
 }
 
 func signCommand(s *streams) *ucli.Command {
+	var sv secretFlagValues
 	return &ucli.Command{
 		Name:      "sign",
 		Usage:     "print the X-Hub-Signature-256 of a payload",
@@ -33,9 +34,9 @@ Every byte counts, a trailing newline included: hookline never trims the
 input. "echo '{}' | hookline sign" signs "{}\n"; use printf '%s' '{}'.
 
    hookline sign --secret-file .secret payload.json`,
-		Flags: secretFlags("the webhook `SECRET` to sign with"),
+		Flags: secretFlags("the webhook `SECRET` to sign with", &sv),
 		Action: func(c *ucli.Context) error {
-			opts, err := parseSign(c)
+			opts, err := parseSign(c, &sv)
 			if err != nil {
 				return err
 			}
@@ -44,8 +45,8 @@ input. "echo '{}' | hookline sign" signs "{}\n"; use printf '%s' '{}'.
 	}
 }
 
-func parseSign(c *ucli.Context) (signOptions, error) {
-	secret, err := readSecret(c)
+func parseSign(c *ucli.Context, sv *secretFlagValues) (signOptions, error) {
+	secret, err := readSecret(c, sv)
 	if err != nil {
 		return signOptions{}, err
 	}

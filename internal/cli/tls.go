@@ -11,10 +11,11 @@ import (
 )
 
 // insecureFlag is --insecure, shared by forward, replay and send.
-func insecureFlag() ucli.Flag {
+func insecureFlag(dst *bool) ucli.Flag {
 	return &ucli.BoolFlag{
-		Name:  "insecure",
-		Usage: "do not verify TLS certificates of targets and relays (for test servers with self-signed certificates only)",
+		Name:        "insecure",
+		Usage:       "do not verify TLS certificates of targets and relays (for test servers with self-signed certificates only)",
+		Destination: dst,
 	}
 }
 

@@ -24,6 +24,8 @@ type verifyOptions struct {
 var errSignatureMismatch = errors.New("signature does not match the payload and secret")
 
 func verifyCommand(s *streams) *ucli.Command {
+	var sv secretFlagValues
+	var signature string
 	return &ucli.Command{
 		Name:      "verify",
 		Usage:     "check a payload's X-Hub-Signature-256",
@@ -39,11 +41,11 @@ Every byte counts, a trailing newline included: hookline never trims the
 input, and says so when the signature would match without the newline.
 
    hookline verify --secret-file .secret --signature "sha256=…" payload.json`,
-		Flags: append(secretFlags("the webhook `SECRET` to check with"),
-			&ucli.StringFlag{Name: "signature", Aliases: []string{"s"}, Usage: "the X-Hub-Signature-256 value to check, `SIG` = sha256=<64 hex digits>"},
+		Flags: append(secretFlags("the webhook `SECRET` to check with", &sv),
+			&ucli.StringFlag{Name: "signature", Aliases: []string{"s"}, Usage: "the X-Hub-Signature-256 value to check, `SIG` = sha256=<64 hex digits>", Destination: &signature},
 		),
 		Action: func(c *ucli.Context) error {
-			opts, err := parseVerify(c)
+			opts, err := parseVerify(c, &sv, signature)
 			if err != nil {
 				return err
 			}
@@ -52,15 +54,15 @@ input, and says so when the signature would match without the newline.
 	}
 }
 
-func parseVerify(c *ucli.Context) (verifyOptions, error) {
-	secret, err := readSecret(c)
+func parseVerify(c *ucli.Context, sv *secretFlagValues, signature string) (verifyOptions, error) {
+	secret, err := readSecret(c, sv)
 	if err != nil {
 		return verifyOptions{}, err
 	}
 	if secret == "" {
 		return verifyOptions{}, usageErrorf("verify needs the webhook secret: give --secret, --secret-file or set %s", secretEnv)
 	}
-	o := verifyOptions{secret: secret, signature: strings.TrimSpace(c.String("signature"))}
+	o := verifyOptions{secret: secret, signature: strings.TrimSpace(signature)}
 	if o.signature == "" {
 		return o, usageErrorf("verify needs --signature (the X-Hub-Signature-256 header's value, sha256=…)")
 	}
