@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookline/hookline/internal/testutil/redistest"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/hookline/hookline/internal/testutil/redistest"
 )
 
 // storedBytes returns the bytes of the records of channel, and of those

@@ -13,8 +13,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hookline/hookline/internal/httpx"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/httpx"
 )
 
 // The Redis store (Options.RedisURL) keeps every channel's history in Redis,

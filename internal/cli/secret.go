@@ -9,8 +9,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hookline/hookline/internal/httpx"
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/hookline/hookline/internal/httpx"
 )
 
 // secretEnv is the environment variable that holds the webhook secret.

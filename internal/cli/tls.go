@@ -6,8 +6,9 @@ import (
 	"net/http"
 
 	"github.com/fatih/color"
-	"github.com/hookline/hookline/internal/httpx"
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/hookline/hookline/internal/httpx"
 )
 
 // insecureFlag is --insecure, shared by forward, replay and send.
