@@ -146,7 +146,7 @@ func TestDeliveries(t *testing.T) {
 	recv := newReceiver(t, http.StatusOK)
 	owner := Repo("octo/hello")
 	id := gh.AddHook(githubtest.Hook{Owner: "/repos/octo/hello", URL: recv.URL, Secret: "s", Events: []string{"*"}, Active: true})
-	var made []githubtest.Delivery
+	var made []githubtest.HookDelivery
 	for i := range 5 {
 		recv.mu.Lock()
 		recv.status = []int{200, 500, 200, 404, 200}[i]

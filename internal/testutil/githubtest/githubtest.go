@@ -102,8 +102,8 @@ type Hook struct {
 	Active bool
 }
 
-// Delivery is a delivery the server made.
-type Delivery struct {
+// HookDelivery is a delivery the server made (GitHub's record of it).
+type HookDelivery struct {
 	ID, HookID int64
 	GUID       string
 	Event      string
@@ -133,7 +133,7 @@ type Server struct {
 	mu         sync.Mutex
 	nextID     int64
 	hooks      map[int64]*Hook
-	deliveries []*Delivery
+	deliveries []*HookDelivery
 	refusals   []Refusal
 	calls      []string
 	sending    sync.WaitGroup
@@ -213,7 +213,7 @@ func (s *Server) Refuse(r ...Refusal) {
 // (X-GitHub-Event, X-GitHub-Delivery, X-Hub-Signature-256 with the hook's
 // secret, X-GitHub-Hook-ID), records the delivery with the status the URL
 // answered and returns it.
-func (s *Server) Deliver(hookID int64, event string, payload []byte) (Delivery, error) {
+func (s *Server) Deliver(hookID int64, event string, payload []byte) (HookDelivery, error) {
 	s.mu.Lock()
 	h, ok := s.hooks[hookID]
 	var hook Hook
@@ -224,11 +224,11 @@ func (s *Server) Deliver(hookID int64, event string, payload []byte) (Delivery, 
 	id := s.nextID
 	s.mu.Unlock()
 	if !ok {
-		return Delivery{}, fmt.Errorf("githubtest: no hook %d", hookID)
+		return HookDelivery{}, fmt.Errorf("githubtest: no hook %d", hookID)
 	}
 	var head struct{ Action string }
 	_ = json.Unmarshal(payload, &head)
-	d := Delivery{ID: id, HookID: hookID, GUID: rand.Text(), Event: event, Action: head.Action, Payload: payload, At: time.Now().UTC().Truncate(time.Second)}
+	d := HookDelivery{ID: id, HookID: hookID, GUID: rand.Text(), Event: event, Action: head.Action, Payload: payload, At: time.Now().UTC().Truncate(time.Second)}
 	mac := hmac.New(sha256.New, []byte(hook.Secret))
 	mac.Write(payload)
 	d.Header = map[string]string{
@@ -421,7 +421,7 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 		delete(s.hooks, hookID)
 		return http.StatusNoContent, nil, nil
 	case "list-webhook-deliveries":
-		var list []Delivery
+		var list []HookDelivery
 		cursor, _ := strconv.ParseInt(first(query["cursor"]), 10, 64)
 		for _, d := range slices.Backward(s.deliveries) {
 			if d.HookID == hookID && deliveryMatches(d, query) && (cursor == 0 || d.ID <= cursor) {
@@ -477,7 +477,7 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 
 // deliveryMatches applies the status filter (success: 200-399, failure:
 // 400-599, per the description).
-func deliveryMatches(d *Delivery, query map[string][]string) bool {
+func deliveryMatches(d *HookDelivery, query map[string][]string) bool {
 	switch first(query["status"]) {
 	case "success":
 		return d.Status >= 200 && d.Status < 400
@@ -527,7 +527,7 @@ func hookJSON(tmpl any, h *Hook) any {
 }
 
 // deliveryJSON is the description's example delivery with d's values.
-func deliveryJSON(tmpl any, d *Delivery, detail bool) any {
+func deliveryJSON(tmpl any, d *HookDelivery, detail bool) any {
 	m := clone(tmpl).(map[string]any)
 	m["id"] = d.ID
 	m["guid"] = d.GUID
