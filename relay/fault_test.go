@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/proxy"
 )
 
@@ -198,7 +199,7 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 	}))
 	t.Cleanup(target.Close)
 
-	var clientLog lockedBuffer
+	var clientLog relaytest.Buffer
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("relay log:\n%s\nclient log:\n%s", rp.stderr(), clientLog.String())
@@ -307,22 +308,4 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 			t.Fatalf("event ids seen %v..., want 1..%d each once", eventIDs[max(0, i-3):i+1], total)
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -438,7 +438,7 @@ func TestUseRedisLogger(t *testing.T) {
 	rs := redistest.Start(t)
 	addr := rs.Addr()
 	rs.Kill()
-	var logs lockedBuffer
+	var logs relaytest.Buffer
 	relay.UseRedisLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { redis.SetLogger(&redisLogs{}) })
 	if srv, err := relay.New(relay.Options{RedisURL: "redis://" + addr}); err == nil {

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	r3 "github.com/r3labs/sse/v2"
-
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/internal/testutil/ssetest"
@@ -79,38 +77,5 @@ func BenchmarkRelay25MiB(b *testing.B) {
 		if !errors.Is(err, io.EOF) || d == nil || !bytes.Equal(d.Body, body) {
 			b.Fatalf("Subscribe = %v; delivery arrived intact: %v", err, d != nil && bytes.Equal(d.Body, body))
 		}
-	}
-}
-
-// chunkReader returns at most chunk bytes per Read, like a socket.
-type chunkReader struct {
-	r     io.Reader
-	chunk int
-}
-
-func (c *chunkReader) Read(p []byte) (int, error) {
-	if len(p) > c.chunk {
-		p = p[:c.chunk]
-	}
-	return c.r.Read(p)
-}
-
-// BenchmarkR3labsEventStreamReader measures r3labs' EventStreamReader alone
-// on one event of growing size, read 64 KiB at a time. Its split function
-// searches the whole buffered event for a blank line after every read, so
-// the time per event grows with the square of its size: compare ns/op
-// across sizes (a linear reader would scale like the size).
-func BenchmarkR3labsEventStreamReader(b *testing.B) {
-	for _, mib := range []int{1, 4, 16, 33} {
-		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
-			event := append(append([]byte("data: "), bytes.Repeat([]byte("A"), mib<<20)...), "\n\n"...)
-			b.SetBytes(int64(len(event)))
-			for b.Loop() {
-				r := r3.NewEventStreamReader(&chunkReader{r: bytes.NewReader(event), chunk: 64 << 10}, sse.DefaultMaxEventSize)
-				if ev, err := r.ReadEvent(); err != nil || len(ev) != len(event)-2 {
-					b.Fatalf("ReadEvent: %d bytes, %v", len(ev), err)
-				}
-			}
-		})
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/r3labs/sse/v2"
+	r3 "github.com/r3labs/sse/v2"
 )
 
 // scriptReader returns its chunks one per Read, then blocks until closed
@@ -128,7 +128,7 @@ func TestStreamBodyWithR3labs(t *testing.T) {
 		fmt.Fprintf(&stream, "id: %d\ndata: %s\r\n\r\n: comment\n\n", i, data)
 		want = append(want, fmt.Sprintf("id: %d\ndata: %s", i, data), ": comment")
 	}
-	r := sse.NewEventStreamReader(&streamBody{rc: io.NopCloser(&smallReads{r: &stream, chunk: 1000})}, DefaultMaxEventSize)
+	r := r3.NewEventStreamReader(&streamBody{rc: io.NopCloser(&smallReads{r: &stream, chunk: 1000})}, DefaultMaxEventSize)
 	for i, w := range want {
 		ev, err := r.ReadEvent()
 		if err != nil || string(ev) != w {
@@ -157,7 +157,7 @@ func (c *smallReads) Read(p []byte) (int, error) {
 // filler that HTTPTransport puts in front of r3labs: compare the two. The
 // time per event now grows with its size, not its square.
 //
-//	go test -run '^$' -bench 'R3labs' ./proxy/
+//	go test -run '^$' -bench 'R3labs' ./internal/sse/
 func BenchmarkR3labsFilled(b *testing.B) {
 	for _, mib := range []int{1, 4, 16, 33} {
 		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
@@ -165,7 +165,27 @@ func BenchmarkR3labsFilled(b *testing.B) {
 			b.SetBytes(int64(len(event)))
 			for b.Loop() {
 				body := &streamBody{rc: io.NopCloser(&smallReads{r: bytes.NewReader(event), chunk: 64 << 10})}
-				r := sse.NewEventStreamReader(body, DefaultMaxEventSize)
+				r := r3.NewEventStreamReader(body, DefaultMaxEventSize)
+				if ev, err := r.ReadEvent(); err != nil || len(ev) != len(event)-2 {
+					b.Fatalf("ReadEvent: %d bytes, %v", len(ev), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkR3labsEventStreamReader measures r3labs' EventStreamReader alone
+// on one event of growing size, read 64 KiB at a time. Its split function
+// searches the whole buffered event for a blank line after every read, so
+// the time per event grows with the square of its size: compare ns/op
+// across sizes (a linear reader would scale like the size).
+func BenchmarkR3labsEventStreamReader(b *testing.B) {
+	for _, mib := range []int{1, 4, 16, 33} {
+		b.Run(fmt.Sprintf("%dMiB", mib), func(b *testing.B) {
+			event := append(append([]byte("data: "), bytes.Repeat([]byte("A"), mib<<20)...), "\n\n"...)
+			b.SetBytes(int64(len(event)))
+			for b.Loop() {
+				r := r3.NewEventStreamReader(&smallReads{r: bytes.NewReader(event), chunk: 64 << 10}, DefaultMaxEventSize)
 				if ev, err := r.ReadEvent(); err != nil || len(ev) != len(event)-2 {
 					b.Fatalf("ReadEvent: %d bytes, %v", len(ev), err)
 				}
