@@ -602,23 +602,32 @@ func (c *Client) Run(ctx context.Context) error {
 	}
 	subCtx, stopSub := context.WithCancelCause(ctx)
 	defer stopSub(nil)
-	err := sse.Subscribe(subCtx, t, so, func(ev sse.Event) {
+	err := sse.Subscribe(subCtx, t, so, func(ev sse.Event) error {
 		if d := c.decode(ev); d != nil {
 			if n := c.loops.cameBack(d.ID, d.EventID, time.Now()); n >= loopLimit {
 				err := fmt.Errorf("%w: delivery %s came back to the channel %d times within %s of being sent to the target; is the target the channel's own URL, or does it post deliveries back to it?",
 					ErrLoop, d.ID, n, loopWindow)
 				c.logger.Error("stopping: the target sends deliveries back to the channel", "delivery", d.ID, "event_id", d.EventID)
 				stopSub(err)
-				return
+				return nil
 			}
 			if d.Link != "" {
-				if err := c.fetchBody(ctx, d); err != nil && ctx.Err() != nil {
+				switch err := c.fetchBody(ctx, d); {
+				case err != nil && ctx.Err() != nil:
 					c.logger.Warn("shutting down: delivery received but its body not fetched; it stays in the relay's history",
 						"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
-					return
-				} else if err != nil {
+					return nil
+				case errors.Is(err, errBodyGone) || errors.Is(err, errMalformed):
+					// The relay no longer has it, or the link cannot be
+					// fetched at all: resuming would not help.
 					c.keepSkipped(ev, "whose body could not be fetched", err)
-					return
+					return nil
+				case err != nil:
+					// The stream resumes before it, and the relay sends
+					// it again with a new link.
+					c.logger.Warn("the body of a delivery could not be fetched; reconnecting to receive it again",
+						"delivery", d.ID, "event_id", d.EventID, "err", err)
+					return err
 				}
 			}
 			it := c.classify(d, ev.Durable)
@@ -631,6 +640,7 @@ func (c *Client) Run(ctx context.Context) error {
 					"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
 			}
 		}
+		return nil
 	})
 	close(queue)
 	wg.Wait()
@@ -722,6 +732,10 @@ func (g *loopGuard) cameBack(id, eventID string, now time.Time) int {
 	return s.back
 }
 
+// errBodyGone is wrapped by fetchBody's error when the relay no longer has
+// the body (404 or 410): only then is a delivery skipped.
+var errBodyGone = errors.New("the relay no longer has the body")
+
 // linkFetchTimeout bounds fetching one body by link, retries included: a
 // relay that stalls must not stop the stream for good (25 MiB in it is
 // 200 KiB/s).
@@ -741,10 +755,13 @@ func (c *Client) fetchBody(ctx context.Context, d *delivery.Delivery) error {
 	if err != nil {
 		return err
 	}
-	hc := c.opts.RelayClient
-	if hc == nil {
-		hc = http.DefaultClient
+	hc := http.Client{}
+	if c.opts.RelayClient != nil {
+		hc = *c.opts.RelayClient
 	}
+	// The body comes from the relay itself: a redirect elsewhere (to any
+	// host) is not followed.
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	limit := sse.DefaultMaxEventSize
 	ctx, cancel := context.WithTimeout(ctx, linkFetchTimeout)
 	defer cancel()
@@ -752,16 +769,18 @@ func (c *Client) fetchBody(ctx context.Context, d *delivery.Delivery) error {
 	if err != nil {
 		return err
 	}
-	resp, err := (&rest.Client{HTTPClient: hc, Retry: &rest.RetryPolicy{}}).MakeRequest(req)
+	resp, err := (&rest.Client{HTTPClient: &hc, Retry: &rest.RetryPolicy{}}).MakeRequest(req)
 	if err != nil {
 		return fmt.Errorf("fetching the body of delivery %s: %w", d.ID, redactErr(err))
 	}
 	defer resp.Body.Close()
 	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		return fmt.Errorf("fetching the body of delivery %s: the relay answered %s: %w", d.ID, resp.Status, errBodyGone)
 	case resp.StatusCode != http.StatusOK:
 		return fmt.Errorf("fetching the body of delivery %s: the relay answered %s", d.ID, resp.Status)
 	case resp.ContentLength < 0 || resp.ContentLength > int64(limit):
-		return fmt.Errorf("fetching the body of delivery %s: %d bytes announced, not 0 to the %d an event may have", d.ID, resp.ContentLength, limit)
+		return fmt.Errorf("%w: fetching the body of delivery %s: %d bytes announced, not 0 to the %d an event may have", errMalformed, d.ID, resp.ContentLength, limit)
 	}
 	body := make([]byte, resp.ContentLength)
 	if _, err := io.ReadFull(resp.Body, body); err != nil {

@@ -310,7 +310,7 @@ func TestClientHandlersOnlyRunVerified(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var ran atomic.Int32
 			run := func(context.Context, webhooks.Event) error { ran.Add(1); return nil }
-			opts := proxy.Options{AllowUnverified: tt.allowUnverified}
+			opts := proxy.Options{AllowUnverified: tt.allowUnverified, Logger: quiet}
 			if tt.webhooksSecret != "" {
 				wh, err := webhooks.New(webhooks.Options{Secret: tt.webhooksSecret, AdditionalSecrets: []string{"old"}, Logger: quiet})
 				if err != nil {

@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,4 +140,78 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// A body whose fetch fails (the relay's front answers 502 however often
+// rest retries) is not skipped: the client reconnects before the delivery,
+// the relay sends it again with a new link, and it reaches the target
+// byte-exact, with no note in the failed folder.
+func TestBodyLinkFetchFailureResumes(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{})
+	up, _ := url.Parse(rl.Base)
+	rp := httputil.NewSingleHostReverseProxy(up)
+	rp.FlushInterval = -1 // an event stream
+	var streams, fetches atomic.Int32
+	front := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/body/") {
+			if fetches.Add(1); streams.Load() < 2 {
+				http.Error(w, "upstream broke", http.StatusBadGateway)
+				return
+			}
+		} else if r.Method == http.MethodGet {
+			streams.Add(1)
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	channel := front + strings.TrimPrefix(rl.Channel, rl.Base)
+	target := &relaytest.Sink{}
+	ts := httptestServer(t, target)
+	failed := t.TempDir()
+	startConnected(t, proxy.Options{URL: channel, Target: ts, FailedDir: failed, MaxBackoff: 50 * time.Millisecond})
+
+	big := relaytest.Body(1, wire.LinkMin)
+	rl.Publish(t, nil, 1, big)
+	rl.Publish(t, nil, 2, relaytest.Body(2, 10))
+	got := target.WaitFor(t, 2)
+	if got[0].ID != relaytest.ID(1) || !bytes.Equal(got[0].Body, big) || got[1].ID != relaytest.ID(2) {
+		t.Errorf("arrivals %s (%d bytes), %s; want the large delivery byte-exact, then the small one", got[0].ID, len(got[0].Body), got[1].ID)
+	}
+	if n := streams.Load(); n < 2 {
+		t.Errorf("%d streams: the client should have reconnected after the failed fetch", n)
+	}
+	if notes, _ := filepath.Glob(filepath.Join(failed, "*")); len(notes) != 0 {
+		t.Errorf("failed folder holds %v, want nothing skipped", notes)
+	}
+}
+
+// A relay that answers a body fetch with a redirect is not followed to
+// another host: the body comes from the relay or not at all (the client
+// reconnects to have the delivery again).
+func TestBodyLinkRedirectNotFollowed(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptestServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+	var streams atomic.Int32
+	frame := "id: 2\ndata: " + message(with(hostileHeaders("linked"), wire.KeyBodyLink, "chan/body/2?s=x"), nil) + "\n\n"
+	relaySrv := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/body/") {
+			http.Redirect(w, r, other+"/steal", http.StatusFound)
+			return
+		}
+		streams.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte(frame))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	startClient(t, proxy.Options{URL: relaySrv + "/chan", MaxBackoff: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	deadline := time.Now().Add(relaytest.HangGuard)
+	for streams.Load() < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := streams.Load(); n < 3 {
+		t.Fatalf("%d streams: the client should reconnect to have the delivery again", n)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect's host got %d requests, want none", n)
+	}
 }

@@ -458,8 +458,10 @@ func (sw *streamWriter) delivery(d *delivery) (linked bool, err error) {
 
 // serveBody answers GET /<name>/body/<id>?s=<token>: the exact bytes of a
 // delivery that the stream named by token sent by link (wire.StreamHeader),
-// while that stream lasts and until a later link of it is fetched. Anything
-// else is a 404 saying where the delivery still is.
+// held for it while that stream lasts and until a later link of it is
+// fetched; after that, from the channel's history while it retains the
+// delivery (a client whose stream ended before its fetch still gets it).
+// Anything else is a 404 saying where the delivery may still be.
 func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText string) {
 	var sub *subscriber
 	var d *delivery
@@ -481,8 +483,17 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText 
 			sub.release(o)
 		}
 	}
+	if d == nil && err == nil {
+		var gerr error
+		if d, gerr = s.store.get(r.Context(), name, id); gerr != nil {
+			s.log.Error("history store failed", "channel", name, "err", gerr)
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, "the relay cannot read the channel's history now; fetch again in a moment")
+			return
+		}
+	}
 	if d == nil {
-		writeError(w, http.StatusNotFound, "no body at this link: its stream has ended, or a later link was fetched; the delivery stays in the channel's history (resume before its id, or POST /"+name+"/redeliver/<id>)")
+		writeError(w, http.StatusNotFound, "no body at this link: the channel's history no longer has the delivery")
 		return
 	}
 	h := w.Header()

@@ -3,6 +3,7 @@ package sse
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -154,7 +155,10 @@ type Options struct {
 //
 // fn gets each event with Kind and Durable set. It is called sequentially
 // on Subscribe's goroutine; while it runs, no further event is read (and
-// the idle clock is paused).
+// the idle clock is paused). When fn returns an error, the event is not
+// taken: the connection ends (a failed attempt, with its backoff) and the
+// next one resumes before the event (Last-Event-ID is the id before it),
+// so that the relay sends it again.
 //
 // Subscribe returns ctx.Err() when ctx is done, promptly, even during a
 // backoff wait. It returns early only for an error wrapping ErrPermanent (a
@@ -163,7 +167,7 @@ type Options struct {
 // Last-Event-ID was sent, it retries once without it (gosmee answers 400 to
 // an id it does not know); if the URL answered with something that is not
 // an event stream, it retries once at the gosmee stream URL (see StreamURL).
-func Subscribe(ctx context.Context, t Transport, opts Options, fn func(Event)) error {
+func Subscribe(ctx context.Context, t Transport, opts Options, fn func(Event) error) error {
 	if t == nil {
 		t = &HTTPTransport{}
 	}
@@ -183,7 +187,7 @@ const (
 
 type loop struct {
 	opts Options
-	fn   func(Event)
+	fn   func(Event) error
 	t    Transport
 
 	url      string
@@ -247,7 +251,14 @@ func (l *loop) run(ctx context.Context) error {
 			opened = time.Now()
 			l.notify(StateChange{State: StateConnected, Attempt: attempt, LastEventID: sent})
 		}}
-		err := l.t.Subscribe(ctx, req, func(ev Event) {
+		// The attempt's own context: fn refusing an event ends the
+		// attempt, and the next resumes before that event.
+		actx, cancel := context.WithCancelCause(ctx)
+		var refused error
+		err := l.t.Subscribe(actx, req, func(ev Event) {
+			if refused != nil {
+				return // the transport may hand over one more event
+			}
 			if !UsableEventID(ev.ID) {
 				// It could not be sent back as Last-Event-ID (net/http
 				// refuses such a header, so every reconnect would fail):
@@ -265,9 +276,7 @@ func (l *loop) run(ctx context.Context) error {
 				}
 			}
 			prevID = ev.ID
-			if !control {
-				good = true
-			} else if r, ok := readyEvent(ev); ok {
+			if r, ok := readyEvent(ev); ok && control {
 				if sent != "" {
 					// Resumed: what the relay holds past the id sent is
 					// what arrived while the client was away.
@@ -283,13 +292,24 @@ func (l *loop) run(ctx context.Context) error {
 				}
 			}
 			ev.Durable = l.durable()
-			l.fn(ev)
+			if err := l.fn(ev); err != nil {
+				refused = fmt.Errorf("event %q not taken, reconnecting to have it again: %w", ev.ID, err)
+				cancel(refused)
+				return
+			}
 			if ev.ID != "" {
 				l.lastID = ev.ID
 			}
+			if !control {
+				good = true // a delivery taken: the connection is good
+			}
 		})
+		cancel(nil)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return l.stop(ctxErr)
+		}
+		if refused != nil {
+			err = refused
 		}
 		if err == nil { // a Transport that reports a clean end as nil
 			err = errors.New("relay closed the stream")

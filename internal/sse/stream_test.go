@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,7 +53,7 @@ func runSubscribe(t *testing.T, tr sse.Transport, opts sse.Options, fn func(sse.
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
-	go func() { errc <- sse.Subscribe(ctx, tr, opts, fn) }()
+	go func() { errc <- sse.Subscribe(ctx, tr, opts, func(ev sse.Event) error { fn(ev); return nil }) }()
 	var once sync.Once
 	var result error
 	stop = func() error {
@@ -192,7 +194,7 @@ func TestSubscribeStopsOnPermanentError(t *testing.T) {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			srv := ssetest.NewServer(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", status) })
 			st := &states{}
-			err := sse.Subscribe(t.Context(), nil, ssetest.NoBackoff(sse.Options{URL: srv.URL + "/chan", OnState: st.add}), func(sse.Event) {})
+			err := sse.Subscribe(t.Context(), nil, ssetest.NoBackoff(sse.Options{URL: srv.URL + "/chan", OnState: st.add}), func(sse.Event) error { return nil })
 			var se *sse.StatusError
 			if !errors.Is(err, sse.ErrPermanent) || !errors.As(err, &se) || se.StatusCode != status {
 				t.Fatalf("Subscribe = %v, want ErrPermanent with status %d", err, status)
@@ -270,7 +272,7 @@ func TestSubscribeStopsWhenNothingIsAnEventStream(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, "{}")
 	})
-	err := sse.Subscribe(t.Context(), nil, ssetest.NoBackoff(sse.Options{URL: srv.URL + "/abc"}), func(sse.Event) {})
+	err := sse.Subscribe(t.Context(), nil, ssetest.NoBackoff(sse.Options{URL: srv.URL + "/abc"}), func(sse.Event) error { return nil })
 	if !errors.Is(err, sse.ErrNotEventStream) || srv.Count() != 2 {
 		t.Errorf("Subscribe = %v after %d requests, want ErrNotEventStream after 2", err, srv.Count())
 	}
@@ -312,14 +314,14 @@ func TestSubscribeDeadline(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	if err := sse.Subscribe(ctx, nil, sse.Options{URL: srv.URL}, func(sse.Event) {}); err != context.DeadlineExceeded {
+	if err := sse.Subscribe(ctx, nil, sse.Options{URL: srv.URL}, func(sse.Event) error { return nil }); err != context.DeadlineExceeded {
 		t.Errorf("Subscribe = %v, want context.DeadlineExceeded", err)
 	}
 }
 
 func TestSubscribeInvalidURL(t *testing.T) {
 	for _, u := range []string{"", "smee.io/abc", "ftp://x/y"} {
-		err := sse.Subscribe(t.Context(), nil, sse.Options{URL: u}, func(sse.Event) {})
+		err := sse.Subscribe(t.Context(), nil, sse.Options{URL: u}, func(sse.Event) error { return nil })
 		if !errors.Is(err, sse.ErrPermanent) {
 			t.Errorf("Subscribe(%q) = %v, want ErrPermanent", u, err)
 		}
@@ -461,7 +463,7 @@ func TestSubscribeDropsARejectedLastEventID(t *testing.T) {
 		fail(rejected), // the relay does not know id 5
 		fail(rejected), // nor anything else: permanent
 	}}
-	err := sse.Subscribe(t.Context(), ft, ssetest.NoBackoff(sse.Options{URL: "http://relay.test/chan"}), func(sse.Event) {})
+	err := sse.Subscribe(t.Context(), ft, ssetest.NoBackoff(sse.Options{URL: "http://relay.test/chan"}), func(sse.Event) error { return nil })
 	if !errors.Is(err, sse.ErrPermanent) {
 		t.Errorf("Subscribe = %v, want ErrPermanent", err)
 	}
@@ -563,5 +565,57 @@ func TestSubscribeSaysKindAndDurability(t *testing.T) {
 				t.Errorf("(kind, durable) = %v, want %v", have, tt.want)
 			}
 		})
+	}
+}
+
+// An event fn does not take ends the connection, and the next resumes
+// before it: the relay sends it again (a body link whose fetch failed is
+// retried, never skipped).
+func TestSubscribeRefusedEventIsSentAgain(t *testing.T) {
+	srv := ssetest.NewServer(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		after, _ := strconv.Atoi(r.Header.Get("Last-Event-ID"))
+		var b strings.Builder
+		for id := after + 1; id <= 3; id++ {
+			fmt.Fprintf(&b, "id: %d\ndata: {\"x-github-event\":\"push\",\"n\":%d}\n\n", id, id)
+		}
+		ssetest.WriteStream(w, []byte(b.String()))
+		ssetest.HoldOpen(r)
+	})
+	var mu sync.Mutex
+	var taken []string
+	refusedOnce := false
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- sse.Subscribe(ctx, nil, ssetest.NoBackoff(sse.Options{URL: srv.URL + "/chan"}), func(ev sse.Event) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if ev.ID == "2" && !refusedOnce {
+				refusedOnce = true
+				return errors.New("body not fetched")
+			}
+			taken = append(taken, ev.ID)
+			if len(taken) == 3 {
+				close(done)
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second): // a hang guard, not a timing assertion
+		t.Fatal("the refused event never came again")
+	}
+	cancel()
+	<-errc
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(taken, []string{"1", "2", "3"}) {
+		t.Errorf("taken %v, want [1 2 3]", taken)
+	}
+	if srv.Count() < 2 || srv.Request(1).Header.Get("Last-Event-ID") != "1" {
+		t.Errorf("%d connections, the second with Last-Event-ID %q; want it to resume after 1", srv.Count(), srv.Request(1).Header.Get("Last-Event-ID"))
 	}
 }
