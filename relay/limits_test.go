@@ -410,3 +410,31 @@ func written(t *testing.T) int64 {
 	}
 	return n
 }
+
+// A stranger asking to redeliver ids that do not exist spends its own
+// budget, not the channel's: the owner, from another address, can still
+// redeliver.
+func TestRedeliveryBudgetNotSpentOnMissingIDs(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{RedeliveriesPerMinute: 1, TrustedProxies: loopbackProxy}) // a burst of ten, no refill within the test
+	rl.Publish(t, nil, 1, relaytest.Body(1, 10))
+	redeliver := func(ip string, id int) int {
+		req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/redeliver/%d", rl.Channel, id), nil)
+		req.Header.Set("X-Forwarded-For", ip)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	codes := map[int]int{}
+	for id := 1000; id < 1030; id++ {
+		codes[redeliver("203.0.113.66", id)]++
+	}
+	if codes[http.StatusNotFound] != 10 || codes[http.StatusTooManyRequests] != 20 {
+		t.Errorf("the stranger's answers %v, want 10 404s then 429s (its own budget)", codes)
+	}
+	if code := redeliver("198.51.100.7", 1); code != http.StatusOK {
+		t.Errorf("the owner's redelivery = %d, want 200: the channel's budget is untouched", code)
+	}
+}

@@ -939,9 +939,15 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no delivery %q: ids are positive integers", truncate(idText, 32)))
 		return
 	}
-	if ok, wait := s.redeliver.allow(time.Now(), "channel "+name, "client "+s.clientIP(r)); !ok {
+	// The client's budget bounds its lookups; the channel's is spent only
+	// on a delivery that exists, so a stranger asking for ids that do not
+	// exist cannot use up the owner's redeliveries.
+	tooMany := func(wait time.Duration) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many redeliveries (the relay allows %d a minute per channel and per client); retry in %s", s.opts.RedeliveriesPerMinute, wait.Round(time.Second)+time.Second))
+	}
+	if ok, wait := s.redeliver.allow(time.Now(), "client "+s.clientIP(r)); !ok {
+		tooMany(wait)
 		return
 	}
 	d, err := s.store.get(r.Context(), name, id)
@@ -951,6 +957,10 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 	}
 	if d == nil {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("delivery %d of this channel is not in the relay's history (never received, or expired)", id))
+		return
+	}
+	if ok, wait := s.redeliver.allow(time.Now(), "channel "+name); !ok {
+		tooMany(wait)
 		return
 	}
 	nd := d.redelivery(time.Now())

@@ -111,9 +111,13 @@ func init() {
 
 func newApp(s *streams) *ucli.App {
 	app := &ucli.App{
-		Name:    "hookline",
-		Usage:   "get real webhook deliveries onto your machine, verify them, see them, replay them",
-		Version: buildVersion().Version,
+		// A repeatable flag's value is taken whole: --exec 'echo a,b' is
+		// one command, --header 'Accept: a, b' one header. --events and
+		// --ignore split their own commas (splitNames).
+		DisableSliceFlagSeparator: true,
+		Name:                      "hookline",
+		Usage:                     "get real webhook deliveries onto your machine, verify them, see them, replay them",
+		Version:                   buildVersion().Version,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{
 				Name:    "no-color",

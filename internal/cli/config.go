@@ -32,8 +32,8 @@ const configEnv = "HOOKLINE_CONFIG"
 // It is $HOOKLINE_CONFIG, else config.yaml or config.yml in
 // hookline's folder of the user's config directory ($XDG_CONFIG_HOME/hookline
 // or ~/.config/hookline on Linux). A key that is not one of the command's
-// flags is an error, as is "secret": a secret belongs in a file
-// (secret-file).
+// flags is an error, as are "secret" (a secret belongs in a file:
+// secret-file) and "target-secret" (in HOOKLINE_TARGET_SECRET).
 
 // configPath returns the config file to read, or "" for none.
 func configPath() (string, error) {
@@ -133,6 +133,8 @@ func applyConfig(c *ucli.Context, s *streams) error {
 		switch {
 		case key == "secret":
 			return usageErrorf("config %s: %s: keep the secret out of the config file; put it in a file and give secret-file: PATH", path, c.Command.Name)
+		case key == "target-secret":
+			return usageErrorf("config %s: %s: keep the target's secret out of the config file; set HOOKLINE_TARGET_SECRET", path, c.Command.Name)
 		case !slices.Contains(names, key):
 			hint := ""
 			if best := closest(key, names); best != "" {

@@ -128,6 +128,12 @@ func TestConfigFileErrors(t *testing.T) {
 			}
 		})
 	}
+	// The target's secret is refused too (it has no file flag: its place
+	// is HOOKLINE_TARGET_SECRET).
+	path := writeConfig(t, "config.yaml", "forward:\n  target-secret: hunter2\n")
+	if code, _, errOut := run(t, "forward", "--no-color", "--url", "http://127.0.0.1:1/x"); code != ExitUsage || !strings.Contains(errOut, "keep the target's secret out of the config file") || !strings.Contains(errOut, path) || strings.Contains(errOut, "hunter2") {
+		t.Errorf("target-secret in the config: exit %d, stderr %q; want 2 naming the file, the secret not printed", code, errOut)
+	}
 	// A section typo stops only the command it is a typo of: version and
 	// sign run, with one warning line.
 	writeConfig(t, "config.yaml", "forwrd:\n  target: http://127.0.0.1:3000/hook\n")

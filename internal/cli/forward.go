@@ -834,11 +834,23 @@ func (v *pluginFlagValues) options() pluginOptions {
 	return pluginOptions{dir: v.dir, exec: v.exec.Value(), env: v.env.Value()}
 }
 
+// termSafeWriter writes plugins' output with control characters escaped
+// (termSafeLines): what a plugin prints cannot move the cursor, clear the
+// screen or retitle the terminal.
+type termSafeWriter struct{ w io.Writer }
+
+func (t termSafeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, termSafeLines(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
 // pluginHandlers returns the handlers that run the plugins o names; nil
 // (no handlers) when it names none.
 func pluginHandlers(o pluginOptions, logger *slog.Logger, s *streams) (*webhooks.Emitter, error) {
 	handlers := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: logger})
-	n, err := proxy.RegisterPlugins(handlers, proxy.PluginOptions{Dir: o.dir, Commands: o.exec, Logger: logger, Env: o.env, Output: s.err})
+	n, err := proxy.RegisterPlugins(handlers, proxy.PluginOptions{Dir: o.dir, Commands: o.exec, Logger: logger, Env: o.env, Output: termSafeWriter{s.err}})
 	switch {
 	case err != nil && o.dir != "" && n == 0:
 		return nil, fmt.Errorf("--plugin-dir: %w", err)

@@ -432,6 +432,22 @@ func TestReplayPipeline(t *testing.T) {
 	}
 }
 
+// What a plugin prints reaches the terminal with its control characters
+// escaped: a payload cannot clear the screen or retitle the window through
+// a plugin that echoes it.
+func TestPluginOutputIsEscaped(t *testing.T) {
+	dir := t.TempDir()
+	writeCapture(t, dir, "a.json", capture.File{Delivery: delivery.Delivery{ID: "a", Event: "push", Headers: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{}`)}})
+	target := newRecordingTarget(t, nil)
+	code, _, errOut := run(t, "replay", "--no-color", "--target", target.URL, "--exec", `printf 'before\033[2J\033]0;owned\007after\n'`, dir)
+	if code != ExitOK {
+		t.Fatalf("exit code = %d; stderr:\n%s", code, errOut)
+	}
+	if strings.ContainsAny(errOut, "\x1b\x07") || !strings.Contains(errOut, `before\x1b[2J\x1b]0;owned\x07after`) {
+		t.Errorf("stderr %q: want the plugin's control characters escaped", errOut)
+	}
+}
+
 // A webhook payload given to replay (not a capture file) gets the command
 // that sends it.
 func TestReplayPayloadIsNotACapture(t *testing.T) {

@@ -246,12 +246,13 @@ func TestSendPayloadFromStdin(t *testing.T) {
 func TestSendHeaderFlag(t *testing.T) {
 	target := newRecordingTarget(t, nil)
 	code, _, errOut := run(t, "send", "--event", "ping", "--target", target.URL,
-		"--header", "X-GitHub-Hook-ID=501234567", "--header", "user-agent=curl/8", "--header", "Accept=")
+		"--header", "X-GitHub-Hook-ID=501234567", "--header", "user-agent=curl/8", "--header", "Accept=",
+		"--header", "X-List: a, b,c") // a comma is part of the value, never a second flag value
 	if code != ExitOK {
 		t.Fatalf("exit code = %d, want 0; stderr:\n%s", code, errOut)
 	}
 	h := target.requests()[0].header
-	if h.Get("X-Github-Hook-Id") != "501234567" || h.Get("User-Agent") != "curl/8" {
+	if h.Get("X-Github-Hook-Id") != "501234567" || h.Get("User-Agent") != "curl/8" || len(h["X-List"]) != 1 || h.Get("X-List") != "a, b,c" {
 		t.Errorf("headers = %v, want the --header values", h)
 	}
 	if _, ok := h["Accept"]; ok {

@@ -231,7 +231,7 @@ func parseServe(c *ucli.Context, opts serveOptions, f *serveFlags) (serveOptions
 			return serveOptions{}, usageErrorf("--%s %d must be at least %d", f.name, f.n, max(f.min, 1))
 		}
 	}
-	for _, v := range f.trustedProxies.Value() {
+	for _, v := range splitNames(f.trustedProxies.Value()) { // also HOOKLINE_TRUSTED_PROXY=a,b
 		p, err := parsePrefix(v)
 		if err != nil {
 			return serveOptions{}, usageErrorf("--trusted-proxy %q is not an address or CIDR, such as 10.0.0.0/8 or 127.0.0.1", v)
