@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -19,30 +20,72 @@ import (
 // (Options.MaxStreams, MaxStreamsPerIP, MaxSubscribersPerIP), and the
 // client address they are counted by.
 
-// errBusy: the uploads in flight take Options.MaxUploadBytes.
+// errBusy: the uploads in flight take Options.MaxUploadBytes, or the
+// client's share of it.
 var errBusy = errors.New("relay: too many uploads in flight")
+
+// errTooSlow: an upload whose bytes stopped coming, or come too slowly.
+var errTooSlow = errors.New("relay: the upload is too slow")
 
 // smallUpload is the largest body that may use the eighth of
 // Options.MaxUploadBytes kept for small deliveries.
 const smallUpload = 1 << 20
 
-// readBody reads r's body into a buffer sized from its Content-Length (or
-// grown in steps without one), within Options.MaxBodyBytes (a
-// *http.MaxBytesError beyond it) and Options.MaxUploadBytes (errBusy, before
-// reading, when the body does not fit). release gives back the budget the
-// body took; call it once the body is stored.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
+// How slow an upload may be: its next bytes must come within uploadIdle,
+// and, after uploadGrace, at minUploadRate on average (a 25 MiB body over
+// a link of 128 kbit/s takes 26 minutes and is cut; one of 64 KiB never
+// is). Holding the budget with uploads that send nothing, or a byte now
+// and then, costs an attacker a connection each for seconds, not minutes.
+const (
+	uploadIdle    = 10 * time.Second
+	uploadGrace   = 10 * time.Second
+	minUploadRate = 16 << 10 // bytes a second
+)
+
+// uploadShare is the part of Options.MaxUploadBytes one client address
+// may hold: a quarter, or one body of MaxBodyBytes if that is more.
+func (s *Server) uploadShare() int64 {
+	return max(s.opts.MaxUploadBytes/4, s.opts.MaxBodyBytes)
+}
+
+// readBody reads r's body, sent by client ip, into a buffer that grows
+// (by doubling from 4 KiB, up to its Content-Length when it has one) as
+// the bytes arrive, within Options.MaxBodyBytes (a *http.MaxBytesError
+// beyond it) and Options.MaxUploadBytes: each growth reserves its bytes
+// first, from the relay's budget and from the client's share of it
+// (errBusy when either is full). A body whose bytes stop or crawl is cut
+// (errTooSlow, see uploadIdle). release gives back what the body
+// reserved; call it once the body is stored.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ip string) (body []byte, release func(), err error) {
 	var reserved int64
-	release = func() { s.uploads.Add(-reserved) }
+	release = func() {
+		if reserved == 0 {
+			return
+		}
+		s.uploads.Add(-reserved)
+		s.uploadMu.Lock()
+		if s.uploadsByIP[ip] -= reserved; s.uploadsByIP[ip] <= 0 {
+			delete(s.uploadsByIP, ip)
+		}
+		s.uploadMu.Unlock()
+		reserved = 0
+	}
+	small := r.ContentLength >= 0 && r.ContentLength <= smallUpload // the whole body, not its first steps
 	reserve := func(n int64) error {
 		limit := s.opts.MaxUploadBytes
-		if reserved+n <= smallUpload {
+		if small {
 			limit += limit / 8
+		}
+		s.uploadMu.Lock()
+		defer s.uploadMu.Unlock()
+		if mine := s.uploadsByIP[ip]; mine > 0 && mine+n > s.uploadShare() {
+			return s.refuse(fmt.Errorf("%w: your address is sending %d bytes of uploads already, its share of the relay's budget", errBusy, mine))
 		}
 		if now := s.uploads.Add(n); now > limit && now != n {
 			s.uploads.Add(-n)
-			return errBusy
+			return s.refuse(fmt.Errorf("%w: the relay is receiving %d bytes of uploads already, its limit", errBusy, now-n))
 		}
+		s.uploadsByIP[ip] += n
 		reserved += n
 		return nil
 	}
@@ -50,22 +93,29 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 	if r.ContentLength > limit {
 		return nil, release, &http.MaxBytesError{Limit: limit}
 	}
-	rd := http.MaxBytesReader(w, r.Body, limit)
+	want := limit + 1 // without a Content-Length: until the limit, then one byte more to see it passed
 	if r.ContentLength >= 0 {
-		if err := reserve(r.ContentLength); err != nil {
-			return nil, release, err
-		}
-		body = make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(rd, body); err != nil {
-			return nil, release, err
-		}
+		want = r.ContentLength
+	}
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	rc := http.NewResponseController(w)
+	done := func() ([]byte, func(), error) {
+		rc.SetReadDeadline(time.Time{}) // the server's own timeouts again; after a failure the deadline stays, so nothing waits for the rest
 		return body, release, nil
 	}
-	// No Content-Length (chunked): grow by doubling from 64 KiB, each step
-	// reserved before it is allocated.
+	start, armed := time.Now(), time.Time{}
+	end := time.Time{} // Options.ReadTimeout still bounds the whole request
+	if s.opts.ReadTimeout > 0 {
+		end = start.Add(s.opts.ReadTimeout)
+	}
 	for {
 		if len(body) == cap(body) {
-			next := min(max(2*int64(cap(body)), 64<<10), limit+1)
+			if int64(len(body)) == want {
+				if r.ContentLength >= 0 { // all the announced bytes: anything more is not read
+					return done()
+				}
+			}
+			next := min(max(2*int64(cap(body)), 4<<10), want)
 			if err := reserve(next - int64(cap(body))); err != nil {
 				return nil, release, err
 			}
@@ -73,15 +123,59 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (body []byte, 
 			copy(grown, body)
 			body = grown
 		}
+		if now := time.Now(); now.Sub(armed) >= time.Second {
+			deadline := now.Add(uploadIdle)
+			if !end.IsZero() && end.Before(deadline) {
+				deadline = end
+			}
+			rc.SetReadDeadline(deadline) // renewed at most once a second
+			armed = now
+		}
 		n, err := rd.Read(body[len(body):cap(body)])
 		body = body[:len(body)+n]
-		if err == io.EOF {
-			return body, release, nil
-		}
-		if err != nil {
+		switch {
+		case err == io.EOF && r.ContentLength >= 0 && int64(len(body)) < want:
+			return nil, release, io.ErrUnexpectedEOF
+		case err == io.EOF:
+			return done()
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, release, fmt.Errorf("%w: the body stopped coming (%d bytes of it received in %s)", errTooSlow, len(body), time.Since(start).Round(time.Second))
+		case err != nil:
 			return nil, release, err
 		}
+		if elapsed := time.Since(start); elapsed > uploadGrace && float64(len(body)) < minUploadRate*elapsed.Seconds() {
+			return nil, release, fmt.Errorf("%w: %d bytes in %s, slower than the %d KiB/s an upload must keep up", errTooSlow, len(body), elapsed.Round(time.Second), minUploadRate>>10)
+		}
 	}
+}
+
+// refuse notes a refused upload for /healthz and the log (at most a line
+// every 10 s, saying how many were refused meanwhile) and returns err.
+func (s *Server) refuse(err error) error {
+	s.refusedAt.Store(time.Now().UnixNano())
+	if ok, hidden := s.refusals.allow(time.Now()); ok {
+		s.log.Warn("upload refused", "err", err, "also_refused_since_last_line", hidden)
+	}
+	return err
+}
+
+// logLimit lets a kind of log line through at most once every 10 s, and
+// counts those it held back. The zero value is ready.
+type logLimit struct {
+	mu     sync.Mutex
+	last   time.Time
+	hidden int
+}
+
+func (l *logLimit) allow(now time.Time) (ok bool, hidden int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.last) < 10*time.Second {
+		l.hidden++
+		return false, 0
+	}
+	l.last, hidden, l.hidden = now, l.hidden, 0
+	return true, hidden
 }
 
 // errTooManyStreams: a stream beyond Options.MaxStreams or MaxStreamsPerIP.

@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -167,49 +168,98 @@ func TestAttackStreamsThatNeverRead(t *testing.T) {
 	}
 }
 
-// Item: a budget for uploads in flight. Senders that announce large bodies
-// and trickle them hold the budget; beyond it, POSTs get 503 with
-// Retry-After before their bodies are read, while a small delivery (the
-// canary) still gets through at once.
+// Item: a budget for uploads in flight that strangers cannot lock. A
+// thousand uploads from four addresses announce bodies (1 MiB, under the
+// allowance kept for small deliveries, and 8 MiB) and send one byte: each
+// holds what it sent (a 4 KiB buffer), not what it announced, so the
+// budget stays nearly free and a canary on another address keeps getting
+// 200. Beyond an address's share, its uploads get 503 with Retry-After;
+// /healthz then says "degraded", and the log says which limit refused.
+// (Before, bookings of the announced sizes made every POST 503.)
 func TestAttackUploadFlood(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a memory attack (a few seconds); run without -short")
+		t.Skip("an upload flood (a few seconds); run without -short")
 	}
 	const budget, size = 32 << 20, 8 << 20
-	rl := relaytest.Start(t, relay.Options{MaxUploadBytes: budget, MaxBodyBytes: size})
+	var log relaytest.Buffer
+	rl := relaytest.Start(t, relay.Options{MaxUploadBytes: budget, MaxBodyBytes: size, TrustedProxies: loopbackProxy,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	host := strings.TrimPrefix(rl.Base, "http://")
-	refused := 0
-	for i := range 20 {
+	channel := strings.TrimPrefix(rl.Channel, rl.Base)
+	const attackers = 1000
+	for i := range attackers {
 		conn, err := net.Dial("tcp", host)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
-		fmt.Fprintf(conn, "POST /%s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", rl.Server.NewChannel(), size)
-		if i < budget/size {
-			waitFor(t, "the upload to be counted", func() bool { return rl.Server.Stats().UploadBytes >= int64(i+1)*size })
+		announced := 1 << 20
+		if i%10 == 0 {
+			announced = size
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.%d\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", channel, 1+i%4, announced)
+	}
+	waitFor(t, "the uploads to be counted", func() bool { return rl.Server.Stats().UploadBytes >= attackers*4<<10 })
+	if got := rl.Server.Stats().UploadBytes; got > attackers*4<<10 {
+		t.Errorf("uploads in flight hold %d bytes, want at most 4 KiB each (%d): what arrived, not what was announced", got, attackers*4<<10)
+	}
+	for i := range 5 {
+		start := time.Now()
+		req, _ := http.NewRequest(http.MethodPost, rl.Channel, bytes.NewReader(relaytest.Body(i, 4<<10)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Forwarded-For", "198.51.100.9")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("canary %d: %s, want 200 while %d uploads hang", i+1, resp.Status, attackers)
+		}
+		t.Logf("canary %d answered %d in %s", i+1, resp.StatusCode, time.Since(start))
+	}
+
+	// One address beyond its share (a quarter of the budget): 503.
+	share := int64(budget / 4)
+	var refused int
+	for i := range 8 {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 192.0.2.1\r\nContent-Length: %d\r\n\r\n", channel, size)
+		conn.Write(bytes.Repeat([]byte("x"), 2<<20)) // 2 MiB each: the fifth passes the 8 MiB share
+		if int64(i+1)*(2<<20) <= share {
 			continue
 		}
 		conn.SetReadDeadline(time.Now().Add(relaytest.HangGuard))
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		if err != nil {
-			t.Fatalf("upload %d: no answer while the budget is full: %v", i+1, err)
+			t.Fatalf("upload %d of one address: no answer beyond its share: %v", i+1, err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-			t.Errorf("upload %d beyond the budget: %s, Retry-After %q; want 503 with Retry-After", i+1, resp.Status, resp.Header.Get("Retry-After"))
+			t.Errorf("upload %d of one address beyond its share: %s, want 503 with Retry-After", i+1, resp.Status)
 		}
 		refused++
 	}
-	for i := range 5 {
-		start := time.Now()
-		mustPost(t, rl.Channel, string(relaytest.Body(i, 4<<10)), "Content-Type", "application/json")
-		t.Logf("canary %d answered in %s while the budget is full", i+1, time.Since(start))
+	if refused == 0 {
+		t.Error("no upload of the greedy address was refused")
 	}
-	if got := rl.Server.Stats().UploadBytes; got != budget {
-		t.Errorf("uploads in flight count %d bytes, want the %d of the four announced", got, budget)
+	resp, err := http.Get(rl.Base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%d uploads refused beyond a budget of %d MiB", refused, budget>>20)
+	var h struct{ Status, Error string }
+	json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || h.Status != "degraded" {
+		t.Errorf("/healthz = %d %q, want 200 \"degraded\" after refused uploads", resp.StatusCode, h.Status)
+	}
+	if !strings.Contains(log.String(), "upload refused") || !strings.Contains(log.String(), "its share of the relay's budget") {
+		t.Errorf("the log does not say which limit refused:\n%s", log.String())
+	}
 }
 
 // subscribeFrom opens a stream on u as client ip, through a trusted proxy

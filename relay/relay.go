@@ -141,13 +141,17 @@ type Options struct {
 	MaxBodyBytes int64
 
 	// MaxUploadBytes bounds the POST bodies being received at once, each
-	// counted at its Content-Length (or as it grows, without one): beyond
-	// it, a POST gets 503 with Retry-After before its body is read, so
-	// that a flood of large uploads cannot exhaust memory. Bodies of at
-	// most 1 MiB (nearly every webhook) may use an eighth more, so that
-	// they still get through while large uploads fill the budget. One
-	// upload is always admitted, whatever its size. If zero,
-	// DefaultMaxUploadBytes.
+	// counted by the buffer it has grown to hold what arrived (at most
+	// twice that, never its announced Content-Length): beyond it, a POST
+	// gets 503 with Retry-After, so that a flood of large uploads cannot
+	// exhaust memory, while uploads that announce much and send nothing
+	// hold next to nothing. One client address holds at most a quarter of
+	// it (or one MaxBodyBytes, if more), and an upload whose bytes stop
+	// coming for 10 s, or arrive slower than 16 KiB/s on average after the
+	// first 10 s, is cut (408). Bodies of at most 1 MiB (nearly every
+	// webhook) may use an eighth more, so that they still get through
+	// while large uploads fill the budget. One upload is always admitted,
+	// whatever its size. If zero, DefaultMaxUploadBytes.
 	MaxUploadBytes int64
 
 	// SubscriberQueue is how many deliveries may wait for one subscriber;
@@ -228,10 +232,14 @@ type Server struct {
 	cutOff      atomic.Int64
 	// pinned is the size of the deliveries that subscribers hold (queued,
 	// being written, replayed) and no history in memory does: see shed.
-	pinned   *atomic.Int64
-	uploads  atomic.Int64                 // bytes reserved by the POST bodies being read (see readBody)
-	shedding sync.Mutex                   // one shed at a time
-	writeErr atomic.Pointer[writeFailure] // the last append's failure; nil after a success
+	pinned      *atomic.Int64
+	uploads     atomic.Int64                 // bytes reserved by the POST bodies being read (see readBody)
+	uploadMu    sync.Mutex                   // guards uploadsByIP
+	uploadsByIP map[string]int64             // the share of uploads each client address holds
+	refusedAt   atomic.Int64                 // UnixNano of the last upload refused for the budget (/healthz: degraded)
+	refusals    logLimit                     // the log lines saying which upload limit refuses what
+	shedding    sync.Mutex                   // one shed at a time
+	writeErr    atomic.Pointer[writeFailure] // the last append's failure; nil after a success
 }
 
 // writeFailure is an append that failed, for /healthz: it reports it for
@@ -325,6 +333,7 @@ func New(opts Options) (*Server, error) {
 		store:       st,
 		shared:      shared,
 		channels:    map[string]*channel{},
+		uploadsByIP: map[string]int64{},
 		streamsByIP: map[string]int{},
 		redeliver:   newRateLimits(opts.RedeliveriesPerMinute, redeliveryBurst),
 		closing:     make(chan struct{}),
@@ -800,6 +809,11 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 		h.Status = "history cannot be written"
 		h.Error = strings.TrimPrefix(s.writeErr.Load().err.Error(), "relay: ")
 		code = http.StatusServiceUnavailable
+	case time.Since(time.Unix(0, s.refusedAt.Load())) < time.Minute:
+		// Up, but refusing uploads: the budget for bodies in flight was
+		// full within the last minute (a flood, or too small a budget).
+		h.Status = "degraded"
+		h.Error = "uploads were refused in the last minute: the bodies in flight filled --max-upload-bytes"
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, code, h)
@@ -847,13 +861,17 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		writeError(w, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("the request headers take %d bytes; the relay accepts %d (clients such as smee-client would send them on to Node servers, which refuse more)", n, maxHeaderBytes))
 		return
 	}
-	body, release, err := s.readBody(w, r)
+	body, release, err := s.readBody(w, r, s.clientIP(r))
 	defer release()
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.Is(err, errBusy):
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, fmt.Sprintf("the relay is receiving %d bytes of uploads already, its limit; retry in a moment", s.opts.MaxUploadBytes))
+		writeError(w, http.StatusServiceUnavailable, strings.TrimPrefix(err.Error(), "relay: ")+"; retry in a moment")
+		return
+	case errors.Is(err, errTooSlow):
+		w.Header().Set("Connection", "close") // the rest of its body is never read
+		writeError(w, http.StatusRequestTimeout, strings.TrimPrefix(err.Error(), "relay: "))
 		return
 	case errors.As(err, &mbe):
 		s.tooLarge(w, r.ContentLength)
