@@ -220,10 +220,14 @@ func (s *Server) clientIP(r *http.Request) string {
 	if err != nil {
 		return host // not TCP (a test's ResponseRecorder, a Unix socket): one client
 	}
+	if fwd := r.Header.Values("X-Forwarded-For"); len(fwd) > 0 && !s.trusted(addr) && s.untrustedXFF.CompareAndSwap(false, true) {
+		s.log.Warn("a request came with X-Forwarded-For from a peer that is not a trusted proxy: every client behind it counts as that one address for the per-address limits; name the proxy with --trusted-proxy",
+			"peer", addr.Unmap().String())
+	}
 	if s.trusted(addr) {
 		fwd := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 		for i := len(fwd) - 1; i >= 0; i-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(fwd[i]))
+			a, err := forwardedAddr(fwd[i])
 			if err != nil {
 				break // a garbled entry: the last trusted hop is the client
 			}
@@ -239,6 +243,20 @@ func (s *Server) clientIP(r *http.Request) string {
 		return p.String()
 	}
 	return addr.String()
+}
+
+// forwardedAddr reads one X-Forwarded-For entry: an address, with or
+// without a port ("203.0.113.5:1234"), an IPv6 one with or without
+// brackets ("[2001:db8::1]:443", "[2001:db8::1]").
+func forwardedAddr(entry string) (netip.Addr, error) {
+	entry = strings.TrimSpace(entry)
+	if a, err := netip.ParseAddr(entry); err == nil {
+		return a, nil
+	}
+	if ap, err := netip.ParseAddrPort(entry); err == nil {
+		return ap.Addr(), nil
+	}
+	return netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(entry, "["), "]"))
 }
 
 func (s *Server) trusted(a netip.Addr) bool {

@@ -232,14 +232,15 @@ type Server struct {
 	cutOff      atomic.Int64
 	// pinned is the size of the deliveries that subscribers hold (queued,
 	// being written, replayed) and no history in memory does: see shed.
-	pinned      *atomic.Int64
-	uploads     atomic.Int64                 // bytes reserved by the POST bodies being read (see readBody)
-	uploadMu    sync.Mutex                   // guards uploadsByIP
-	uploadsByIP map[string]int64             // the share of uploads each client address holds
-	refusedAt   atomic.Int64                 // UnixNano of the last upload refused for the budget (/healthz: degraded)
-	refusals    logLimit                     // the log lines saying which upload limit refuses what
-	shedding    sync.Mutex                   // one shed at a time
-	writeErr    atomic.Pointer[writeFailure] // the last append's failure; nil after a success
+	pinned       *atomic.Int64
+	uploads      atomic.Int64                 // bytes reserved by the POST bodies being read (see readBody)
+	uploadMu     sync.Mutex                   // guards uploadsByIP
+	uploadsByIP  map[string]int64             // the share of uploads each client address holds
+	refusedAt    atomic.Int64                 // UnixNano of the last upload refused for the budget (/healthz: degraded)
+	refusals     logLimit                     // the log lines saying which upload limit refuses what
+	untrustedXFF atomic.Bool                  // X-Forwarded-For came from an untrusted peer, and the log said so
+	shedding     sync.Mutex                   // one shed at a time
+	writeErr     atomic.Pointer[writeFailure] // the last append's failure; nil after a success
 }
 
 // writeFailure is an append that failed, for /healthz: it reports it for

@@ -259,6 +259,9 @@ func parseServe(c *ucli.Context, opts serveOptions, f *serveFlags) (serveOptions
 // alone.
 func parsePrefix(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") { // [2001:db8::1], as in URLs
+		s = s[1 : len(s)-1]
+	}
 	if a, err := netip.ParseAddr(s); err == nil {
 		return netip.PrefixFrom(a, a.BitLen()), nil
 	}

@@ -356,3 +356,19 @@ func TestServeRedisUnreachable(t *testing.T) {
 		t.Errorf("serve with Redis down: exit %d, stdout %q, stderr %q; want 1 and %q", code, out, errOut, want)
 	}
 }
+
+// --trusted-proxy takes addresses, CIDRs and bracketed IPv6 addresses, one
+// per flag or comma-separated (as HOOKLINE_TRUSTED_PROXY must be).
+func TestParsePrefix(t *testing.T) {
+	for in, want := range map[string]string{
+		"10.0.0.0/8": "10.0.0.0/8", "127.0.0.1": "127.0.0.1/32", " 10.1.2.3/8 ": "10.0.0.0/8",
+		"2001:db8::1": "2001:db8::1/128", "[2001:db8::1]": "2001:db8::1/128", "2001:db8::/32": "2001:db8::/32",
+	} {
+		if got, err := parsePrefix(in); err != nil || got.String() != want {
+			t.Errorf("parsePrefix(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	if _, err := parsePrefix("[2001:db8::1"); err == nil {
+		t.Error("parsePrefix accepted an unclosed bracket")
+	}
+}
