@@ -237,12 +237,7 @@ func (s *Server) clientIP(r *http.Request) string {
 			}
 		}
 	}
-	addr = addr.Unmap()
-	if addr.Is6() {
-		p, _ := addr.Prefix(64)
-		return p.String()
-	}
-	return addr.String()
+	return peerKey(addr)
 }
 
 // forwardedAddr reads one X-Forwarded-For entry: an address, with or

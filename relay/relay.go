@@ -122,6 +122,17 @@ type Options struct {
 	MaxStreams      int
 	MaxStreamsPerIP int
 
+	// MaxConns bounds the connections Serve holds, streams included, and
+	// MaxConnsPerIP those of one peer address (a trusted proxy's are not
+	// counted by address): a connection beyond either is closed at once,
+	// before a byte is read, so that idle connections from one address
+	// cannot take every file descriptor (a POST from elsewhere still finds
+	// one). If zero, MaxStreams plus a sixth of the open-file limit (room
+	// for POSTs; the rest stays for storage and the process), and twice
+	// MaxStreamsPerIP.
+	MaxConns      int
+	MaxConnsPerIP int
+
 	// RedeliveriesPerMinute bounds POST /<channel>/redeliver/<id>, for each
 	// channel and for each client address, with bursts of up to ten:
 	// beyond it, 429 with Retry-After. A redelivery is cheap to ask for and
@@ -238,6 +249,8 @@ type Server struct {
 	uploadsByIP  map[string]int64             // the share of uploads each client address holds
 	refusedAt    atomic.Int64                 // UnixNano of the last upload refused for the budget (/healthz: degraded)
 	refusals     logLimit                     // the log lines saying which upload limit refuses what
+	conns        connCount                    // what limitListener counts
+	connRefusals logLimit                     // the log lines about refused connections
 	untrustedXFF atomic.Bool                  // X-Forwarded-For came from an untrusted peer, and the log said so
 	shedding     sync.Mutex                   // one shed at a time
 	writeErr     atomic.Pointer[writeFailure] // the last append's failure; nil after a success
@@ -296,6 +309,8 @@ func New(opts Options) (*Server, error) {
 	defInt(&opts.MaxSubscribersPerIP, DefaultMaxSubscribersIP)
 	defInt(&opts.MaxStreams, defaultMaxStreams())
 	defInt(&opts.MaxStreamsPerIP, DefaultMaxStreamsPerIP)
+	defInt(&opts.MaxConns, opts.MaxStreams+max(opts.MaxStreams/8, 64)) // ¾ + ⅛ of the open-file limit: ⅛ left
+	defInt(&opts.MaxConnsPerIP, 2*opts.MaxStreamsPerIP)
 	defInt(&opts.RedeliveriesPerMinute, DefaultRedeliveryRate)
 	def(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	def(&opts.MaxUploadBytes, DefaultMaxUploadBytes)
@@ -396,6 +411,8 @@ type Stats struct {
 	CutOff       int64 `json:"cutOff"`       // slow subscribers cut off since New
 	PinnedBytes  int64 `json:"pinnedBytes"`  // counted size of deliveries only streams hold (queued, being written), beyond the history
 	UploadBytes  int64 `json:"uploadBytes"`  // bytes reserved by the POST bodies being received
+	Connections  int64 `json:"connections"`  // connections Serve holds (streams included)
+	ConnsRefused int64 `json:"connsRefused"` // connections closed at once since New, beyond MaxConns or MaxConnsPerIP
 }
 
 // Stats returns the current counters. With Options.RedisURL, the store's
@@ -435,6 +452,8 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		CutOff:       s.cutOff.Load(),
 		PinnedBytes:  s.pinned.Load(),
 		UploadBytes:  s.uploads.Load(),
+		Connections:  s.conns.n.Load(),
+		ConnsRefused: s.conns.refused.Load(),
 	}
 }
 
@@ -473,7 +492,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(s.limitListener(ln)) }()
 	select {
 	case err := <-errc:
 		s.Close()
