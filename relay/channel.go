@@ -54,6 +54,7 @@ type subscriber struct {
 	format streamFormat
 	ip     string        // the client's address (clientIP)
 	joined int64         // the order it joined its channel in (channel.joins)
+	since  time.Time     // when it joined, to find a client's oldest stream
 	notify chan struct{} // capacity 1: pending has deliveries
 	kicked chan struct{} // closed when the subscriber is cut off
 	pins   *atomic.Int64 // Server.pinned

@@ -182,20 +182,45 @@ func (l *logLimit) allow(now time.Time) (ok bool, hidden int) {
 var errTooManyStreams = errors.New("relay: too many streams")
 
 // admit counts a new stream from client address ip against
-// Options.MaxStreams and MaxStreamsPerIP, or returns an error wrapping
-// errTooManyStreams (saying which) when it would exceed one. The caller
-// calls leave once the stream ends.
+// Options.MaxStreams and MaxStreamsPerIP (and, for IPv6, four times that
+// per /48), or returns an error wrapping errTooManyStreams (saying which)
+// when it would exceed one. When the relay is full, the holder of the
+// most streams (an IPv4 address, or an IPv6 /48) loses its oldest stream
+// to the newcomer, if it holds at least two more than the newcomer's
+// holder: a crowd of addresses cannot lock channel owners out, and a
+// client's stream on its own channel is not cut for a stranger with as
+// few. The caller calls leave once the stream ends.
 func (s *Server) admit(ip string) (leave func(), err error) {
+	h := holderOf(ip)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var evict string
 	switch {
-	case s.streams >= s.opts.MaxStreams:
-		return nil, fmt.Errorf("%w: the relay holds %d streams, its limit", errTooManyStreams, s.streams)
 	case s.streamsByIP[ip] >= s.opts.MaxStreamsPerIP:
+		defer s.mu.Unlock()
 		return nil, fmt.Errorf("%w: your address holds %d streams, the relay's limit per client", errTooManyStreams, s.streamsByIP[ip])
+	case h != ip && s.streamsByHolder[h] >= 4*s.opts.MaxStreamsPerIP:
+		defer s.mu.Unlock()
+		return nil, fmt.Errorf("%w: your network (%s) holds %d streams, the relay's limit per /48", errTooManyStreams, h, s.streamsByHolder[h])
+	case s.streams >= s.opts.MaxStreams:
+		top, most := "", 0
+		for k, n := range s.streamsByHolder {
+			if n > most {
+				top, most = k, n
+			}
+		}
+		if top == h || most < s.streamsByHolder[h]+2 {
+			defer s.mu.Unlock()
+			return nil, fmt.Errorf("%w: the relay holds %d streams, its limit", errTooManyStreams, s.streams)
+		}
+		evict = top
 	}
 	s.streams++
 	s.streamsByIP[ip]++
+	s.streamsByHolder[h]++
+	s.mu.Unlock()
+	if evict != "" {
+		s.cutOldestOf(evict)
+	}
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -203,7 +228,56 @@ func (s *Server) admit(ip string) (leave func(), err error) {
 		if s.streamsByIP[ip]--; s.streamsByIP[ip] == 0 {
 			delete(s.streamsByIP, ip)
 		}
+		if s.streamsByHolder[h]--; s.streamsByHolder[h] == 0 {
+			delete(s.streamsByHolder, h)
+		}
 	}, nil
+}
+
+// holderOf returns who holds the streams of client address ip, for the
+// relay-wide limit: the address itself, or for IPv6 (ip is a /64) its /48,
+// which one site usually has whole.
+func holderOf(ip string) string {
+	p, err := netip.ParsePrefix(ip)
+	if err != nil || !p.Addr().Is6() {
+		return ip
+	}
+	h, _ := p.Addr().Prefix(48)
+	return h.String()
+}
+
+// cutOldestOf cuts the oldest stream of holder h (it resumes with
+// Last-Event-ID), to make room for a newcomer when the relay is full.
+func (s *Server) cutOldestOf(h string) {
+	chans := s.holdChannels()
+	defer func() {
+		for _, c := range chans {
+			s.release(c)
+		}
+	}()
+	var oldest *subscriber
+	var in *channel
+	for _, c := range chans {
+		c.mu.Lock()
+		for sub := range c.subs {
+			if holderOf(sub.ip) == h && (oldest == nil || sub.since.Before(oldest.since)) {
+				oldest, in = sub, c
+			}
+		}
+		c.mu.Unlock()
+	}
+	if oldest == nil {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if _, ok := in.subs[oldest]; ok {
+		s.removeSub(in, oldest)
+		s.cutOff.Add(1)
+		oldest.cut()
+		s.log.Warn("relay full: the oldest stream of the client holding the most was cut off to make room; it can resume with Last-Event-ID",
+			"client", h, "channel", in.name, "maxStreams", s.opts.MaxStreams)
+	}
 }
 
 // clientIP returns the address r's limits are counted by: the connection's

@@ -310,7 +310,10 @@ func TestAttackStreamFlood(t *testing.T) {
 	}
 	want := map[string]map[int]int{
 		"203.0.113.1": {200: 25, 503: 5},  // its own cap
-		"203.0.113.2": {200: 15, 503: 15}, // the relay's cap
+		// The relay's cap: past it, the client holding the most (the
+		// first) lost its oldest streams to this one until they held
+		// within two of each other (25-5 = 20 = 15+5).
+		"203.0.113.2": {200: 20, 503: 10},
 	}
 	if !reflect.DeepEqual(status, want) {
 		t.Errorf("answers by client = %v, want %v", status, want)
@@ -535,5 +538,40 @@ func TestAttackConnectionFlood(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("a POST from another address = %s, want 200", resp.Status)
+	}
+}
+
+// Item: a full relay makes room for newcomers. Twenty addresses holding
+// two streams each fill it; a channel owner from a new address still gets
+// its stream, in place of a stranger's oldest. One IPv6 /48 holds at most
+// four times the per-address share, however many /64s it uses. (Before,
+// every newcomer got 503 once the relay was full.)
+func TestAttackStreamsFromManyAddresses(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{MaxStreams: 40, MaxStreamsPerIP: 5, TrustedProxies: loopbackProxy})
+	open := func(ip string) int {
+		resp, err := subscribeFrom(t, rl.Base+"/"+rl.Server.NewChannel(), ip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode
+	}
+	for i := range 20 {
+		for range 2 {
+			if code := open(fmt.Sprintf("203.0.113.%d", i+1)); code != http.StatusOK {
+				t.Fatalf("stranger %d: %d, want 200 while the relay has room", i+1, code)
+			}
+		}
+	}
+	if code := open("198.51.100.7"); code != http.StatusOK {
+		t.Errorf("the owner's stream on a full relay = %d, want 200 (a stranger's oldest cut)", code)
+	}
+	waitFor(t, "a stranger's stream to be cut", func() bool { return rl.Server.Stats().Subscribers == 40 })
+
+	codes := map[int]int{}
+	for i := range 30 {
+		codes[open(fmt.Sprintf("2001:db8:aa:%x::1", i))]++ // thirty /64s of one /48
+	}
+	if codes[http.StatusServiceUnavailable] < 10 {
+		t.Errorf("one /48 from thirty /64s: %v, want at most 20 admitted (4 x 5)", codes)
 	}
 }

@@ -229,14 +229,15 @@ type Server struct {
 	store  store
 	shared sharedStore // store, when shared with other relays (RedisURL); else nil
 
-	mu          sync.Mutex
-	channels    map[string]*channel // channels in use (see channel)
-	closed      bool
-	streams     int            // open streams (see admit)
-	streamsByIP map[string]int // of them, by client address
-	redeliver   *rateLimits    // of redeliveries, by channel and client address
-	closing     chan struct{}  // closed by Close
-	hijacked    sync.WaitGroup // streams served on hijacked connections (see serveStream)
+	mu              sync.Mutex
+	channels        map[string]*channel // channels in use (see channel)
+	closed          bool
+	streams         int            // open streams (see admit)
+	streamsByIP     map[string]int // of them, by client address
+	streamsByHolder map[string]int // of them, by holder (holderOf: IPv6 by /48)
+	redeliver       *rateLimits    // of redeliveries, by channel and client address
+	closing         chan struct{}  // closed by Close
+	hijacked        sync.WaitGroup // streams served on hijacked connections (see serveStream)
 
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
@@ -343,17 +344,18 @@ func New(opts Options) (*Server, error) {
 		st, shared = rs, rs
 	}
 	s := &Server{
-		opts:        opts,
-		log:         log,
-		started:     time.Now(),
-		store:       st,
-		shared:      shared,
-		channels:    map[string]*channel{},
-		uploadsByIP: map[string]int64{},
-		streamsByIP: map[string]int{},
-		redeliver:   newRateLimits(opts.RedeliveriesPerMinute, redeliveryBurst),
-		closing:     make(chan struct{}),
-		pinned:      pinned,
+		opts:            opts,
+		log:             log,
+		started:         time.Now(),
+		store:           st,
+		shared:          shared,
+		channels:        map[string]*channel{},
+		uploadsByIP:     map[string]int64{},
+		streamsByIP:     map[string]int{},
+		streamsByHolder: map[string]int{},
+		redeliver:       newRateLimits(opts.RedeliveriesPerMinute, redeliveryBurst),
+		closing:         make(chan struct{}),
+		pinned:          pinned,
 	}
 	if shared != nil {
 		shared.startFeed(s.fromFeed)

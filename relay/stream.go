@@ -80,6 +80,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		format: format,
 		notify: make(chan struct{}, 1),
 		kicked: make(chan struct{}),
+		since:  time.Now(),
 		pins:   s.pinned,
 		out:    out,
 	}
