@@ -309,7 +309,7 @@ func TestAttackStreamFlood(t *testing.T) {
 		}
 	}
 	want := map[string]map[int]int{
-		"203.0.113.1": {200: 25, 503: 5},  // its own cap
+		"203.0.113.1": {200: 25, 503: 5}, // its own cap
 		// The relay's cap: past it, the client holding the most (the
 		// first) lost its oldest streams to this one until they held
 		// within two of each other (25-5 = 20 = 15+5).
