@@ -1,13 +1,17 @@
 package relay_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/relay"
@@ -151,4 +155,47 @@ func TestUnfetchedLinksAreReleased(t *testing.T) {
 	}
 	linked.close()
 	waitFor(t, "the linked delivery to be let go", func() bool { return srv.Stats().PinnedBytes == 0 })
+}
+
+// Item: fetches that never read. Bodies being written to stalled fetches
+// count, with what only streams hold, against TotalHistoryBytes: past it a
+// fetch gets 503 (before, every stalled fetch held its body uncounted for
+// up to a minute: one client pinned gigabytes). Concurrent fetches of one
+// link share one body; the stream taking the links is not cut for what
+// the fetches hold.
+func TestStalledBodyFetchesAreCounted(t *testing.T) {
+	const size, total = 4 << 20, 16 << 20
+	srv, ts := newRelay(t, relay.Options{HistoryCount: 1, TotalHistoryBytes: total})
+	channel := ts.URL + "/stalled"
+	linked := subscribeLinked(t, channel)
+	fetchStalled := func(link string) int {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+		u, _ := url.Parse(channel)
+		ref, _ := url.Parse(link)
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", u.ResolveReference(ref).RequestURI())
+		conn.SetReadDeadline(time.Now().Add(wait))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil) // the head only: the body is never read
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode
+	}
+	codes := map[int]int{}
+	for i := range 8 {
+		mustPost(t, channel, string(bytes.Repeat([]byte{byte('a' + i)}, size)), "Content-Type", "application/octet-stream")
+		link, _ := message(t, linked.next())[wire.KeyBodyLink].(string)
+		codes[fetchStalled(link)]++
+		codes[fetchStalled(link)]++ // the same link again: one body, shared
+	}
+	if codes[http.StatusOK] == 0 || codes[http.StatusServiceUnavailable] == 0 {
+		t.Errorf("fetch answers %v: want some 200 and, past %d bytes of stalled bodies, 503", codes, total)
+	}
+	if st := srv.Stats(); st.PinnedBytes+st.FetchBytes > total+size || st.FetchBytes == 0 {
+		t.Errorf("stats %+v: pinned and fetched bytes beyond the %d-byte bound (and one body), or no fetch counted", st, total)
+	}
 }

@@ -245,12 +245,15 @@ type Server struct {
 	// pinned is the size of the deliveries that subscribers hold (queued,
 	// being written, replayed) and no history in memory does: see shed.
 	pinned       *atomic.Int64
-	uploads      atomic.Int64                 // bytes reserved by the POST bodies being read (see readBody)
-	uploadMu     sync.Mutex                   // guards uploadsByIP
-	uploadsByIP  map[string]int64             // the share of uploads each client address holds
-	refusedAt    atomic.Int64                 // UnixNano of the last upload refused for the budget (/healthz: degraded)
-	refusals     logLimit                     // the log lines saying which upload limit refuses what
-	conns        connCount                    // what limitListener counts
+	uploads      atomic.Int64     // bytes reserved by the POST bodies being read (see readBody)
+	uploadMu     sync.Mutex       // guards uploadsByIP
+	uploadsByIP  map[string]int64 // the share of uploads each client address holds
+	refusedAt    atomic.Int64     // UnixNano of the last upload refused for the budget (/healthz: degraded)
+	refusals     logLimit         // the log lines saying which upload limit refuses what
+	conns        connCount        // what limitListener counts
+	fetchMu      sync.Mutex
+	fetches      map[string]*fetch            // bodies being written to fetches, by channel/id (see fetching)
+	fetchBytes   int64                        // their size
 	connRefusals logLimit                     // the log lines about refused connections
 	untrustedXFF atomic.Bool                  // X-Forwarded-For came from an untrusted peer, and the log said so
 	shedding     sync.Mutex                   // one shed at a time
@@ -353,6 +356,7 @@ func New(opts Options) (*Server, error) {
 		uploadsByIP:     map[string]int64{},
 		streamsByIP:     map[string]int{},
 		streamsByHolder: map[string]int{},
+		fetches:         map[string]*fetch{},
 		redeliver:       newRateLimits(opts.RedeliveriesPerMinute, redeliveryBurst),
 		closing:         make(chan struct{}),
 		pinned:          pinned,
@@ -414,6 +418,7 @@ type Stats struct {
 	PinnedBytes  int64 `json:"pinnedBytes"`  // counted size of deliveries only streams hold (queued, being written), beyond the history
 	UploadBytes  int64 `json:"uploadBytes"`  // bytes reserved by the POST bodies being received
 	Connections  int64 `json:"connections"`  // connections Serve holds (streams included)
+	FetchBytes   int64 `json:"fetchBytes"`   // bodies being written to fetches of links
 	ConnsRefused int64 `json:"connsRefused"` // connections closed at once since New, beyond MaxConns or MaxConnsPerIP
 }
 
@@ -455,6 +460,7 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		PinnedBytes:  s.pinned.Load(),
 		UploadBytes:  s.uploads.Load(),
 		Connections:  s.conns.n.Load(),
+		FetchBytes:   s.fetchedBytes(),
 		ConnsRefused: s.conns.refused.Load(),
 	}
 }

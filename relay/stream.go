@@ -497,11 +497,79 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText 
 		writeError(w, http.StatusNotFound, "no body at this link: the channel's history no longer has the delivery")
 		return
 	}
+	// The bodies being fetched count in what the relay holds, together
+	// with those only streams hold (Server.pinned): both stay within
+	// Options.TotalHistoryBytes, beyond which a fetch waits for room (503;
+	// the client fetches again, or resumes), so the relay's memory bound
+	// holds (MemoryBound). Concurrent fetches of one delivery share one
+	// copy (a shared store decodes a fresh one for each read).
+	d, done := s.fetching(name+"/"+idText, d)
+	if d == nil {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, "the relay is sending as many bodies as it may; fetch again in a moment")
+		return
+	}
+	defer done()
 	h := w.Header()
 	h.Set("Content-Type", "application/octet-stream")
 	h.Set("Content-Length", strconv.Itoa(len(d.body)))
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout + time.Duration(len(d.body)>>20)*time.Second))
-	w.Write(d.body)
+	// Each piece must leave within bodyWriteIdle: a client that stops
+	// reading is cut in seconds, not after the whole body's allowance.
+	rc := http.NewResponseController(w)
+	for off := 0; off < len(d.body); off += bodyWriteChunk {
+		rc.SetWriteDeadline(time.Now().Add(bodyWriteIdle))
+		if _, err := w.Write(d.body[off:min(off+bodyWriteChunk, len(d.body))]); err != nil {
+			return
+		}
+	}
+}
+
+// A body sent by link is written bodyWriteChunk at a time, each within
+// bodyWriteIdle (25.6 KiB/s at the least).
+const (
+	bodyWriteChunk = 256 << 10
+	bodyWriteIdle  = 10 * time.Second
+)
+
+// fetching returns the delivery to write for a body fetch of key
+// (channel/id): d, or the one a fetch in flight of the same key already
+// writes, and a func to call when done; nil when a new body would take the
+// bodies being fetched, with Server.pinned, past Options.TotalHistoryBytes
+// (one body is always let through).
+func (s *Server) fetching(key string, d *delivery) (*delivery, func()) {
+	s.fetchMu.Lock()
+	defer s.fetchMu.Unlock()
+	f := s.fetches[key]
+	if f == nil {
+		if s.fetchBytes > 0 && s.fetchBytes+s.pinned.Load()+d.size > s.opts.TotalHistoryBytes {
+			return nil, nil
+		}
+		f = &fetch{d: d}
+		s.fetches[key] = f
+		s.fetchBytes += d.size
+	}
+	f.n++
+	return f.d, func() {
+		s.fetchMu.Lock()
+		defer s.fetchMu.Unlock()
+		if f.n--; f.n == 0 {
+			delete(s.fetches, key)
+			s.fetchBytes -= f.d.size
+		}
+	}
+}
+
+// fetchedBytes returns the size of the bodies being written to fetches.
+func (s *Server) fetchedBytes() int64 {
+	s.fetchMu.Lock()
+	defer s.fetchMu.Unlock()
+	return s.fetchBytes
+}
+
+// fetch is a body being written to the fetches of one link.
+type fetch struct {
+	d *delivery
+	n int
 }
