@@ -66,6 +66,7 @@ type subscriber struct {
 	pendingBytes int64               // of pending, for the queue's limit
 	held         int64               // of the deliveries it holds: pending, being written, linked
 	linked       map[int64]*delivery // written by link, kept for their fetch (see link)
+	whole        map[int64]bool      // of linked, those written whole to a fetch (see fetchedWhole)
 	out          streamOut           // not to be used once done
 	done         bool
 }
@@ -154,6 +155,36 @@ func (sub *subscriber) fetch(id int64) (d *delivery, before []*delivery) {
 		}
 	}
 	return d, before
+}
+
+// fetchedWhole marks linked delivery id as written whole to a fetch: the
+// stream keeps it for a fetch made again (the client may not have read
+// what the socket took), but shed lets it go before it cuts any stream.
+func (sub *subscriber) fetchedWhole(id int64) {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if _, ok := sub.linked[id]; ok {
+		if sub.whole == nil {
+			sub.whole = map[int64]bool{}
+		}
+		sub.whole[id] = true
+	}
+}
+
+// dropWhole lets go of the linked deliveries written whole (see
+// fetchedWhole) and returns them, for the caller to release.
+func (sub *subscriber) dropWhole() []*delivery {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	var out []*delivery
+	for id := range sub.whole {
+		if d := sub.linked[id]; d != nil {
+			out = append(out, d)
+			delete(sub.linked, id)
+		}
+	}
+	sub.whole = nil
+	return out
 }
 
 // unlinkAll takes every linked delivery: the stream has ended.
@@ -349,6 +380,30 @@ func (s *Server) shed() {
 		held int64
 	}
 	chans := s.holdChannels()
+	// First the bodies streams keep only in case a whole fetch must be
+	// made again: no stream is cut for those.
+	var whole []struct {
+		sub *subscriber
+		ds  []*delivery
+	}
+	for _, c := range chans {
+		c.mu.Lock()
+		for sub := range c.subs {
+			if ds := sub.dropWhole(); len(ds) > 0 {
+				whole = append(whole, struct {
+					sub *subscriber
+					ds  []*delivery
+				}{sub, ds})
+			}
+		}
+		c.mu.Unlock()
+	}
+	for _, w := range whole {
+		for _, d := range w.ds {
+			w.sub.release(d)
+		}
+	}
+	excess = s.pinned.Load() - s.opts.TotalHistoryBytes
 	var holders []holder
 	for _, c := range chans {
 		c.mu.Lock()

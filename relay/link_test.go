@@ -199,3 +199,37 @@ func TestStalledBodyFetchesAreCounted(t *testing.T) {
 		t.Errorf("stats %+v: pinned and fetched bytes beyond the %d-byte bound (and one body), or no fetch counted", st, total)
 	}
 }
+
+// A forwarder that fetched a large body whole is not the stream shed cuts
+// for it: shed first lets go of the bodies streams keep only in case a
+// whole fetch must be made again. (Before, the forwarder held the most and
+// was cut, while a stream that never read went on.)
+func TestShedDropsWholeFetchesFirst(t *testing.T) {
+	const size = 2 << 20
+	srv, ts := newRelay(t, relay.Options{HistoryCount: 1, TotalHistoryBytes: 3 << 20})
+	channel := ts.URL + "/shed"
+	forwarder := subscribeLinked(t, channel)
+	stuck, err := dialStream(strings.TrimPrefix(ts.URL, "http://"), "/shed") // never reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	waitFor(t, "both streams", func() bool { return srv.Stats().Subscribers == 2 })
+
+	mustPost(t, channel, string(bytes.Repeat([]byte("a"), size)), "Content-Type", "application/octet-stream")
+	link, _ := message(t, forwarder.next())[wire.KeyBodyLink].(string)
+	if code, got := fetch(t, channel, link); code != http.StatusOK || len(got) != size {
+		t.Fatalf("GET %s = %d, %d bytes", link, code, len(got))
+	}
+	mustPost(t, channel, string(bytes.Repeat([]byte("b"), size)), "Content-Type", "application/octet-stream")
+	if m := message(t, forwarder.next()); m[wire.KeyBodyLink] == nil {
+		t.Fatalf("the forwarder's stream got %v, want the second body's link", m)
+	}
+	mustPost(t, channel, "{}", "Content-Type", "application/json") // the second body leaves the history: 4 MiB held by streams alone
+	if m := message(t, forwarder.next()); m[wire.KeyBodyB] == nil {
+		t.Fatalf("the forwarder's stream got %v, want the small delivery", m)
+	}
+	if st := srv.Stats(); st.CutOff != 0 || st.Subscribers != 2 {
+		t.Errorf("stats %+v: no stream should be cut for a body the forwarder fetched whole", st)
+	}
+}

@@ -521,8 +521,14 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText 
 	for off := 0; off < len(d.body); off += bodyWriteChunk {
 		rc.SetWriteDeadline(time.Now().Add(bodyWriteIdle))
 		if _, err := w.Write(d.body[off:min(off+bodyWriteChunk, len(d.body))]); err != nil {
-			return
+			return // kept for a fetch made again
 		}
+	}
+	if sub != nil {
+		// Written whole: still kept for a fetch made again, but shed lets
+		// it go before cutting any stream, so that a forwarder is not the
+		// one cut for a body it already has.
+		sub.fetchedWhole(id)
 	}
 }
 
