@@ -31,7 +31,7 @@ import (
 //	HOOKLINE_ATTACK_BIN=/tmp/hookline go test ./relay -run TestAttackRealRelay -v -timeout 30m
 //
 // HOOKLINE_ATTACK_ONLY=bomb,... runs some of them (bomb, bomb-disk, slow,
-// uploads, redeliver). Each fails when the relay's peak resident memory
+// uploads, bodiless, fetches, fetches-disk, redeliver). Each fails when the relay's peak resident memory
 // exceeds the soft limit serve gives the garbage collector
 // (Server.MemoryBound of the default options, plus 64 MiB), when a canary
 // delivery fails or waits more than a second, and when chained
@@ -106,6 +106,58 @@ func TestAttackRealRelay(t *testing.T) {
 		stop()
 		t.Logf("80 senders of 25 MiB uploads for 20 s: %d of %d uploads refused with 503", refused.Load(), sent.Load())
 	})
+	run("bodiless", func(t *testing.T, r *realRelay) {
+		// 1,000 uploads at a time that announce 1 or 25 MiB and send one
+		// byte, opened again as the relay closes them, for 20 s.
+		stop := r.canary(t)
+		var wg sync.WaitGroup
+		var opened atomic.Int32
+		deadline := time.Now().Add(20 * time.Second)
+		for i := range 1000 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(deadline) {
+					conn, err := net.Dial("tcp", strings.TrimPrefix(r.base, "http://"))
+					if err != nil {
+						time.Sleep(100 * time.Millisecond)
+						continue
+					}
+					opened.Add(1)
+					announced := 25 * mib // and half of them 1 MiB, within the allowance kept for small deliveries
+					if i%2 == 0 {
+						announced = mib
+					}
+					fmt.Fprintf(conn, "POST /bodiless-channel-%06d HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{", i, announced)
+					conn.SetReadDeadline(deadline)
+					io.Copy(io.Discard, conn) // until the relay closes it, or the end
+					conn.Close()
+				}
+			}()
+		}
+		wg.Wait()
+		stop()
+		t.Logf("1,000 bodiless uploads for 20 s: %d connections opened", opened.Load())
+	})
+	stalledFetches := func(t *testing.T, r *realRelay) {
+		// 150 fetches of a 25 MiB body that never read, for 20 s.
+		ch := r.base + "/fetch-channel-0000000000"
+		r.post(t, ch, `{"a":"`+strings.Repeat("x", 25*mib-8)+`"}`)
+		stop := r.canary(t)
+		for range 150 {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(r.base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+			t.Cleanup(func() { conn.Close() })
+			fmt.Fprintf(conn, "GET /fetch-channel-0000000000/body/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+		}
+		time.Sleep(20 * time.Second)
+		stop()
+	}
+	run("fetches", stalledFetches)
+	run("fetches-disk", stalledFetches, "--data-dir", t.TempDir())
 	run("redeliver", func(t *testing.T, r *realRelay) {
 		ch := r.base + "/redeliver-channel-00000"
 		r.post(t, ch, `{"a":"`+strings.Repeat("x", 25*mib-8)+`"}`)
@@ -219,6 +271,9 @@ func (r *realRelay) canary(t *testing.T) (stop func()) {
 	body := bytes.Repeat([]byte("x"), 4<<10)
 	go func() {
 		defer close(done)
+		// From another address than the attacks' (all of 127/8 is
+		// loopback on Linux): the per-address limits are not the canary's.
+		client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -228,7 +283,7 @@ func (r *realRelay) canary(t *testing.T) (stop func()) {
 			case <-tick.C:
 			}
 			start := time.Now()
-			resp, err := http.Post(r.base+"/canary-channel-000000", "application/json", bytes.NewReader(append(append([]byte(`{"a":"`), body...), `"}`...)))
+			resp, err := client.Post(r.base+"/canary-channel-000000", "application/json", bytes.NewReader(append(append([]byte(`{"a":"`), body...), `"}`...)))
 			took := time.Since(start)
 			if err != nil || resp.StatusCode != http.StatusOK {
 				took = -1 // refused or failed
