@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -24,13 +23,14 @@ import (
 // breaks: a signature over a pretty-printed body no longer matches; the
 // scripts hookline writes, see WriteScript, send the exact bytes). The time
 // is "20060102T15h04" in older gosmee, "2006-01-02T15.04.01.000" in newer
-// (where the seconds repeat the month, gosmee's own layout); when neither
-// parses, the file's modification time stands in.
-var (
-	gosmeeHeader      = regexp.MustCompile(`-H '([^':]+): ([^']*)'`)
-	gosmeeContentType = regexp.MustCompile(`-H "Content-Type: ([^"]*)"`)
-	gosmeeLayouts     = []string{"20060102T15h04", "2006-01-02T15.04.01.000"}
-)
+// (where the seconds repeat the month, gosmee's own layout): a minute at
+// best, so deliveries within one minute are ordered by the file's
+// modification time (what gosmee's own listing relies on), and when
+// neither layout parses, the modification time stands in. A header's
+// word is read as the shell reads it (shellWord): gosmee quotes values
+// with single quotes, and writes one inside a value as the shell's
+// quote-backslash-quote-quote.
+var gosmeeLayouts = []string{"20060102T15h04", "2006-01-02T15.04.01.000"}
 
 // readGosmee returns the delivery of gosmee's files: body is the .json at
 // path, script the .sh beside it.
@@ -39,13 +39,7 @@ func readGosmee(path string, body, script []byte) (File, error) {
 		// hookline's own script beside a damaged capture: not gosmee's.
 		return File{}, fmt.Errorf("%w: not a capture, and the script beside it is hookline's", ErrMalformed)
 	}
-	h := http.Header{}
-	for _, m := range gosmeeHeader.FindAllSubmatch(script, -1) {
-		h.Add(string(m[1]), string(m[2]))
-	}
-	if m := gosmeeContentType.FindSubmatch(script); m != nil && len(m[1]) > 0 {
-		h.Set("Content-Type", string(m[1]))
-	}
+	h := gosmeeHeaders(string(script))
 	if len(h) == 0 {
 		return File{}, fmt.Errorf("%w: %s has no -H headers: not a gosmee replay script", ErrMalformed, strings.TrimSuffix(filepath.Base(path), ".json")+".sh")
 	}
@@ -61,14 +55,15 @@ func readGosmee(path string, body, script []byte) (File, error) {
 	for _, layout := range gosmeeLayouts {
 		if len(base) >= len(layout) {
 			if t, err := time.Parse(layout, base[len(base)-len(layout):]); err == nil {
-				d.ReceivedAt, prefix = t, strings.TrimSuffix(base[:len(base)-len(layout)], "-")
+				d.ReceivedAt, prefix = t.Truncate(time.Minute), strings.TrimSuffix(base[:len(base)-len(layout)], "-")
 				break
 			}
 		}
 	}
-	if d.ReceivedAt.IsZero() {
-		if st, err := os.Stat(path); err == nil {
-			d.ReceivedAt = st.ModTime()
+	if st, err := os.Stat(path); err == nil {
+		mod := st.ModTime().UTC()
+		if d.ReceivedAt.IsZero() || (!mod.Before(d.ReceivedAt) && mod.Before(d.ReceivedAt.Add(time.Minute))) {
+			d.ReceivedAt = mod // the name's minute, to the nanosecond
 		}
 	}
 	// The event: GitHub's header, else GitLab's or Bitbucket's (gosmee
@@ -84,4 +79,85 @@ func readGosmee(path string, body, script []byte) (File, error) {
 	action, _ := jsonscan.StringMember(body, "action")
 	d.Action = string(action)
 	return d, nil
+}
+
+// gosmeeHeaders returns the headers of the -H words of gosmee's script.
+func gosmeeHeaders(script string) http.Header {
+	h := http.Header{}
+	for i := 0; i < len(script); i++ {
+		if !strings.HasPrefix(script[i:], "-H") || (i > 0 && !isBlank(script[i-1])) || i+2 >= len(script) || !isBlank(script[i+2]) {
+			continue
+		}
+		word, rest, ok := shellWord(script[i+2:])
+		if !ok {
+			break
+		}
+		if name, value, ok := strings.Cut(word, ":"); ok && name != "" && !strings.ContainsAny(name, " \t") {
+			h.Add(name, strings.TrimLeft(value, " \t"))
+		}
+		i = len(script) - len(rest) - 1
+	}
+	return h
+}
+
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
+
+// shellWord reads the first word of s, after blanks, as a POSIX shell does
+// without expansions: '…' literally, "…" with \ escaping $ ` " \ and a
+// line break, \ outside quotes escaping the next byte (a line break:
+// none). It returns the word and what follows it; ok is false when a quote
+// is not closed or s holds no word.
+func shellWord(s string) (word, rest string, ok bool) {
+	i := 0
+	for i < len(s) && isBlank(s[i]) {
+		i++
+	}
+	var b strings.Builder
+	started := false
+	for i < len(s) {
+		switch c := s[i]; {
+		case isBlank(c):
+			return b.String(), s[i:], started
+		case c == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return "", "", false
+			}
+			b.WriteString(s[i+1 : i+1+j])
+			i += j + 2
+		case c == '"':
+			i++
+			for {
+				if i >= len(s) {
+					return "", "", false
+				}
+				if s[i] == '"' {
+					i++
+					break
+				}
+				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+					if s[i+1] != '\n' {
+						b.WriteByte(s[i+1])
+					}
+					i += 2
+					continue
+				}
+				b.WriteByte(s[i])
+				i++
+			}
+		case c == '\\' && i+1 == len(s):
+			b.WriteByte(c) // a last backslash escapes nothing: itself, as sh reads it
+			i++
+		case c == '\\':
+			if s[i+1] != '\n' {
+				b.WriteByte(s[i+1])
+			}
+			i += 2
+		default:
+			b.WriteByte(c)
+			i++
+		}
+		started = true
+	}
+	return b.String(), "", started
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -98,5 +99,57 @@ func TestReadGosmeeSaveDir(t *testing.T) {
 	os.Remove(base + ".sh")
 	if _, err := capture.Read(base + ".json"); err == nil {
 		t.Error("a payload without gosmee's script read as a delivery")
+	}
+}
+
+// A header value gosmee saved with single quotes inside comes back whole:
+// its script quotes them the shell's way.
+func TestReadGosmeeQuotedHeader(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "push-20260115T09h30")
+	script := "#!/bin/bash\ncurl -H \"Content-Type: application/json\" -H 'X-Github-Event: push' -H 'X-Note: it'\\''s a '\\''quoted'\\'' value' \\\n  -H 'X-Empty: ' -X POST -d @./push-20260115T09h30.json ${targetURL}\n"
+	os.WriteFile(base+".json", []byte(`{}`), 0o644)
+	os.WriteFile(base+".sh", []byte(script), 0o755)
+	d, err := capture.Read(base + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Headers.Get("X-Note"); got != "it's a 'quoted' value" {
+		t.Errorf("X-Note = %q, want it's a 'quoted' value", got)
+	}
+	if d.Headers.Get("Content-Type") != "application/json" || d.Event != "push" {
+		t.Errorf("headers %v", d.Headers)
+	}
+	// What sh itself makes of the same word.
+	out, err := exec.Command("sh", "-c", "printf '%s' 'it'\\''s a '\\''quoted'\\'' value'").Output()
+	if err != nil || string(out) != d.Headers.Get("X-Note") {
+		t.Errorf("sh reads %q (%v), the reader %q", out, err, d.Headers.Get("X-Note"))
+	}
+}
+
+// Deliveries gosmee saved within one minute (its file names stop there)
+// are replayed in the order their files were written.
+func TestReadGosmeeOrderWithinAMinute(t *testing.T) {
+	dir := t.TempDir()
+	minute := time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC)
+	// Names that sort the other way round from the order they were saved.
+	for i, event := range []string{"push", "issues", "check_run"} {
+		base := filepath.Join(dir, event+"-20260115T09h30")
+		script := "curl -H 'X-Github-Event: " + event + "' -X POST -d @./x.json ${targetURL}\n"
+		os.WriteFile(base+".json", []byte(`{"n":`+strconv.Itoa(i)+`}`), 0o644)
+		os.WriteFile(base+".sh", []byte(script), 0o755)
+		at := minute.Add(time.Duration(10+i*10) * time.Second)
+		if err := os.Chtimes(base+".json", at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, errs := capture.LoadAll(dir)
+	if len(errs) > 0 || len(ds) != 3 {
+		t.Fatalf("LoadAll = %d, %v", len(ds), errs)
+	}
+	for i, want := range []string{"push", "issues", "check_run"} {
+		if ds[i].Event != want {
+			t.Errorf("delivery %d is %s, want %s (the order the files were written)", i, ds[i].Event, want)
+		}
 	}
 }

@@ -743,7 +743,9 @@ func (s *Server) serveNew(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", u)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusTemporaryRedirect)
+	io.WriteString(w, u+"\n") // what `curl <relay>/new` (no -L) prints
 }
 
 // wantsPlainNew reports whether r asks for /new's answer as text: Accept

@@ -33,10 +33,14 @@ func TestNewRedirects(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		loc := resp.Header.Get("Location")
 		if resp.StatusCode != http.StatusTemporaryRedirect || !channelURLRE.MatchString(loc) {
 			t.Errorf("%s /new = %d, Location %q; want 307 to %s", method, resp.StatusCode, loc, channelURLRE)
+		}
+		if method == http.MethodGet && string(body) != loc+"\n" { // what `curl <relay>/new` prints
+			t.Errorf("GET /new body %q, want the channel URL %q on a line", body, loc)
 		}
 		if seen[loc] {
 			t.Errorf("%s /new gave %q twice", method, loc)

@@ -315,6 +315,25 @@ func dashOf(name string) string {
 	return "--" + name
 }
 
+// peerFlags are gosmee client flags (gosmee/flags.go, read at its
+// current source) that users type on forward out of habit, with the
+// hookline flag that does the same (after a |, how it differs).
+var peerFlags = map[string]string{
+	"saveDir":                   "save",
+	"ignore-event":              "ignore",
+	"insecure-skip-tls-verify":  "insecure",
+	"insecure-tls":              "insecure",
+	"output":                    "json",
+	"exec-on-events":            "events|which filters deliveries, plugins included",
+	"exec-env-vars":             "plugin-env",
+	"target-connection-timeout": "timeout",
+	"target-retries":            "retries",
+	"nocolor":                   "no-color",
+	"health-port":               "health|an address such as 127.0.0.1:PORT",
+	"resume-state-file":         "state-file",
+	"new-url":                   "new",
+}
+
 // invalidValue matches the flag package's error for a value that does not
 // parse.
 var invalidValue = regexp.MustCompile(`^invalid value ("(?:[^"\\]|\\.)*") for flag -+([^:]+): (.*)$`)
@@ -329,7 +348,12 @@ func commandUsageError(cmd *ucli.Command, err error) error {
 			names = append(names, f.Names()...)
 		}
 		hint := ""
-		if best := closest(name, names); best != "" {
+		if peer, note, _ := strings.Cut(peerFlags[name], "|"); peer != "" && slices.Contains(names, peer) {
+			if note != "" {
+				note = ", " + note
+			}
+			hint = " (gosmee's flag; hookline's is " + dashOf(peer) + note + ")"
+		} else if best := closest(name, names); best != "" {
 			hint = " (did you mean " + dashOf(best) + "?)"
 		}
 		return usageErrorf("%s: unknown flag %s%s", cmd.Name, dashOf(name), hint)

@@ -129,6 +129,8 @@ func TestUsageErrors(t *testing.T) {
 		{"command typo", []string{"forwrd"}, `hookline: unknown command "forwrd" (did you mean forward?); run 'hookline --help' for the list of commands` + "\n"},
 		{"forward flag typo", []string{"forward", "--taget", "x"}, "hookline: forward: unknown flag --taget (did you mean --target?)\n"},
 		{"verify flag typo", []string{"verify", "--signture", "x"}, "hookline: verify: unknown flag --signture (did you mean --signature?)\n"},
+		{"gosmee's flag", []string{"forward", "--saveDir", "x"}, "hookline: forward: unknown flag --saveDir (gosmee's flag; hookline's is --save)\n"},
+		{"gosmee's flag with a difference", []string{"forward", "--exec-on-events", "push"}, "hookline: forward: unknown flag --exec-on-events (gosmee's flag; hookline's is --events, which filters deliveries, plugins included)\n"},
 		{"send short flag", []string{"send", "-v"}, "hookline: send: unknown flag -v\n"},
 		{"duration without unit", []string{"forward", "--timeout", "5"}, `hookline: forward: --timeout "5": want a duration such as 5s, 30s or 2m` + "\n"},
 	}

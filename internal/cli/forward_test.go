@@ -598,6 +598,13 @@ func TestForwardHealth(t *testing.T) {
 	if code != http.StatusOK || doc["status"] != "connected" || doc["lastDelivery"] == nil || stats["Received"] != float64(1) {
 		t.Errorf("/healthz while connected = %d %v, want 200, connected, a last delivery, 1 received", code, doc)
 	}
+	// gosmee's path answers too: a probe written for gosmee keeps working.
+	healthURL := regexp.MustCompile(`health: (http://\S+)`).FindStringSubmatch(f.err.String())[1]
+	if resp, err := http.Get(strings.TrimSuffix(healthURL, "z")); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /health = %v, %v; want 200 as /healthz", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	f.stop(t)
 
 	gone := "http://" + closedAddr(t) + "/AbCdEf1234567890"

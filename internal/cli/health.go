@@ -55,7 +55,7 @@ func (h *forwardHealth) onResult(proxy.Result) {
 }
 
 func (h *forwardHealth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/healthz" {
+	if r.URL.Path != "/healthz" && r.URL.Path != "/health" { // /health: gosmee's path
 		http.NotFound(w, r)
 		return
 	}
