@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -612,7 +610,7 @@ func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEve
 		return nil, nil, err
 	}
 	rp := &replay{s: s, name: name}
-	after, perr := strconv.ParseInt(strings.TrimSpace(lastEventID), 10, 64)
+	after, perr := wire.ParseEventID(lastEventID) // a decimal id, or a gosmee stream's "0-<id>"
 	unknown := perr != nil || after < 0
 	if !resume || unknown {
 		after = 0

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -170,8 +172,8 @@ func TestGosmeeClientStreams(t *testing.T) {
 		mustPost(t, ts.URL+"/"+ch, b, "Content-Type", "application/json", "X-GitHub-Event", "issues", "X-GitHub-Delivery", "d-1")
 	}
 	m := c.message()
-	if string(m.body) != bodies[0] || m.id != "1" {
-		t.Errorf("first message: id %q body %q, want id 1 and %q byte for byte", m.id, m.body, bodies[0])
+	if string(m.body) != bodies[0] || m.id != "0-1" {
+		t.Errorf("first message: id %q body %q, want id 0-1 (a Redis stream id: the only shape gosmee's client resends) and %q byte for byte", m.id, m.body, bodies[0])
 	}
 	if m.headers["x-github-event"] != "issues" || m.headers["x-github-delivery"] != "d-1" || m.headers["content-type"] != "application/json" {
 		t.Errorf("headers %v, want lowercase x-github-event, x-github-delivery, content-type", m.headers)
@@ -191,8 +193,8 @@ func TestGosmeeClientStreams(t *testing.T) {
 	mustPost(t, ts.URL+"/"+ch, bodies[2], "Content-Type", "application/json")
 	c = gosmeeSubscribe(t, ts.URL, ch, m.id)
 	for i, want := range bodies[1:] {
-		if m := c.message(); string(m.body) != want || m.id != strconv.Itoa(i+2) {
-			t.Errorf("after Last-Event-ID 1: id %q body %q, want id %d %q", m.id, m.body, i+2, want)
+		if m := c.message(); string(m.body) != want || m.id != "0-"+strconv.Itoa(i+2) {
+			t.Errorf("after Last-Event-ID 0-1: id %q body %q, want id 0-%d %q", m.id, m.body, i+2, want)
 		}
 	}
 }
@@ -206,14 +208,14 @@ func TestGosmeeKeepaliveAndGap(t *testing.T) {
 	for _, b := range []string{`{"n":1}`, `{"n":2}`, `{"n":3}`} {
 		mustPost(t, ts.URL+"/"+ch, b, "Content-Type", "application/json")
 	}
-	c := gosmeeSubscribe(t, ts.URL, ch, "1")
+	c := gosmeeSubscribe(t, ts.URL, ch, "0-1")
 	name, _, data := "", "", ""
 	for name != "gosmee-gap" {
 		name, _, data = c.next()
 	}
 	var gap map[string]string
-	if err := json.Unmarshal([]byte(data), &gap); err != nil || gap["error"] != "missed_history" || gap["requested_id"] != "1" || gap["oldest_id"] != "3" {
-		t.Errorf("gap %s (%v), want missed_history, requested_id 1, oldest_id 3", data, err)
+	if err := json.Unmarshal([]byte(data), &gap); err != nil || gap["error"] != "missed_history" || gap["requested_id"] != "0-1" || gap["oldest_id"] != "0-3" {
+		t.Errorf("gap %s (%v), want missed_history, requested_id 0-1, oldest_id 0-3", data, err)
 	}
 	if m := c.message(); string(m.body) != `{"n":3}` {
 		t.Errorf("after the gap: %q, want the delivery still kept", m.body)
@@ -272,5 +274,70 @@ func TestGosmeeNew(t *testing.T) {
 		if !strings.HasPrefix(u, ts.URL+"/") || !gosmeeName.MatchString(strings.TrimPrefix(u, ts.URL+"/")) {
 			t.Errorf("%v: channel URL %q, want %s/<12 to 64 of [a-zA-Z0-9_-]>", tc.header, u, ts.URL)
 		}
+	}
+}
+
+// TestGosmeeClientTranscript replays what the real gosmee client sent to
+// hookline serve (testdata/gosmee/resume-transcript.json, recorded as its
+// README says): its first stream, its resume after a relay restart, its
+// resume after its own restart from its state file. Each stream's ids must
+// be ones the client keeps (a Redis stream id, <ms>-<seq>: it drops any
+// other and then resends nothing), and the last one each stream gave is
+// the Last-Event-ID the client sent next, and what its state file held at
+// the end; after each, the deliveries made while it was away arrive.
+func TestGosmeeClientTranscript(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/gosmee/resume-transcript.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		State    string `json:"client_state_file_at_end"`
+		Requests []struct {
+			Path        string `json:"path"`
+			LastEventID string `json:"last_event_id"`
+			Step        string `json:"step"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal(raw, &tr); err != nil {
+		t.Fatal(err)
+	}
+	var streams []string // the Last-Event-ID of each stream, in order, one per step
+	steps := map[string]bool{}
+	ch := ""
+	for _, r := range tr.Requests {
+		if name, ok := strings.CutPrefix(r.Path, "/events/"); ok && !steps[r.Step] {
+			steps[r.Step] = true
+			streams, ch = append(streams, r.LastEventID), name
+		}
+	}
+	if len(streams) != 3 || streams[0] != "" {
+		t.Fatalf("the transcript's streams %q: want a first one without Last-Event-ID, then two resumes", streams)
+	}
+	redisID := regexp.MustCompile(`^[0-9]+-[0-9]+$`) // gosmee's parseRedisStreamID
+	_, ts := newRelay(t, relay.Options{})
+	next := 1
+	post := func(upTo int) {
+		for ; next <= upTo; next++ {
+			mustPost(t, ts.URL+"/"+ch, fmt.Sprintf(`{"n":%d}`, next), "Content-Type", "application/json")
+		}
+	}
+	// What each stream must end with: the id the client resent next, and
+	// its state file at the end.
+	ends := append(streams[1:], tr.State)
+	for i, last := range streams {
+		c := gosmeeSubscribe(t, ts.URL, ch, last)
+		after, _ := strconv.Atoi(strings.TrimPrefix(last, "0-"))
+		endID, _ := strconv.Atoi(strings.TrimPrefix(ends[i], "0-"))
+		post(endID) // made while the client was away (or, first, once it listens)
+		for n := after + 1; n <= endID; n++ {
+			m := c.message()
+			if !redisID.MatchString(m.id) || string(m.body) != fmt.Sprintf(`{"n":%d}`, n) {
+				t.Fatalf("stream %d (Last-Event-ID %q): id %q body %s, want a Redis stream id and delivery %d", i+1, last, m.id, m.body, n)
+			}
+			if n == endID && m.id != ends[i] {
+				t.Errorf("stream %d ended with id %q; the real client then resent %q", i+1, m.id, ends[i])
+			}
+		}
+		c.resp.Body.Close()
 	}
 }

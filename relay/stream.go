@@ -448,7 +448,11 @@ func (sw *streamWriter) delivery(d *delivery) (linked bool, err error) {
 	}
 	b := make([]byte, 0, 32)
 	b = append(b, "id: "...)
-	b = strconv.AppendInt(b, d.id, 10)
+	if sw.sub.format == formatGosmee {
+		b = append(b, wire.GosmeeID(d.id)...) // the shape gosmee's client resends
+	} else {
+		b = strconv.AppendInt(b, d.id, 10)
+	}
 	b = append(b, '\n')
 	if _, err := sw.out.Write(b); err != nil {
 		return linked, err

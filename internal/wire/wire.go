@@ -245,11 +245,27 @@ var (
 	GosmeeKeepaliveFrame = []byte(": keepalive\n\n")
 )
 
+// GosmeeID is how a gosmee stream names relay id n: a Redis stream id,
+// "0-<n>", the only shape gosmee's client keeps, stores (its
+// --resume-state-file) and sends back as Last-Event-ID; it grows with n.
+// ParseEventID reads it back.
+func GosmeeID(n int64) string { return "0-" + strconv.FormatInt(n, 10) }
+
+// ParseEventID reads a Last-Event-ID a relay stream gave out: a decimal id,
+// or a gosmee stream's GosmeeID.
+func ParseEventID(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	if seq, ok := strings.CutPrefix(s, "0-"); ok {
+		s = seq
+	}
+	return strconv.ParseInt(s, 10, 64)
+}
+
 // GosmeeGapFrame is gap g as gosmee writes it: "requested_id" the id the
 // client resumed after, "oldest_id" the oldest one still there.
 func GosmeeGapFrame(g Gap) []byte {
 	data, _ := json.Marshal(map[string]string{
-		"error": "missed_history", "requested_id": g.LastEventID, "oldest_id": strconv.FormatInt(g.To+1, 10),
+		"error": "missed_history", "requested_id": g.LastEventID, "oldest_id": GosmeeID(g.To + 1),
 	})
 	b := append([]byte("event: "+EventGosmeeGap+"\ndata: "), data...)
 	return append(b, "\n\n"...)
