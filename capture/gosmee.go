@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,7 +94,10 @@ func gosmeeHeaders(script string) http.Header {
 			break
 		}
 		if name, value, ok := strings.Cut(word, ":"); ok && name != "" && !strings.ContainsAny(name, " \t") {
-			h.Add(name, strings.TrimLeft(value, " \t"))
+			value = strings.TrimLeft(value, " \t")
+			if !slices.Contains(h.Values(name), value) { // gosmee writes Content-Type twice
+				h.Add(name, value)
+			}
 		}
 		i = len(script) - len(rest) - 1
 	}

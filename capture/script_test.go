@@ -153,3 +153,26 @@ func TestReadGosmeeOrderWithinAMinute(t *testing.T) {
 		}
 	}
 }
+
+// What the real gosmee client wrote with --saveDir (testdata/gosmee/
+// savedir, recorded as its README says) reads back as the three deliveries
+// it received, in order, their quoted header values whole, its doubled
+// Content-Type once.
+func TestReadGosmeeRealSaveDir(t *testing.T) {
+	ds, errs := capture.LoadAll("../testdata/gosmee/savedir")
+	if len(errs) > 0 || len(ds) != 3 {
+		t.Fatalf("LoadAll = %d deliveries, %v", len(ds), errs)
+	}
+	for i, d := range ds {
+		n := strconv.Itoa(i + 1)
+		if d.ID != "saved-"+n || d.Event != "issues" || d.Action != "opened" || string(d.Body) != `{"action":"opened","n":`+n+`}` {
+			t.Errorf("delivery %d: %s %s.%s %q", i+1, d.ID, d.Event, d.Action, d.Body)
+		}
+		if got := d.Headers.Get("X-Note"); got != "it's a 'quoted' value "+n {
+			t.Errorf("delivery %d: X-Note %q", i+1, got)
+		}
+		if ct := d.Headers.Values("Content-Type"); len(ct) != 1 || ct[0] != "application/json" {
+			t.Errorf("delivery %d: Content-Type %q, want application/json once", i+1, ct)
+		}
+	}
+}
