@@ -921,7 +921,8 @@ func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, r
 	r.Verification, r.VerifyNote = verifyDelivery(d, c.opts.Secret, c.opts.AdditionalSecrets...)
 	if v := c.opts.Verifier; v != nil && r.Verification == VerificationSkipped {
 		r.Verification, r.VerifyNote = VerificationPassed, ""
-		if sig, _ := d.Signature(); !verifiedBy(v, d.Body, sig) {
+		sig, _ := d.Signature()
+		if ok, err := v.VerifyWithFallback(d.Body, sig); !ok || err != nil {
 			r.Verification, r.VerifyNote = VerificationFailed, "the signature does not match the Verifier's secrets"
 		}
 	}
@@ -1006,14 +1007,6 @@ func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, r
 	}
 	c.noteLost(r, d)
 	return r
-}
-
-// verifiedBy reports whether v passes sig over body.
-func verifiedBy(v interface {
-	VerifyWithFallback(payload []byte, sig string) (bool, error)
-}, body []byte, sig string) bool {
-	ok, err := v.VerifyWithFallback(body, sig)
-	return ok && err == nil
 }
 
 // noteLost counts and logs d when r says it was lost.
