@@ -24,6 +24,7 @@ import (
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/jsonscan"
+	"github.com/hookline/hookline/internal/loglimit"
 	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/rest"
@@ -394,7 +395,7 @@ type Client struct {
 		forwarded, targetFails, githubFailed, slow, saved, saveFails, malformed, gaps,
 		duplicates, redeliveries, failedSaved, lost, stateFails, inFlight atomic.Int64
 	}
-	warnings warnLimit                          // for malformed messages
+	warnings loglimit.Limit                     // for malformed messages: warnBurst a minute
 	loops    loopGuard                          // deliveries forwarded lately, to see them come back
 	stop     atomic.Pointer[context.CancelFunc] // ends Run's work (Stop)
 }
@@ -412,7 +413,8 @@ type item struct {
 // New checks opts and returns a Client. Errors wrap ErrInvalidTarget or
 // ErrInvalidOptions and say what to change.
 func New(opts Options) (*Client, error) {
-	c := &Client{opts: opts, logger: opts.Logger, writeCapture: capture.Write}
+	c := &Client{opts: opts, logger: opts.Logger, writeCapture: capture.Write,
+		warnings: loglimit.Limit{Burst: warnBurst, Window: time.Minute}}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
@@ -680,6 +682,11 @@ type loopGuard struct {
 // few ids round and round, seconds apart, far fewer than this in between.
 const loopRemember = 4096
 
+// warnBurst bounds the warnings a relay's malformed messages cause, per
+// minute, so that a hostile or broken relay cannot fill the terminal or a
+// log (one sent 273 MB of them in 30 s).
+const warnBurst = 10
+
 type sentDelivery struct {
 	at      time.Time // when it was last sent to the target
 	eventID string    // the relay's event id it was sent as
@@ -800,7 +807,7 @@ func (c *Client) decode(ev sse.Event) *delivery.Delivery {
 		if errors.Is(err, bufio.ErrTooLong) {
 			c.keepSkipped(ev, "too large to receive", err)
 		}
-		if ok, hidden := c.warnings.allow(time.Now()); ok {
+		if ok, hidden := c.warnings.Allow(time.Now()); ok {
 			if hidden > 0 {
 				c.logger.Warn("more relay messages that are not deliveries were skipped without a warning", "count", hidden)
 			}
@@ -1200,34 +1207,4 @@ func saveableHeader(h http.Header) http.Header {
 		}
 	}
 	return out
-}
-
-// warnLimit bounds the warnings a relay's messages cause, so that a hostile
-// or broken relay cannot fill the terminal or a log (one sent 273 MB of
-// them in 30 s): at most warnBurst per minute; the next one allowed after a
-// quiet spell says how many were not shown.
-type warnLimit struct {
-	mu     sync.Mutex
-	start  time.Time
-	shown  int
-	hidden int
-}
-
-const warnBurst = 10
-
-// allow reports whether a warning may be logged now, and how many were
-// held back before it.
-func (w *warnLimit) allow(now time.Time) (ok bool, hidden int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if now.Sub(w.start) >= time.Minute {
-		w.start, w.shown = now, 0
-	}
-	if w.shown >= warnBurst {
-		w.hidden++
-		return false, 0
-	}
-	w.shown++
-	hidden, w.hidden = w.hidden, 0
-	return true, hidden
 }

@@ -38,8 +38,8 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		ip := ""
-		if ap, err := netip.ParseAddrPort(conn.RemoteAddr().String()); err == nil && !l.s.trusted(ap.Addr()) {
-			ip = peerKey(ap.Addr())
+		if ta, ok := conn.RemoteAddr().(*net.TCPAddr); ok && !l.s.trusted(ta.AddrPort().Addr()) {
+			ip = peerKey(ta.AddrPort().Addr())
 		}
 		c.mu.Lock()
 		if c.byIP == nil {
@@ -49,7 +49,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			c.mu.Unlock()
 			conn.Close()
 			c.refused.Add(1)
-			if ok, hidden := l.s.connRefusals.allow(time.Now()); ok {
+			if ok, hidden := l.s.connRefusals.Allow(time.Now()); ok {
 				l.s.log.Warn("connection refused: the relay holds its limit of connections, or this address holds its share",
 					"peer", conn.RemoteAddr().String(), "connections", c.n.Load(), "max_conns", l.s.opts.MaxConns,
 					"max_conns_per_ip", l.s.opts.MaxConnsPerIP, "also_refused_since_last_line", hidden)

@@ -153,29 +153,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ip string) (bo
 // every 10 s, saying how many were refused meanwhile) and returns err.
 func (s *Server) refuse(err error) error {
 	s.refusedAt.Store(time.Now().UnixNano())
-	if ok, hidden := s.refusals.allow(time.Now()); ok {
+	if ok, hidden := s.refusals.Allow(time.Now()); ok {
 		s.log.Warn("upload refused", "err", err, "also_refused_since_last_line", hidden)
 	}
 	return err
-}
-
-// logLimit lets a kind of log line through at most once every 10 s, and
-// counts those it held back. The zero value is ready.
-type logLimit struct {
-	mu     sync.Mutex
-	last   time.Time
-	hidden int
-}
-
-func (l *logLimit) allow(now time.Time) (ok bool, hidden int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.last) < 10*time.Second {
-		l.hidden++
-		return false, 0
-	}
-	l.last, hidden, l.hidden = now, l.hidden, 0
-	return true, hidden
 }
 
 // errTooManyStreams: a stream beyond Options.MaxStreams or MaxStreamsPerIP.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/loglimit"
 	"github.com/hookline/hookline/internal/wire"
 )
 
@@ -249,12 +250,12 @@ type Server struct {
 	uploadMu     sync.Mutex       // guards uploadsByIP
 	uploadsByIP  map[string]int64 // the share of uploads each client address holds
 	refusedAt    atomic.Int64     // UnixNano of the last upload refused for the budget (/healthz: degraded)
-	refusals     logLimit         // the log lines saying which upload limit refuses what
+	refusals     loglimit.Limit   // the log lines saying which upload limit refuses what
 	conns        connCount        // what limitListener counts
 	fetchMu      sync.Mutex
 	fetches      map[string]*fetch            // bodies being written to fetches, by channel/id (see fetching)
 	fetchBytes   int64                        // their size
-	connRefusals logLimit                     // the log lines about refused connections
+	connRefusals loglimit.Limit               // the log lines about refused connections
 	untrustedXFF atomic.Bool                  // X-Forwarded-For came from an untrusted peer, and the log said so
 	shedding     sync.Mutex                   // one shed at a time
 	writeErr     atomic.Pointer[writeFailure] // the last append's failure; nil after a success
@@ -354,6 +355,8 @@ func New(opts Options) (*Server, error) {
 		shared:          shared,
 		channels:        map[string]*channel{},
 		uploadsByIP:     map[string]int64{},
+		refusals:        loglimit.Limit{Burst: 1, Window: 10 * time.Second},
+		connRefusals:    loglimit.Limit{Burst: 1, Window: 10 * time.Second},
 		streamsByIP:     map[string]int{},
 		streamsByHolder: map[string]int{},
 		fetches:         map[string]*fetch{},
