@@ -22,7 +22,7 @@
 //
 // Routes:
 //
-//	GET|HEAD /new                       307, Location: a new channel URL; with Accept: text/plain
+//	GET|HEAD /new                       307, Location and body: a new channel URL; with Accept: text/plain
 //	                                    (or a gosmee User-Agent) 200 and the URL as text, as gosmee
 //	POST     /<channel>                 any body and content type: 200 {"id":N,"subscribers":K} once stored
 //	GET      /<channel>                 Accept: text/event-stream: the stream
@@ -30,7 +30,9 @@
 //	GET      /events/<channel>          the stream in a gosmee server's format, for gosmee's client
 //	POST     /<channel>/redeliver/<id>  publish delivery <id> again
 //	GET      /<channel>/body/<id>?s=T   a body sent by link to the stream T names (hookline's format)
-//	GET      /healthz                   200 {"status":"ok", counts...}; 503 when shutting down or Redis is down
+//	GET      /healthz                   200 {"status":"ok", counts...}; 200 "degraded" when uploads were
+//	                                    refused in the last minute; 503 when shutting down, when Redis
+//	                                    is down or the history cannot be written
 //	GET      /version                   200 {"server":"hookline"} (gosmee's client asks first)
 //
 // The gosmee format is chmouel/gosmee v0.32's (server.go): lowercase
