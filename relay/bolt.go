@@ -58,7 +58,7 @@ type historyFile struct {
 // openBolt opens (creating it if needed) the history file in dir and
 // returns a store that holds its deliveries in memory, loaded from it and
 // trimmed to the limits.
-func openBolt(dir string, l limits, pinned *atomic.Int64, log *slog.Logger) (*ledgerStore, error) {
+func openBolt(dir string, l Limits, pinned *atomic.Int64, log *slog.Logger) (*ledgerStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("relay: cannot create the data directory: %w", err)
 	}
@@ -158,8 +158,8 @@ func (s *historyFile) load(tx *bolt.Tx, l *ledger) error {
 				nested = append(nested, slices.Clone(k))
 				return nil
 			}
-			var d *delivery
-			err := fmt.Errorf("%w: key of %d bytes", errBadRecord, len(k))
+			var d *Entry
+			err := fmt.Errorf("%w: key of %d bytes", ErrBadRecord, len(k))
 			if len(k) == 8 {
 				d, err = readDelivery(tx, name, k, v)
 			}
@@ -171,7 +171,7 @@ func (s *historyFile) load(tx *bolt.Tx, l *ledger) error {
 			if d.of != 0 {
 				s.ref(c.name, d.of, 1)
 			}
-			e := newEntry(d, true)
+			e := newLedgerEntry(d, true)
 			c.entries = append(c.entries, e)
 			c.bytes += e.size
 			c.last = d.id
@@ -256,33 +256,21 @@ func (s *historyFile) ref(channel string, id int64, n int) {
 
 // readDelivery decodes the record v with key k of channel, resolving a
 // reference (record.go) to the record it repeats, in the channel or held.
-func readDelivery(tx *bolt.Tx, channel, k, v []byte) (*delivery, error) {
-	received, of, isRef, err := decodeRef(v)
+func readDelivery(tx *bolt.Tx, channel, k, v []byte) (*Entry, error) {
+	of, err := RefersTo(v)
 	if err != nil {
 		return nil, err
 	}
-	if isRef {
-		v = nil
+	var orig []byte
+	if of != 0 {
 		if b := tx.Bucket(channelsBucket).Bucket(channel); b != nil {
-			v = b.Get(idKey(of))
+			orig = b.Get(idKey(of))
 		}
-		if hb := tx.Bucket(heldBucket).Bucket(channel); v == nil && hb != nil {
-			v = hb.Get(idKey(of))
-		}
-		if v == nil || v[0] == refFormat {
-			return nil, fmt.Errorf("%w: the delivery %d it repeats is not stored", errBadRecord, of)
+		if hb := tx.Bucket(heldBucket).Bucket(channel); orig == nil && hb != nil {
+			orig = hb.Get(idKey(of))
 		}
 	}
-	d, err := decodeRecord(v)
-	if err != nil {
-		return nil, err
-	}
-	if isRef {
-		d = makeDelivery(d.header, d.query, d.body, received)
-		d.of = of
-	}
-	d.id = int64(binary.BigEndian.Uint64(k))
-	return d, nil
+	return DecodeEntry(int64(binary.BigEndian.Uint64(k)), v, orig)
 }
 
 // remove deletes what the limits evicted: records, and the buckets of
@@ -345,11 +333,8 @@ func idKey(id int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i
 // removals p's drops make (rs). It reports whether d was written as a
 // reference to the record it repeats (d.of), which is still stored; s.refs
 // are restored when the transaction fails.
-func (s *historyFile) write(channel string, d *delivery, p plan, rs []removal) (referred bool, err error) {
-	rec, ref := encodeRecord(d), []byte(nil)
-	if d.of != 0 {
-		ref = encodeRef(d)
-	}
+func (s *historyFile) write(channel string, d *Entry, p plan, rs []removal) (referred bool, err error) {
+	rec, ref := d.Record(), d.RefRecord()
 	saved := map[string]map[int64]int{channel: maps.Clone(s.refs[channel])} // restored if the transaction fails
 	for _, r := range rs {
 		saved[r.name] = maps.Clone(s.refs[r.name])
@@ -385,7 +370,7 @@ func (s *historyFile) write(channel string, d *delivery, p plan, rs []removal) (
 			}
 		}
 		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-			err = errStoreClosed
+			err = ErrStoreClosed
 		}
 		return false, fmt.Errorf("relay: storing the delivery: %w", err)
 	}

@@ -60,18 +60,18 @@ type subscriber struct {
 	token string // names the stream in its links, when it takes large bodies by link
 
 	mu           sync.Mutex
-	pending      []*delivery
-	pendingBytes int64               // of pending, for the queue's limit
-	held         int64               // of the deliveries it holds: pending, being written, linked
-	linked       map[int64]*delivery // written by link, kept for their fetch (see link)
-	whole        map[int64]bool      // of linked, those written whole to a fetch (see fetchedWhole)
-	out          streamOut           // not to be used once done
+	pending      []*Entry
+	pendingBytes int64            // of pending, for the queue's limit
+	held         int64            // of the deliveries it holds: pending, being written, linked
+	linked       map[int64]*Entry // written by link, kept for their fetch (see link)
+	whole        map[int64]bool   // of linked, those written whole to a fetch (see fetchedWhole)
+	out          streamOut        // not to be used once done
 	done         bool
 }
 
 // offer queues d for the subscriber, or reports false when it is too far
 // behind: maxCount deliveries, or maxBytes of them, already wait.
-func (sub *subscriber) offer(d *delivery, maxCount int, maxBytes int64) bool {
+func (sub *subscriber) offer(d *Entry, maxCount int, maxBytes int64) bool {
 	if d.id <= sub.after {
 		return true // its replay has it
 	}
@@ -94,7 +94,7 @@ func (sub *subscriber) offer(d *delivery, maxCount int, maxBytes int64) bool {
 // hold and release count a delivery the subscriber holds (queued, being
 // written, or in its replay) in its held bytes and in Server.pinned (see
 // delivery.refs).
-func (sub *subscriber) hold(d *delivery) {
+func (sub *subscriber) hold(d *Entry) {
 	sub.mu.Lock()
 	sub.held += d.size
 	sub.mu.Unlock()
@@ -103,7 +103,7 @@ func (sub *subscriber) hold(d *delivery) {
 	}
 }
 
-func (sub *subscriber) release(d *delivery) {
+func (sub *subscriber) release(d *Entry) {
 	sub.mu.Lock()
 	sub.held -= d.size
 	sub.mu.Unlock()
@@ -114,7 +114,7 @@ func (sub *subscriber) release(d *delivery) {
 
 // take returns the waiting deliveries, giving the subscriber buf (emptied)
 // as its next queue. The caller releases each once written.
-func (sub *subscriber) take(buf []*delivery) []*delivery {
+func (sub *subscriber) take(buf []*Entry) []*Entry {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	out := sub.pending
@@ -125,11 +125,11 @@ func (sub *subscriber) take(buf []*delivery) []*delivery {
 
 // link keeps d, just written by link, for its fetch (the subscriber goes on
 // holding it: see hold).
-func (sub *subscriber) link(d *delivery) {
+func (sub *subscriber) link(d *Entry) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	if sub.linked == nil {
-		sub.linked = map[int64]*delivery{}
+		sub.linked = map[int64]*Entry{}
 	}
 	sub.linked[d.id] = d // each delivery is written once (see channel.mu)
 }
@@ -139,7 +139,7 @@ func (sub *subscriber) link(d *delivery) {
 // order, so it has them. A delivery is kept after its own fetch, so that a
 // fetch cut off midway can be made again, until a later one or the end of
 // the stream.
-func (sub *subscriber) fetch(id int64) (d *delivery, before []*delivery) {
+func (sub *subscriber) fetch(id int64) (d *Entry, before []*Entry) {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
 	d = sub.linked[id]
@@ -171,10 +171,10 @@ func (sub *subscriber) fetchedWhole(id int64) {
 
 // dropWhole lets go of the linked deliveries written whole (see
 // fetchedWhole) and returns them, for the caller to release.
-func (sub *subscriber) dropWhole() []*delivery {
+func (sub *subscriber) dropWhole() []*Entry {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	var out []*delivery
+	var out []*Entry
 	for id := range sub.whole {
 		if d := sub.linked[id]; d != nil {
 			out = append(out, d)
@@ -186,10 +186,10 @@ func (sub *subscriber) dropWhole() []*delivery {
 }
 
 // unlinkAll takes every linked delivery: the stream has ended.
-func (sub *subscriber) unlinkAll() []*delivery {
+func (sub *subscriber) unlinkAll() []*Entry {
 	sub.mu.Lock()
 	defer sub.mu.Unlock()
-	ds := make([]*delivery, 0, len(sub.linked))
+	ds := make([]*Entry, 0, len(sub.linked))
 	for _, d := range sub.linked {
 		ds = append(ds, d)
 	}
@@ -249,18 +249,6 @@ func (s *Server) release(c *channel) {
 	}
 }
 
-// keyStoredError is what a shared store's append returns when the
-// delivery's Idempotency-Key was stored by another relay after publish
-// looked it up: the delivery it names, and its body's SHA-256.
-type keyStoredError struct {
-	id  int64
-	sum [sha256.Size]byte
-}
-
-func (e *keyStoredError) Error() string {
-	return fmt.Sprintf("relay: the Idempotency-Key names delivery %d", e.id)
-}
-
 // errKeyReused is the answer to a POST whose Idempotency-Key names a
 // retained delivery with a different body.
 var errKeyReused = errors.New("relay: Idempotency-Key reused for a different body")
@@ -274,11 +262,11 @@ type published struct {
 
 // publish stores d as the channel's next delivery and queues it for every
 // subscriber, cutting off those whose queue is full. If d has an
-// Idempotency-Key (and checkKey is set) naming a retained delivery of the
-// channel, d is not published: the result names that delivery, or the error
+// Idempotency-Key naming a retained delivery of the channel (and is not a
+// redelivery, see Entry.UniqueKey), d is not published: the result names that delivery, or the error
 // wraps errKeyReused when its body differs. A store error means d was not
 // stored nor sent to anyone.
-func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey bool) (published, error) {
+func (s *Server) publish(ctx context.Context, name string, d *Entry) (published, error) {
 	defer s.shed() // once c.mu is unlocked
 	c, _ := s.acquire(name, false)
 	defer s.release(c)
@@ -289,8 +277,8 @@ func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey
 			c.appendMu.Unlock()
 		}
 	}()
-	if key := headerValue(d.header, idempotencyHeader); checkKey && key != "" {
-		id, sum, ok, err := s.store.findKey(ctx, name, key)
+	if key := d.IdempotencyKey(); d.UniqueKey() && key != "" {
+		id, sum, ok, err := s.store.FindKey(ctx, name, key)
 		if err != nil {
 			return published{}, err
 		}
@@ -304,22 +292,22 @@ func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey
 	c.mu.Lock()
 	after := c.lastID
 	c.mu.Unlock()
-	d.uniqueKey = checkKey
-	err := s.store.append(ctx, name, d, after)
-	var stored *keyStoredError
+	id, err := s.store.Append(ctx, name, d, after)
+	var stored *KeyStoredError
 	if errors.As(err, &stored) { // a shared store: another relay took the key meanwhile
-		if stored.sum != sha256.Sum256(d.body) {
-			return published{id: stored.id}, fmt.Errorf("%w: delivery %d had it", errKeyReused, stored.id)
+		if stored.Sum != sha256.Sum256(d.body) {
+			return published{id: stored.ID}, fmt.Errorf("%w: delivery %d had it", errKeyReused, stored.ID)
 		}
-		return published{id: stored.id, duplicate: true}, nil
+		return published{id: stored.ID, duplicate: true}, nil
 	}
 	if err != nil {
-		if !errors.Is(err, errStoreClosed) && !errors.Is(err, ErrRedisUnavailable) && ctx.Err() == nil {
-			// /healthz says so (Redis being away, its ping says).
+		if !errors.Is(err, ErrStoreClosed) && !errors.Is(err, ErrStoreUnavailable) && ctx.Err() == nil {
+			// /healthz says so (a shared store's server being away, its ping says).
 			s.writeErr.Store(&writeFailure{err: err, at: time.Now()})
 		}
 		return published{}, err
 	}
+	d.id = id
 	s.writeErr.Store(nil)
 	s.deliveries.Add(1)
 	p := published{id: d.id}
@@ -346,7 +334,7 @@ func (s *Server) publish(ctx context.Context, name string, d *delivery, checkKey
 
 // fanOut queues d for every subscriber of c, cutting off those whose queue
 // is full, and returns how many it was queued for. The caller holds c.mu.
-func (s *Server) fanOut(c *channel, d *delivery) int {
+func (s *Server) fanOut(c *channel, d *Entry) int {
 	queued := 0
 	for sub := range c.subs {
 		if sub.offer(d, s.opts.SubscriberQueue, s.opts.HistoryBytes) {
@@ -382,7 +370,7 @@ func (s *Server) shed() {
 	// made again: no stream is cut for those.
 	var whole []struct {
 		sub *subscriber
-		ds  []*delivery
+		ds  []*Entry
 	}
 	for _, c := range chans {
 		c.mu.Lock()
@@ -390,7 +378,7 @@ func (s *Server) shed() {
 			if ds := sub.dropWhole(); len(ds) > 0 {
 				whole = append(whole, struct {
 					sub *subscriber
-					ds  []*delivery
+					ds  []*Entry
 				}{sub, ds})
 			}
 		}
@@ -462,7 +450,7 @@ func (s *Server) removeSub(c *channel, sub *subscriber) {
 	c.nsubs.Add(-1)
 	s.subscribers.Add(-1)
 	if len(c.subs) == 0 && s.shared != nil {
-		s.shared.watch(c.name, false)
+		s.shared.Watch(c.name, false)
 	}
 }
 
@@ -479,7 +467,7 @@ func (s *Server) catchUp(ctx context.Context, c *channel) error {
 		if n == 0 {
 			return nil
 		}
-		page, _, last, err := s.store.since(ctx, c.name, from, replayPageBytes)
+		page, _, last, err := s.store.Since(ctx, c.name, from, replayPageBytes)
 		if err != nil {
 			return err
 		}
@@ -549,11 +537,11 @@ func (s *Server) catchUpLater(c *channel) {
 }
 
 // fromFeed handles what a shared store's feed reports (see
-// sharedStore.startFeed): d, a delivery of channel name that any relay
+// SharedStore.StartFeed): d, a delivery of channel name that any relay
 // appended, or nil to read what is new from the store. Deliveries this
 // relay's subscribers already have (by id) are skipped; the store is read
 // in the background (catchUpLater).
-func (s *Server) fromFeed(name string, d *delivery) {
+func (s *Server) fromFeed(name string, d *Entry) {
 	s.mu.Lock()
 	c := s.channels[name]
 	if c != nil {
@@ -583,7 +571,7 @@ const feedRetry = time.Second
 // retryFeed reads what is new for channel name again in a moment, after
 // err; subscribers stay connected meanwhile.
 func (s *Server) retryFeed(name string, err error) {
-	if errors.Is(err, errStoreClosed) {
+	if errors.Is(err, ErrStoreClosed) {
 		return
 	}
 	s.log.Warn("could not read new deliveries from the history store; retrying", "channel", name, "err", err)
@@ -619,14 +607,14 @@ func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEve
 		after = math.MaxInt64 // only the channel's last id is wanted
 	}
 	// The history is read without c.mu (see channel.mu).
-	page, first, last, err := s.store.since(ctx, name, after, replayPageBytes)
+	page, first, last, err := s.store.Since(ctx, name, after, replayPageBytes)
 	if err == nil && resume && !unknown && after > last {
 		c.mu.Lock()
 		known := c.lastID
 		c.mu.Unlock()
 		if after > known {
 			unknown, after = true, 0
-			page, first, last, err = s.store.since(ctx, name, 0, replayPageBytes)
+			page, first, last, err = s.store.Since(ctx, name, 0, replayPageBytes)
 		}
 	}
 	if err != nil {
@@ -698,7 +686,7 @@ func (s *Server) join(ctx context.Context, name string, sub *subscriber, lastEve
 		// From now on, deliveries other relays append reach this one;
 		// those appended since the read above are read again once the
 		// watch is in place (fromFeed with nil).
-		s.shared.watch(name, true)
+		s.shared.Watch(name, true)
 	}
 	if !resume {
 		rp.cursor, rp.end = end, end
@@ -729,7 +717,7 @@ const lostWindow = 24 * time.Hour
 // store found that Redis lost its data.
 func (s *Server) gapReason(reason string) string {
 	if s.shared != nil {
-		if at := s.shared.lost(); !at.IsZero() && time.Since(at) < lostWindow {
+		if at := s.shared.Lost(); !at.IsZero() && time.Since(at) < lostWindow {
 			return "lost"
 		}
 	}
@@ -755,17 +743,17 @@ type replay struct {
 	cursor      int64  // the last id replayed or announced lost
 	end         int64  // the channel's last id at join; later ones come live
 	gap         *wire.Gap
-	page        []*delivery
+	page        []*Entry
 }
 
 // next returns the next gap to announce (or nil) and deliveries to send,
 // and done once the replay is over.
-func (rp *replay) next(ctx context.Context) (gap *wire.Gap, page []*delivery, done bool, err error) {
+func (rp *replay) next(ctx context.Context) (gap *wire.Gap, page []*Entry, done bool, err error) {
 	if rp.gap == nil && len(rp.page) == 0 {
 		if rp.cursor >= rp.end {
 			return nil, nil, true, nil
 		}
-		rp.page, _, _, err = rp.s.store.since(ctx, rp.name, rp.cursor, replayPageBytes)
+		rp.page, _, _, err = rp.s.store.Since(ctx, rp.name, rp.cursor, replayPageBytes)
 		if err != nil {
 			return nil, nil, false, err
 		}

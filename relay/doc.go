@@ -13,8 +13,9 @@
 //
 // Options choose where the history lives: in memory (the zero Options),
 // in a bbolt file (DataDir: survives restarts and crashes, every POST is
-// on disk before it is answered), or in Redis (RedisURL: shared by several
-// relays behind one URL).
+// on disk before it is answered), or in a storage engine of its own
+// (Store, a [Store]: package relay/redisstore keeps it in Redis, shared by
+// several relays behind one URL).
 //
 // A [Server] is also an [net/http.Handler] to mount in another server; call
 // [Server.Close] when that server shuts down, so that the streams end, then
@@ -31,8 +32,8 @@
 //	POST     /<channel>/redeliver/<id>  publish delivery <id> again
 //	GET      /<channel>/body/<id>?s=T   a body sent by link to the stream T names (hookline's format)
 //	GET      /healthz                   200 {"status":"ok", counts...}; 200 "degraded" when uploads were
-//	                                    refused in the last minute; 503 when shutting down, when Redis
-//	                                    is down or the history cannot be written
+//	                                    refused in the last minute; 503 when shutting down, when a shared
+//	                                    store (Redis) is down or the history cannot be written
 //	GET      /version                   200 {"server":"hookline"} (gosmee's client asks first)
 //
 // The gosmee format is chmouel/gosmee v0.32's (server.go): lowercase

@@ -45,7 +45,7 @@ func FuzzIngest(f *testing.F) {
 			}
 			return
 		}
-		d, _ := s.store.get(t.Context(), "fuzz", 1)
+		d, _ := s.store.Get(t.Context(), "fuzz", 1)
 		if d == nil {
 			t.Fatal("200 but no delivery recorded")
 		}
@@ -103,7 +103,7 @@ func decodeFrame(t *testing.T, frame []byte) map[string]any {
 
 // FuzzDecodeRecord feeds arbitrary bytes to the decoder of the records the
 // bbolt store keeps (a damaged or foreign file must not crash the relay):
-// it must not panic, must reject what it cannot read with errBadRecord, and
+// it must not panic, must reject what it cannot read with ErrBadRecord, and
 // what it reads must encode to a record that decodes to the same messages.
 // Seeded with the records of the captures in testdata/captures.
 //
@@ -121,41 +121,41 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 		req := httptest.NewRequest(http.MethodPost, "/x?"+c.Query, nil)
 		req.Header = c.Headers
-		f.Add(encodeRecord(newDelivery(req, c.Body, c.ReceivedAt)))
+		f.Add(NewEntry(req, c.Body, c.ReceivedAt).Record())
 	}
 	if len(files) == 0 {
 		f.Fatal("no captures in testdata/captures to seed from")
 	}
-	f.Add(encodeRecord(makeDelivery(nil, "", nil, time.Unix(0, 0))))
-	f.Add(encodeRecord(makeDelivery([]wire.Header{{Name: "content-type", Value: "application/x-www-form-urlencoded"}, {Name: "x", Value: "\xff\x00"}}, "a[b]=1", []byte("payload=%7B%7D"), time.Unix(-1, 5))))
+	f.Add(makeDelivery(nil, "", nil, time.Unix(0, 0)).Record())
+	f.Add(makeDelivery([]wire.Header{{Name: "content-type", Value: "application/x-www-form-urlencoded"}, {Name: "x", Value: "\xff\x00"}}, "a[b]=1", []byte("payload=%7B%7D"), time.Unix(-1, 5)).Record())
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0})
 	redelivery := makeDelivery(nil, "", nil, time.Unix(7, 0))
 	redelivery.of = 3
-	f.Add(encodeRef(redelivery))
+	f.Add(redelivery.RefRecord())
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		// A reference record (a redelivery, see record.go).
 		if at, of, ok, err := decodeRef(rec); ok {
 			if err != nil {
-				if !errors.Is(err, errBadRecord) {
-					t.Fatalf("decodeRef = %v; want errBadRecord", err)
+				if !errors.Is(err, ErrBadRecord) {
+					t.Fatalf("decodeRef = %v; want ErrBadRecord", err)
 				}
 				return
 			}
 			ref := makeDelivery(nil, "", nil, at)
 			ref.of = of
-			if at2, of2, _, err := decodeRef(encodeRef(ref)); err != nil || !at2.Equal(at) || of2 != of {
+			if at2, of2, _, err := decodeRef(ref.RefRecord()); err != nil || !at2.Equal(at) || of2 != of {
 				t.Fatalf("reference round trip: %v %d %v, want %v %d", at2, of2, err, at, of)
 			}
 			return
 		}
 		d, err := decodeRecord(rec)
 		if err != nil {
-			if !errors.Is(err, errBadRecord) || d != nil {
-				t.Fatalf("decodeRecord = %v, %v; want nil and errBadRecord", d, err)
+			if !errors.Is(err, ErrBadRecord) || d != nil {
+				t.Fatalf("decodeRecord = %v, %v; want nil and ErrBadRecord", d, err)
 			}
 			return
 		}
-		again, err := decodeRecord(encodeRecord(d))
+		again, err := decodeRecord(d.Record())
 		if err != nil {
 			t.Fatalf("re-encoded record does not decode: %v", err)
 		}

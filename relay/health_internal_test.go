@@ -20,11 +20,11 @@ type failingStore struct {
 	full atomic.Bool
 }
 
-func (f *failingStore) append(ctx context.Context, channel string, d *delivery, after int64) error {
+func (f *failingStore) Append(ctx context.Context, channel string, d *Entry, after int64) (int64, error) {
 	if f.full.Load() {
-		return &storeWriteError{syscall.ENOSPC}
+		return 0, &storeWriteError{syscall.ENOSPC}
 	}
-	return f.ledgerStore.append(ctx, channel, d, after)
+	return f.ledgerStore.Append(ctx, channel, d, after)
 }
 
 type storeWriteError struct{ err error }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -10,7 +11,7 @@ import (
 // slowStore is a store whose reads of one channel wait until released, as
 // a slow disk or a frozen Redis would.
 type slowStore struct {
-	store
+	Store
 	channel string
 	entered chan struct{} // a read of channel has started
 	release chan struct{} // closed by open to let reads of channel go on
@@ -20,7 +21,7 @@ type slowStore struct {
 
 func (s *slowStore) open() { s.opened.Do(func() { close(s.release) }) }
 
-func (s *slowStore) since(ctx context.Context, channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
+func (s *slowStore) Since(ctx context.Context, channel string, after, maxBytes int64) ([]*Entry, int64, int64, error) {
 	if channel == s.channel {
 		s.once.Do(func() { close(s.entered) })
 		select {
@@ -29,7 +30,7 @@ func (s *slowStore) since(ctx context.Context, channel string, after, maxBytes i
 			return nil, 0, 0, ctx.Err()
 		}
 	}
-	return s.store.since(ctx, channel, after, maxBytes)
+	return s.Store.Since(ctx, channel, after, maxBytes)
 }
 
 func newSub(s *Server) *subscriber {
@@ -61,7 +62,7 @@ func got(t *testing.T, sub *subscriber, n int) []int64 {
 // each delivery exactly once (replay or queue).
 func TestStorageReadDoesNotHoldTheChannel(t *testing.T) {
 	s := mustNewServer(t)
-	slow := &slowStore{store: s.store, channel: "c", entered: make(chan struct{}), release: make(chan struct{})}
+	slow := &slowStore{Store: s.store, channel: "c", entered: make(chan struct{}), release: make(chan struct{})}
 	ctx := context.Background()
 	first := newSub(s)
 	c, _, err := s.join(ctx, "c", first, "", false)
@@ -87,7 +88,7 @@ func TestStorageReadDoesNotHoldTheChannel(t *testing.T) {
 	posted := make(chan error, 1)
 	go func() {
 		for i := range 3 {
-			if _, err := s.publish(ctx, "c", testDelivery(i+1, 10), false); err != nil {
+			if _, err := s.publish(ctx, "c", lockTestDelivery(i+1)); err != nil {
 				posted <- err
 				return
 			}
@@ -124,7 +125,7 @@ func TestStorageReadDoesNotHoldTheChannel(t *testing.T) {
 			ids = append(ids, d.id)
 		}
 	}
-	if _, err := s.publish(ctx, "c", testDelivery(4, 10), false); err != nil {
+	if _, err := s.publish(ctx, "c", lockTestDelivery(4)); err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range second.take(nil) {
@@ -150,11 +151,11 @@ func TestFeedDoesNotWaitForAnotherChannel(t *testing.T) {
 		}
 		defer s.leave(c, sub)
 	}
-	slow := &slowStore{store: s.store, channel: "a", entered: make(chan struct{}), release: make(chan struct{})}
+	slow := &slowStore{Store: s.store, channel: "a", entered: make(chan struct{}), release: make(chan struct{})}
 	s.store = slow
 	defer slow.open()
-	d := testDelivery(1, 10)
-	if err := slow.store.append(ctx, "b", d, 0); err != nil {
+	d := lockTestDelivery(1)
+	if _, err := slow.Store.Append(ctx, "b", d, 0); err != nil {
 		t.Fatal(err)
 	}
 	fed := make(chan struct{})
@@ -181,4 +182,9 @@ func mustNewServer(t *testing.T) *Server {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// lockTestDelivery is a small delivery whose body carries seq.
+func lockTestDelivery(seq int) *Entry {
+	return makeDelivery(nil, "", []byte(fmt.Sprintf(`{"seq":%d}`, seq)), time.Now())
 }

@@ -24,11 +24,21 @@ const maxHeaderBytes = wire.MaxHeaderBytes
 // entryOverhead is what one retained delivery costs beyond its bytes (the
 // struct, slices, map entries), counted in the history limits so that many
 // tiny deliveries are bounded too.
-const entryOverhead = 512
+const entryOverhead = MinEntrySize
 
-// delivery is one POST to a channel. It is immutable once published and
-// shared by every subscriber and the history.
-type delivery struct {
+// MinEntrySize is the least an Entry's Size can be: what one retained
+// delivery costs beyond its bytes, so that many tiny deliveries are bounded
+// by the history limits too. A store reading a page of at most maxBytes
+// needs no more than maxBytes/MinEntrySize+1 entries.
+const MinEntrySize = 512
+
+// Entry is one delivery of a channel as the relay keeps it: one POST (or a
+// redelivery of one), its id in the channel, and its messages in each
+// stream format, built once. It is immutable once stored, and shared by
+// every subscriber and the history. A storage engine stores it as its
+// Record (and RefRecord) and reads it back with DecodeEntry; the relay
+// never sees how.
+type Entry struct {
 	id       int64 // set by publish
 	received time.Time
 	header   []wire.Header // sorted by name
@@ -36,9 +46,6 @@ type delivery struct {
 	body     []byte
 	size     int64 // what it counts against the history limits
 	of       int64 // for a redelivery: the id of the first delivery of its content in the channel
-	// uniqueKey, set by publish before the append, asks a shared store not
-	// to append when another relay stored the Idempotency-Key meanwhile.
-	uniqueKey bool
 
 	plain    *wire.Frame // its message for smee.io's subscribers
 	hookline *wire.Frame // hookline's (bodyB in place of body), sharing the parts of the full smee.io frame
@@ -50,13 +57,55 @@ type delivery struct {
 	refs atomic.Int32
 }
 
-// newDelivery builds the delivery for a request whose body has been read.
-func newDelivery(r *http.Request, body []byte, now time.Time) *delivery {
+// NewEntry builds the entry of a request whose body has been read,
+// received at now, as the relay does for a POST: the headers it relays
+// (not hop-by-hop ones), the raw query, the exact body. Its ID is 0 until
+// it is stored.
+func NewEntry(r *http.Request, body []byte, now time.Time) *Entry {
 	return makeDelivery(messageHeaders(r), r.URL.RawQuery, body, now)
 }
 
-func makeDelivery(header []wire.Header, query string, body []byte, now time.Time) *delivery {
-	d := &delivery{received: now, header: header, query: query, body: body}
+// ID returns the entry's id in its channel (0 before it is stored).
+func (d *Entry) ID() int64 { return d.id }
+
+// Received returns when the delivery (or redelivery) was received.
+func (d *Entry) Received() time.Time { return d.received }
+
+// Body returns the exact body bytes; the caller must not change them.
+func (d *Entry) Body() []byte { return d.body }
+
+// Size returns what the entry counts against the history limits (Limits):
+// its bytes, its messages and MinEntrySize.
+func (d *Entry) Size() int64 { return d.size }
+
+// Of returns, for a redelivery, the id of the first delivery of its
+// content in the channel, and 0 otherwise. A store may keep a redelivery
+// as a reference to that delivery's record (RefRecord), as this package's
+// and redisstore do.
+func (d *Entry) Of() int64 { return d.of }
+
+// IdempotencyKey returns the delivery's Idempotency-Key header ("" if none).
+func (d *Entry) IdempotencyKey() string { return headerValue(d.header, idempotencyHeader) }
+
+// UniqueKey reports whether a shared store must not append the entry when
+// another relay stored its IdempotencyKey since the relay looked it up
+// (Append then returns a *KeyStoredError): every delivery but a
+// redelivery, which repeats its original's key on purpose.
+func (d *Entry) UniqueKey() bool { return d.of == 0 }
+
+// Redelivery returns a new entry with d's headers, query and body, received
+// at now, that repeats d (see Of).
+func (d *Entry) Redelivery(now time.Time) *Entry {
+	nd := makeDelivery(d.header, d.query, d.body, now)
+	nd.of = d.id
+	if d.of != 0 {
+		nd.of = d.of
+	}
+	return nd
+}
+
+func makeDelivery(header []wire.Header, query string, body []byte, now time.Time) *Entry {
+	d := &Entry{received: now, header: header, query: query, body: body}
 	contentType := ""
 	for _, h := range header {
 		d.size += int64(len(h.Name) + len(h.Value))
@@ -87,16 +136,6 @@ func makeDelivery(header []wire.Header, query string, body []byte, now time.Time
 // sameBytes reports whether a and b are the same memory.
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-// redelivery returns a new delivery with d's headers, query and body.
-func (d *delivery) redelivery(now time.Time) *delivery {
-	nd := makeDelivery(d.header, d.query, d.body, now)
-	nd.of = d.id
-	if d.of != 0 {
-		nd.of = d.of
-	}
-	return nd
 }
 
 // headerBytes returns the size of r's header block as maxHeaderBytes counts it.
@@ -193,7 +232,7 @@ func bodyValue(contentType string, body []byte) []byte {
 // frame returns d's message for a subscriber of format. A gosmee one is
 // encoded for each write (its headers and timestamp; bodyB is encoded as it
 // is written), so that deliveries hold no third frame.
-func (d *delivery) frame(format streamFormat) *wire.Frame {
+func (d *Entry) frame(format streamFormat) *wire.Frame {
 	switch format {
 	case formatHookline:
 		return d.hookline

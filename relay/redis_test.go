@@ -24,6 +24,7 @@ import (
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/relay/redisstore"
 )
 
 // replica is one relay of several sharing a Redis: a relay.Server on an
@@ -37,10 +38,10 @@ type replica struct {
 
 func newReplica(t testing.TB, redisURL string, opts relay.Options) *replica {
 	t.Helper()
-	opts.RedisURL = redisURL
+	opts.Store = redisstore.Opener(redisURL)
 	srv, err := relay.New(opts)
 	if err != nil {
-		t.Fatalf("Open(RedisURL %s) = %v", redisURL, err)
+		t.Fatalf("New with Redis at %s = %v", redisURL, err)
 	}
 	r := &replica{t: t, srv: srv, ts: httptest.NewServer(srv)}
 	t.Cleanup(r.kill)
@@ -423,7 +424,7 @@ func TestRedisKeepsTheProgramsLogger(t *testing.T) {
 	rs.Kill()
 	logs := &redisLogs{}
 	redis.SetLogger(logs)
-	if srv, err := relay.New(relay.Options{RedisURL: "redis://" + addr}); err == nil {
+	if srv, err := relay.New(relay.Options{Store: redisstore.Opener("redis://" + addr)}); err == nil {
 		srv.CloseStorage()
 		t.Fatal("New succeeded with Redis down")
 	}
@@ -432,16 +433,16 @@ func TestRedisKeepsTheProgramsLogger(t *testing.T) {
 	}
 }
 
-// UseRedisLogger, the program's choice, sends go-redis's own lines to the
+// redisstore.SetLogger, the program's choice, sends go-redis's own lines to the
 // relay's log at debug level.
-func TestUseRedisLogger(t *testing.T) {
+func TestRedisSetLogger(t *testing.T) {
 	rs := redistest.Start(t)
 	addr := rs.Addr()
 	rs.Kill()
 	var logs relaytest.Buffer
-	relay.UseRedisLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	redisstore.SetLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { redis.SetLogger(&redisLogs{}) })
-	if srv, err := relay.New(relay.Options{RedisURL: "redis://" + addr}); err == nil {
+	if srv, err := relay.New(relay.Options{Store: redisstore.Opener("redis://" + addr)}); err == nil {
 		srv.CloseStorage()
 		t.Fatal("New succeeded with Redis down")
 	}
@@ -460,10 +461,10 @@ func TestRedisOpenErrors(t *testing.T) {
 		is   error
 		want string
 	}{
-		{"unreachable", relay.Options{RedisURL: "redis://" + addr}, relay.ErrRedisUnavailable, "connecting to Redis at redis://" + addr},
-		{"password redacted", relay.Options{RedisURL: "redis://user:s3cret@" + addr}, relay.ErrRedisUnavailable, "redis://user:xxxxx@" + addr},
-		{"bad scheme", relay.Options{RedisURL: "http://" + addr}, nil, "is not valid (redis: invalid URL scheme: http); write it as redis://"},
-		{"with a data dir", relay.Options{RedisURL: "redis://" + addr, DataDir: t.TempDir()}, nil, "exclude each other"},
+		{"unreachable", relay.Options{Store: redisstore.Opener("redis://" + addr)}, relay.ErrStoreUnavailable, "connecting to Redis at redis://" + addr},
+		{"password redacted", relay.Options{Store: redisstore.Opener("redis://user:s3cret@" + addr)}, relay.ErrStoreUnavailable, "redis://user:xxxxx@" + addr},
+		{"bad scheme", relay.Options{Store: redisstore.Opener("http://" + addr)}, nil, "is not valid (redis: invalid URL scheme: http); write it as redis://"},
+		{"with a data dir", relay.Options{Store: redisstore.Opener("redis://" + addr), DataDir: t.TempDir()}, nil, "exclude each other"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -90,9 +90,9 @@ type Options struct {
 	// (they resume with Last-Event-ID). So the relay's live memory stays
 	// within twice TotalHistoryBytes plus the uploads in flight (see
 	// docs/DEPLOY.md for the measured figures). With DataDir the limits
-	// bound the file instead (plus bbolt's page overhead), and the history
-	// takes no memory beyond a few dozen bytes per delivery; with RedisURL
-	// they bound the history in Redis, and the relay keeps none.
+	// bound the file too (plus bbolt's page overhead): the history is in
+	// memory and in the file; with a shared Store (Redis) they bound the
+	// history there, and the relay keeps none.
 	TotalHistoryBytes int64
 
 	// HistoryAge, if positive, bounds the age of each channel's history:
@@ -204,18 +204,17 @@ type Options struct {
 	// in memory and lost when the process ends.
 	DataDir string
 
-	// RedisURL, if not empty, keeps the history in Redis (7.0 or later),
-	// shared by every relay using the same Redis: they can run behind one
-	// URL as replicas, a delivery POSTed to one reaches the subscribers of
-	// all, and a client may resume (Last-Event-ID) on any of them. The URL
-	// is redis://[user:password@]host:port[/db], rediss:// for TLS, or
-	// unix:///path/to/socket. Every delivery is in Redis before its POST
-	// is answered; how durable that is, is Redis's configuration (see
-	// docs/DEPLOY.md). New fails with ErrRedisUnavailable when Redis does
-	// not answer. It excludes DataDir.
-	// Replicas should run with the same limits: each append applies those
-	// of the relay that received it.
-	RedisURL string
+	// Store, if not nil, opens the storage engine that keeps the history
+	// instead of this package's (in memory, or in DataDir): New calls it
+	// with the limits above. redisstore.Opener keeps it in Redis, shared by
+	// every relay using the same Redis: they can run behind one URL as
+	// replicas, a delivery POSTed to one reaches the subscribers of all,
+	// and a client may resume (Last-Event-ID) on any of them. New fails
+	// with its error (wrapping ErrStoreUnavailable when its server does
+	// not answer). It excludes DataDir. Replicas sharing a store should run
+	// with the same limits: each append applies those of the relay that
+	// received it.
+	Store OpenStore
 }
 
 // Server is a relay: an http.Handler serving the routes listed in the
@@ -227,8 +226,8 @@ type Server struct {
 	started time.Time
 	listen  atomic.Pointer[string] // base URL of the listener given to Serve
 
-	store  store
-	shared sharedStore // store, when shared with other relays (RedisURL); else nil
+	store  Store
+	shared SharedStore // store, when shared with other relays (Options.Store); else nil
 
 	mu              sync.Mutex
 	channels        map[string]*channel // channels in use (see channel)
@@ -279,16 +278,17 @@ const writeFailureTTL = time.Minute
 // ErrDataDirDamaged where they apply, or the file system's error (such as
 // fs.ErrPermission).
 //
-// With opts.RedisURL, New connects to Redis and checks its version; a
-// Redis that does not answer gives an error wrapping ErrRedisUnavailable.
-// The connections stay open until CloseStorage. Once open, the relay
-// survives Redis outages: see docs/RELAY.md.
+// With opts.Store, New opens that storage engine and fails with its error
+// (redisstore's connects to Redis and checks its version; a Redis that does
+// not answer gives an error wrapping ErrStoreUnavailable). It stays open
+// until CloseStorage. Once open, the relay survives the outages of a
+// shared store's server: see docs/RELAY.md.
 //
 // With neither, the history is kept in memory and New fails only on
 // options that contradict each other.
 func New(opts Options) (*Server, error) {
-	if opts.DataDir != "" && opts.RedisURL != "" {
-		return nil, errors.New("relay: Options.DataDir and Options.RedisURL exclude each other: with Redis the history is kept in Redis")
+	if opts.DataDir != "" && opts.Store != nil {
+		return nil, errors.New("relay: Options.DataDir and Options.Store exclude each other: the history is kept in one store")
 	}
 	def := func(v *int64, d int64) {
 		if *v <= 0 {
@@ -329,10 +329,9 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lim := limits{chanCount: opts.HistoryCount, chanBytes: opts.HistoryBytes, totalBytes: opts.TotalHistoryBytes, age: max(opts.HistoryAge, 0)}
+	lim := Limits{ChanCount: opts.HistoryCount, ChanBytes: opts.HistoryBytes, TotalBytes: opts.TotalHistoryBytes, Age: max(opts.HistoryAge, 0)}
 	pinned := new(atomic.Int64)
-	var st store = newMemStore(lim, pinned)
-	var shared sharedStore
+	var st Store = newMemStore(lim, pinned)
 	switch {
 	case opts.DataDir != "":
 		bs, err := openBolt(opts.DataDir, lim, pinned, log)
@@ -340,13 +339,14 @@ func New(opts Options) (*Server, error) {
 			return nil, err
 		}
 		st = bs
-	case opts.RedisURL != "":
-		rs, err := openRedis(opts.RedisURL, lim, log)
+	case opts.Store != nil:
+		es, err := opts.Store(lim, log)
 		if err != nil {
 			return nil, err
 		}
-		st, shared = rs, rs
+		st = es
 	}
+	shared, _ := st.(SharedStore)
 	s := &Server{
 		opts:            opts,
 		log:             log,
@@ -365,22 +365,23 @@ func New(opts Options) (*Server, error) {
 		pinned:          pinned,
 	}
 	if shared != nil {
-		shared.startFeed(s.fromFeed)
+		shared.StartFeed(s.fromFeed)
 	}
 	return s, nil
 }
 
 // CloseStorage closes the history: the file of Options.DataDir is closed
 // and unlocked (every delivery already answered with 200 is in it; nothing
-// is pending), or the connections to Options.RedisURL are closed. Call it once the http.Server that mounts the relay has shut
-// down: later POSTs get 503, and so do streams that ask for a replay.
+// is pending), or Options.Store is closed (Redis: its connections). Call
+// it once the http.Server that mounts the relay has shut down: later POSTs
+// get 503, and so do streams that ask for a replay.
 // Serve calls it when it returns. It is idempotent. For a history in
 // memory it does nothing.
 func (s *Server) CloseStorage() error {
-	if !s.store.persistent() {
+	if !s.store.Persistent() {
 		return nil
 	}
-	return s.store.close()
+	return s.store.Close()
 }
 
 // NewChannel returns a new random channel name: 22 characters of base64url
@@ -412,8 +413,8 @@ func (s *Server) URL() string {
 type Stats struct {
 	Channels     int   `json:"channels"`     // channels with a subscriber (on this relay) or a retained delivery
 	Subscribers  int   `json:"subscribers"`  // open streams (on this relay)
-	Persistent   bool  `json:"persistent"`   // the history outlives the process (Options.DataDir or Options.RedisURL)
-	Shared       bool  `json:"shared"`       // the history is in Redis, shared with other relays (Options.RedisURL)
+	Persistent   bool  `json:"persistent"`   // the history outlives the process (Options.DataDir, or a persistent Options.Store)
+	Shared       bool  `json:"shared"`       // the history is in Redis, shared with other relays (a SharedStore)
 	Deliveries   int64 `json:"deliveries"`   // deliveries received since New (redeliveries included; by this relay)
 	Retained     int   `json:"retained"`     // deliveries held in histories (restored ones, and other relays' in Redis, included)
 	HistoryBytes int64 `json:"historyBytes"` // their counted size
@@ -425,9 +426,9 @@ type Stats struct {
 	ConnsRefused int64 `json:"connsRefused"` // connections closed at once since New, beyond MaxConns or MaxConnsPerIP
 }
 
-// Stats returns the current counters. With Options.RedisURL, the store's
-// counters (Channels, Retained, HistoryBytes) take a round trip to Redis,
-// and are zero when it does not answer.
+// Stats returns the current counters. With a shared Options.Store, the store's
+// counters (Channels, Retained, HistoryBytes) take a round trip to its
+// server, and are zero when it does not answer.
 func (s *Server) Stats() Stats { return s.stats(context.Background(), true) }
 
 // stats returns the counters, those of the store only if withStore.
@@ -440,25 +441,25 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		}
 	}
 	s.mu.Unlock()
-	var st storeStats
+	var st StoreStats
 	if withStore {
-		st = s.store.stats(ctx)
+		st = s.store.Stats(ctx)
 	}
-	channels := st.channels
+	channels := st.Channels
 	if withStore {
-		channels += s.store.missing(ctx, subscribed) // one round trip with Redis
+		channels += s.store.Missing(ctx, subscribed) // one round trip with Redis
 	} else {
 		channels += len(subscribed)
 	}
-	inMemory := !s.store.persistent()
+	inMemory := !s.store.Persistent()
 	return Stats{
 		Channels:     channels,
 		Subscribers:  int(s.subscribers.Load()),
 		Persistent:   !inMemory,
 		Shared:       s.shared != nil,
 		Deliveries:   s.deliveries.Load(),
-		Retained:     st.retained,
-		HistoryBytes: st.bytes,
+		Retained:     st.Retained,
+		HistoryBytes: st.Bytes,
 		CutOff:       s.cutOff.Load(),
 		PinnedBytes:  s.pinned.Load(),
 		UploadBytes:  s.uploads.Load(),
@@ -800,21 +801,23 @@ func validHost(h string) bool {
 
 // health is the /healthz document.
 type health struct {
-	Status        string     `json:"status"`
-	Error         string     `json:"error,omitempty"`
-	UptimeSeconds int64      `json:"uptimeSeconds"`
-	RedisLostData *time.Time `json:"redisLostData,omitempty"` // when Redis was last found to have lost its data
+	Status        string `json:"status"`
+	Error         string `json:"error,omitempty"`
+	UptimeSeconds int64  `json:"uptimeSeconds"`
+	// LostData is when the shared store's server (Redis) was last found
+	// to have lost its data; its JSON name is from the one shared store.
+	LostData *time.Time `json:"redisLostData,omitempty"`
 	Stats
 }
 
-// healthTimeout bounds the Redis ping of /healthz.
+// healthTimeout bounds the shared store's ping of /healthz.
 const healthTimeout = 2 * time.Second
 
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	var storeErr error
 	if s.shared != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
-		storeErr = s.shared.ping(ctx)
+		storeErr = s.shared.Ping(ctx)
 		cancel()
 	}
 	st := s.stats(r.Context(), storeErr == nil)
@@ -823,8 +826,8 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	h := health{Status: "ok", UptimeSeconds: int64(time.Since(s.started) / time.Second), Stats: st}
 	if s.shared != nil {
-		if at := s.shared.lost(); !at.IsZero() {
-			h.RedisLostData = &at
+		if at := s.shared.Lost(); !at.IsZero() {
+			h.LostData = &at
 		}
 	}
 	code := http.StatusOK
@@ -833,7 +836,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 		h.Status = "shutting down"
 		code = http.StatusServiceUnavailable
 	case storeErr != nil:
-		h.Status = "redis unreachable"
+		h.Status = strings.ToLower(s.shared.String()) + " unreachable"
 		h.Error = strings.TrimPrefix(storeErr.Error(), "relay: ")
 		code = http.StatusServiceUnavailable
 	case writeFailed(s.writeErr.Load()):
@@ -913,11 +916,11 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
 		return
 	}
-	d := newDelivery(r, body, time.Now())
+	d := NewEntry(r, body, time.Now())
 	// Once the body is read, the delivery is stored even if the sender
 	// hangs up: it may be one whose answer is all that got lost.
 	ctx := context.WithoutCancel(r.Context())
-	p, err := s.publish(ctx, name, d, true)
+	p, err := s.publish(ctx, name, d)
 	switch {
 	case errors.Is(err, errKeyReused):
 		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("the Idempotency-Key %q was already used for delivery %d of this channel, with a different body; use a new key for a new delivery", truncate(headerValue(d.header, idempotencyHeader), 64), p.id))
@@ -946,18 +949,22 @@ func (s *Server) storeFailed(w http.ResponseWriter, what, name string, err error
 	s.log.Error("history store failed", "channel", name, "err", err)
 	retry := "1"
 	msg := "the relay could not store the " + what + " (" + err.Error() + "); it was not relayed: retry later"
+	server := "history store"
+	if s.shared != nil {
+		server = s.shared.String()
+	}
 	switch {
-	case errors.Is(err, errStoreClosed):
+	case errors.Is(err, ErrStoreClosed):
 		msg = "the relay is shutting down; the " + what + " was not relayed: retry in a moment"
-	case errors.Is(err, errUncertain):
+	case errors.Is(err, ErrStoreUncertain):
 		retry = "5"
-		msg = "the connection to the relay's Redis broke while storing the " + what + ", which may or may not have been stored and relayed: retry in a moment, with the same Idempotency-Key header if it has one (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
-	case errors.Is(err, ErrRedisUnavailable) && what == "stream's replay":
+		msg = "the connection to the relay's " + server + " broke while storing the " + what + ", which may or may not have been stored and relayed: retry in a moment, with the same Idempotency-Key header if it has one (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
+	case errors.Is(err, ErrStoreUnavailable) && what == "stream's replay":
 		retry = "5"
-		msg = "the relay's Redis does not answer: reconnect in a moment with the same Last-Event-ID, nothing will be lost (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
-	case errors.Is(err, ErrRedisUnavailable):
+		msg = "the relay's " + server + " does not answer: reconnect in a moment with the same Last-Event-ID, nothing will be lost (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
+	case errors.Is(err, ErrStoreUnavailable):
 		retry = "5"
-		msg = "the relay's Redis does not answer, so the " + what + " was not stored nor relayed: retry in a moment (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
+		msg = "the relay's " + server + " does not answer, so the " + what + " was not stored nor relayed: retry in a moment (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
 	}
 	w.Header().Set("Retry-After", retry)
 	writeError(w, http.StatusServiceUnavailable, msg)
@@ -1001,7 +1008,7 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 		tooMany(wait)
 		return
 	}
-	d, err := s.store.get(r.Context(), name, id)
+	d, err := s.store.Get(r.Context(), name, id)
 	if err != nil {
 		s.storeFailed(w, "redelivery", name, err)
 		return
@@ -1014,8 +1021,8 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 		tooMany(wait)
 		return
 	}
-	nd := d.redelivery(time.Now())
-	p, err := s.publish(context.WithoutCancel(r.Context()), name, nd, false)
+	nd := d.Redelivery(time.Now())
+	p, err := s.publish(context.WithoutCancel(r.Context()), name, nd)
 	if err != nil {
 		s.storeFailed(w, "redelivery", name, err)
 		return

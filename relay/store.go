@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -12,109 +14,148 @@ import (
 	"time"
 )
 
-// store keeps the history of every channel: the deliveries it retains, and
-// the ids it gives them. It is the seam between the streaming code (which
-// never sees how deliveries are kept) and a storage engine: ledgerStore (in
-// memory, lost on restart, or with a bbolt file behind it for
-// Options.DataDir, see bolt.go), and redisStore
-// (Options.RedisURL), shared by several relays, which also implements
-// sharedStore (see redis.go).
+// Store keeps the history of every channel: the deliveries it retains, and
+// the ids it gives them. It is the seam between the relay (which never sees
+// how deliveries are kept) and a storage engine, in the manner of
+// litestream's ReplicaClient: the engine in this package keeps them in
+// memory, with a bbolt file behind it for Options.DataDir (bolt.go);
+// package relay/redisstore keeps them in Redis, shared by several relays,
+// and also implements SharedStore. Options.Store opens another engine;
+// package relay/storetest is the contract every engine passes.
 //
-// The Server calls append and the first since of a stream while it holds
+// The Server calls Append and the first Since of a stream while it holds
 // the channel's lock, so that a joining stream gets every delivery exactly
 // once; a store needs no lock of its own for that, only for its own data.
 // Every method is safe for concurrent use. A context bounds the calls that
-// may wait on a server (Redis); the in-process stores only check that it has
-// not ended.
-type store interface {
-	// append records d as the next delivery of channel: it sets d.id to one
-	// more than the larger of after and the channel's last id, and returns
-	// only once d is stored as durably as the store promises (for
-	// a data directory: fsynced). It then drops what the history limits require.
-	// On error, d is not stored and d.id is unchanged.
-	append(ctx context.Context, channel string, d *delivery, after int64) error
+// may wait on a server (Redis); the in-process store only checks that it
+// has not ended. Entries a store returns are shared with every subscriber:
+// they are never changed.
+type Store interface {
+	// Append records e as the next delivery of channel and returns its id:
+	// one more than the larger of after and the channel's last id. It
+	// returns only once e is stored as durably as the store promises (for
+	// a data directory: fsynced), then drops what the history limits
+	// require. On error, e is not stored. A shared store returns a
+	// *KeyStoredError when e.UniqueKey() is set and another relay stored
+	// e's Idempotency-Key meanwhile.
+	Append(ctx context.Context, channel string, e *Entry, after int64) (id int64, err error)
 
-	// since returns the retained deliveries of channel with an id above
+	// Since returns the retained deliveries of channel with an id above
 	// after, oldest first, stopping once they reach maxBytes of size (but
 	// at least one, if any), together with the id of the oldest retained
 	// delivery (last+1 if none) and the channel's last id (0 for a channel
 	// the store does not know).
-	since(ctx context.Context, channel string, after, maxBytes int64) (page []*delivery, first, last int64, err error)
+	Since(ctx context.Context, channel string, after, maxBytes int64) (page []*Entry, first, last int64, err error)
 
-	// get returns delivery id of channel, or nil if it is not retained.
-	get(ctx context.Context, channel string, id int64) (*delivery, error)
+	// Get returns delivery id of channel, or nil if it is not retained.
+	Get(ctx context.Context, channel string, id int64) (*Entry, error)
 
-	// findKey returns the newest retained delivery of channel whose
+	// FindKey returns the newest retained delivery of channel whose
 	// Idempotency-Key header is key, and the SHA-256 of its body.
-	findKey(ctx context.Context, channel, key string) (id int64, sum [sha256.Size]byte, ok bool, err error)
+	FindKey(ctx context.Context, channel, key string) (id int64, sum [sha256.Size]byte, ok bool, err error)
 
-	// missing counts the channels that have no retained deliveries (all of
+	// Missing counts the channels that have no retained deliveries (all of
 	// them when the store cannot tell).
-	missing(ctx context.Context, channels []string) int
+	Missing(ctx context.Context, channels []string) int
 
-	// persistent reports whether the history outlives the process (and
-	// close must be called to release it).
-	persistent() bool
+	// Persistent reports whether the history outlives the process (and
+	// Close must be called to release it).
+	Persistent() bool
 
-	// stats returns the store's counters (zero when the store cannot tell).
-	stats(ctx context.Context) storeStats
+	// Stats returns the store's counters (zero when the store cannot tell).
+	Stats(ctx context.Context) StoreStats
 
-	// close releases the store; later calls fail with errStoreClosed.
-	close() error
+	// Close releases the store; later calls fail with ErrStoreClosed.
+	Close() error
 }
 
-// sharedStore is a store that other relays append to as well (redisStore):
-// deliveries they append must reach this relay's subscribers, so the Server
-// watches the channels it has subscribers on and is told of their
-// deliveries.
-type sharedStore interface {
-	store
+// SharedStore is a Store that other relays append to as well: deliveries
+// they append must reach this relay's subscribers, so the Server watches
+// the channels it has subscribers on and is told of their deliveries.
+type SharedStore interface {
+	Store
 
-	// startFeed starts reporting every delivery appended to a watched
+	// StartFeed starts reporting every delivery appended to a watched
 	// channel, by any relay (this one included), to handle: with the
 	// delivery, or with nil when the Server is to read what is new from
 	// the store (after a subscription or a reconnection, which may have
 	// missed some, or for a large delivery). Deliveries of one channel are
 	// reported in id order, possibly again or with gaps; the Server sorts
-	// that out by id. Called once, before any watch.
-	startFeed(handle func(channel string, d *delivery))
+	// that out by id. Called once, before any Watch.
+	StartFeed(handle func(channel string, e *Entry))
 
-	// watch sets whether channel is watched. It does not wait.
-	watch(channel string, on bool)
+	// Watch sets whether channel is watched. It does not wait.
+	Watch(channel string, on bool)
 
-	// ping reports whether the store's server answers.
-	ping(ctx context.Context) error
+	// Ping reports whether the store's server answers.
+	Ping(ctx context.Context) error
 
-	// lost returns when the store last found that its server lost data
+	// Lost returns when the store last found that its server lost data
 	// (zero if never).
-	lost() time.Time
+	Lost() time.Time
+
+	// String names the store's server in the relay's messages and in
+	// /healthz's status ("Redis": "the relay's Redis does not answer",
+	// "redis unreachable").
+	String() string
 }
 
-// storeStats are the counters a store reports for Server.Stats.
-type storeStats struct {
-	channels int   // channels with retained deliveries
-	retained int   // deliveries retained
-	bytes    int64 // their size as the limits count it
+// OpenStore opens a storage engine with the history limits the relay
+// derived from its Options, and the relay's logger (see Options.Store).
+type OpenStore func(Limits, *slog.Logger) (Store, error)
+
+// StoreStats are the counters a store reports for Server.Stats.
+type StoreStats struct {
+	Channels int   // channels with retained deliveries
+	Retained int   // deliveries retained
+	Bytes    int64 // their size as the limits count it (Entry.Size)
 }
 
-// errStoreClosed is returned by a store after close.
-var errStoreClosed = errors.New("relay: the history store is closed")
+// Errors a store returns.
+var (
+	// ErrStoreClosed is returned by a store after Close.
+	ErrStoreClosed = errors.New("relay: the history store is closed")
 
-// limits bound the history (see Options).
-type limits struct {
-	chanCount  int           // deliveries per channel
-	chanBytes  int64         // bytes per channel (the newest delivery is kept even if larger)
-	totalBytes int64         // bytes of all channels
-	age        time.Duration // at an append, the channel drops deliveries received this long before the new one; 0: no limit
+	// ErrStoreUnavailable: the store's server did not answer (refused,
+	// timed out, the connection broke). A store wraps it with the cause;
+	// the relay answers 503 and tells a stream to reconnect, and New
+	// fails with it when a store cannot be opened for it.
+	ErrStoreUnavailable = errors.New("the history store is unreachable")
+
+	// ErrStoreUncertain marks an append whose connection broke after the
+	// request was sent: it may have been stored.
+	ErrStoreUncertain = errors.New("the delivery may or may not have been stored")
+)
+
+// KeyStoredError is what a shared store's Append returns when the
+// delivery's Idempotency-Key was stored by another relay after the relay
+// looked it up: the delivery it names, and its body's SHA-256.
+type KeyStoredError struct {
+	ID  int64
+	Sum [sha256.Size]byte
 }
 
-// ledger is the bookkeeping every store shares: which deliveries each
+func (e *KeyStoredError) Error() string {
+	return fmt.Sprintf("relay: the Idempotency-Key names delivery %d", e.ID)
+}
+
+// Limits bound the history; a store applies them at every append (see
+// Options.HistoryCount, HistoryBytes, TotalHistoryBytes and HistoryAge).
+// Sizes are Entry.Size.
+type Limits struct {
+	ChanCount  int           // deliveries per channel
+	ChanBytes  int64         // bytes per channel (the newest delivery is kept even if larger)
+	TotalBytes int64         // bytes of all channels
+	Age        time.Duration // at an append, the channel drops deliveries received this long before the new one; 0: no limit
+}
+
+// ledger is the bookkeeping of this package's store: which deliveries each
 // channel retains (ids and sizes), in which order channels were last
 // appended to, and what the limits evict, with the deliveries themselves
-// (ledgerStore); redisStore's append script does the same bookkeeping in
+// (ledgerStore); redisstore's append script does the same bookkeeping in
 // Redis. It is not safe for concurrent use.
 type ledger struct {
-	limits
+	Limits
 	chans    map[string]*ledgerChan
 	lru      *list.List // of *ledgerChan, least recently appended to first
 	bytes    int64
@@ -124,20 +165,20 @@ type ledger struct {
 // ledgerChan is one channel with at least one retained delivery.
 type ledgerChan struct {
 	name    string
-	last    int64   // the last id given; entries end with it
-	entries []entry // oldest first, ids increasing
+	last    int64         // the last id given; entries end with it
+	entries []ledgerEntry // oldest first, ids increasing
 	bytes   int64
 	elem    *list.Element
 }
 
 // entry is one retained delivery.
-type entry struct {
+type ledgerEntry struct {
 	id       int64
 	size     int64
-	received int64        // UnixNano, for limits.age
+	received int64        // UnixNano, for Limits.Age
 	key      *idempotency // nil without an Idempotency-Key header
 	of       int64        // for a redelivery: the id of the delivery it repeats (delivery.of)
-	d        *delivery    // ledgerStore's
+	d        *Entry       // ledgerStore's
 }
 
 // idempotency is a delivery's Idempotency-Key and the SHA-256 of its body.
@@ -149,13 +190,13 @@ type idempotency struct {
 // idempotencyHeader is the message key of the Idempotency-Key header.
 const idempotencyHeader = "idempotency-key"
 
-func newLedger(l limits) *ledger {
-	return &ledger{limits: l, chans: map[string]*ledgerChan{}, lru: list.New()}
+func newLedger(l Limits) *ledger {
+	return &ledger{Limits: l, chans: map[string]*ledgerChan{}, lru: list.New()}
 }
 
-// newEntry returns d's entry (d itself kept only if keep).
-func newEntry(d *delivery, keep bool) entry {
-	e := entry{id: d.id, size: d.size, received: d.received.UnixNano(), of: d.of}
+// newLedgerEntry returns d's ledger entry (d itself kept only if keep).
+func newLedgerEntry(d *Entry, keep bool) ledgerEntry {
+	e := ledgerEntry{id: d.id, size: d.size, received: d.received.UnixNano(), of: d.of}
 	if k := headerValue(d.header, idempotencyHeader); k != "" {
 		e.key = &idempotency{key: k, sum: sha256.Sum256(d.body)}
 	}
@@ -171,7 +212,7 @@ type plan struct {
 	name  string
 	c     *ledgerChan // nil for a channel the ledger does not hold
 	id    int64
-	e     entry
+	e     ledgerEntry
 	drops []drop
 }
 
@@ -181,16 +222,16 @@ type drop struct {
 	n int
 }
 
-// prepare works out the append of e to channel name (see store.append)
+// prepare works out the append of e to channel name (see Store.Append)
 // without changing the ledger: the channel's own limits first (age, then
 // count and bytes), then the total, taken from the channels appended to
 // least recently (the appended channel counts as the most recent, and
-// keeps at least e). redisStore's append script (redis.go) does the same in
-// Redis; the two must stay in step.
-func (l *ledger) prepare(name string, e entry, after int64) plan {
+// keeps at least e). redisstore's append script does the same in Redis;
+// the two must stay in step (relay/storetest checks both).
+func (l *ledger) prepare(name string, e ledgerEntry, after int64) plan {
 	c := l.chans[name]
 	p := plan{name: name, c: c, id: after + 1, e: e}
-	var entries []entry
+	var entries []ledgerEntry
 	var cbytes int64
 	if c != nil {
 		p.id = max(after, c.last) + 1
@@ -199,25 +240,25 @@ func (l *ledger) prepare(name string, e entry, after int64) plan {
 	p.e.id = p.id
 	n, k := len(entries)+1, 0 // entries after the append, and those dropped
 	cbytes += e.size
-	if l.age > 0 {
-		cutoff := e.received - int64(l.age)
+	if l.Age > 0 {
+		cutoff := e.received - int64(l.Age)
 		for k < len(entries) && entries[k].received < cutoff {
 			cbytes -= entries[k].size
 			k++
 		}
 	}
-	for n-k > l.chanCount || (cbytes > l.chanBytes && n-k > 1) {
+	for n-k > l.ChanCount || (cbytes > l.ChanBytes && n-k > 1) {
 		cbytes -= entries[k].size
 		k++
 	}
 	total := l.bytes - (c.bytesOf(k)) + e.size
-	for el := l.lru.Front(); el != nil && total > l.totalBytes; el = el.Next() {
+	for el := l.lru.Front(); el != nil && total > l.TotalBytes; el = el.Next() {
 		oc := el.Value.(*ledgerChan)
 		if oc == c {
 			continue
 		}
 		j := 0
-		for j < len(oc.entries) && total > l.totalBytes {
+		for j < len(oc.entries) && total > l.TotalBytes {
 			total -= oc.entries[j].size
 			j++
 		}
@@ -225,7 +266,7 @@ func (l *ledger) prepare(name string, e entry, after int64) plan {
 			p.drops = append(p.drops, drop{oc, j})
 		}
 	}
-	for total > l.totalBytes && n-k > 1 {
+	for total > l.TotalBytes && n-k > 1 {
 		total -= entries[k].size
 		k++
 	}
@@ -298,17 +339,17 @@ func (l *ledger) trim() []removal {
 	}
 	for _, c := range l.chans {
 		k := 0
-		for n, b := len(c.entries), c.bytes; n-k > l.chanCount || (b > l.chanBytes && n-k > 1); k++ {
+		for n, b := len(c.entries), c.bytes; n-k > l.ChanCount || (b > l.ChanBytes && n-k > 1); k++ {
 			b -= c.entries[k].size
 		}
 		if k > 0 {
 			evict(c, k)
 		}
 	}
-	for el := l.lru.Front(); el != nil && l.bytes > l.totalBytes; {
+	for el := l.lru.Front(); el != nil && l.bytes > l.TotalBytes; {
 		c, next := el.Value.(*ledgerChan), el.Next()
 		k := 0
-		for total := l.bytes; k < len(c.entries) && total > l.totalBytes && (c != last || len(c.entries)-k > 1); k++ {
+		for total := l.bytes; k < len(c.entries) && total > l.TotalBytes && (c != last || len(c.entries)-k > 1); k++ {
 			total -= c.entries[k].size
 		}
 		if k > 0 {
@@ -323,7 +364,7 @@ func (l *ledger) trim() []removal {
 // outside the ledger: ids of channel name, or the whole channel (all).
 type removal struct {
 	name    string
-	entries []entry
+	entries []ledgerEntry
 	all     bool
 }
 
@@ -337,7 +378,7 @@ func (dr drop) removal(keep string) removal {
 
 // window returns c's entries with an id above after, up to maxBytes (at
 // least one), and the ids of its oldest and last entries.
-func (l *ledger) window(name string, after, maxBytes int64) (page []entry, first, last int64) {
+func (l *ledger) window(name string, after, maxBytes int64) (page []ledgerEntry, first, last int64) {
 	c := l.chans[name]
 	if c == nil {
 		return nil, 1, 0
@@ -346,7 +387,7 @@ func (l *ledger) window(name string, after, maxBytes int64) (page []entry, first
 	if len(c.entries) > 0 {
 		first = c.entries[0].id
 	}
-	i, _ := slices.BinarySearchFunc(c.entries, nextID(after), func(e entry, id int64) int { return cmpInt(e.id, id) })
+	i, _ := slices.BinarySearchFunc(c.entries, nextID(after), func(e ledgerEntry, id int64) int { return cmpInt(e.id, id) })
 	var n int64
 	j := i
 	for j < len(c.entries) && (j == i || n+c.entries[j].size <= maxBytes) {
@@ -357,20 +398,20 @@ func (l *ledger) window(name string, after, maxBytes int64) (page []entry, first
 }
 
 // find returns the entry of channel name with the given id.
-func (l *ledger) find(name string, id int64) (entry, bool) {
+func (l *ledger) find(name string, id int64) (ledgerEntry, bool) {
 	c := l.chans[name]
 	if c == nil {
-		return entry{}, false
+		return ledgerEntry{}, false
 	}
-	i, ok := slices.BinarySearchFunc(c.entries, id, func(e entry, id int64) int { return cmpInt(e.id, id) })
+	i, ok := slices.BinarySearchFunc(c.entries, id, func(e ledgerEntry, id int64) int { return cmpInt(e.id, id) })
 	if !ok {
-		return entry{}, false
+		return ledgerEntry{}, false
 	}
 	return c.entries[i], true
 }
 
 // findKey returns the newest entry of channel name with Idempotency-Key key.
-func (l *ledger) findKey(name, key string) (entry, bool) {
+func (l *ledger) findKey(name, key string) (ledgerEntry, bool) {
 	if c := l.chans[name]; c != nil {
 		for i := len(c.entries) - 1; i >= 0; i-- {
 			if k := c.entries[i].key; k != nil && k.key == key {
@@ -378,7 +419,7 @@ func (l *ledger) findKey(name, key string) (entry, bool) {
 			}
 		}
 	}
-	return entry{}, false
+	return ledgerEntry{}, false
 }
 
 // missing counts the channels the ledger holds no entry of.
@@ -392,8 +433,8 @@ func (l *ledger) missing(channels []string) int {
 	return n
 }
 
-func (l *ledger) stats() storeStats {
-	return storeStats{channels: len(l.chans), retained: l.retained, bytes: l.bytes}
+func (l *ledger) stats() StoreStats {
+	return StoreStats{Channels: len(l.chans), Retained: l.retained, Bytes: l.bytes}
 }
 
 // nextID returns id+1, or id for the largest id.
@@ -428,22 +469,22 @@ type ledgerStore struct {
 	file   *historyFile  // nil: memory only
 }
 
-func newMemStore(l limits, pinned *atomic.Int64) *ledgerStore {
+func newMemStore(l Limits, pinned *atomic.Int64) *ledgerStore {
 	return &ledgerStore{l: newLedger(l), pinned: pinned}
 }
 
-func (m *ledgerStore) persistent() bool { return m.file != nil }
+func (m *ledgerStore) Persistent() bool { return m.file != nil }
 
-func (m *ledgerStore) append(ctx context.Context, channel string, d *delivery, after int64) error {
+func (m *ledgerStore) Append(ctx context.Context, channel string, d *Entry, after int64) (int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return errStoreClosed
+		return 0, ErrStoreClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
-	p := m.l.prepare(channel, newEntry(d, true), after)
+	p := m.l.prepare(channel, newLedgerEntry(d, true), after)
 	if m.file != nil {
 		rs := make([]removal, len(p.drops))
 		for i, dr := range p.drops {
@@ -451,7 +492,7 @@ func (m *ledgerStore) append(ctx context.Context, channel string, d *delivery, a
 		}
 		referred, err := m.file.write(channel, d, p, rs)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if !referred {
 			d.of, p.e.of = 0, 0 // a copy: it refers to nothing
@@ -467,34 +508,34 @@ func (m *ledgerStore) append(ctx context.Context, channel string, d *delivery, a
 	}
 	d.refs.Add(1) // before any subscriber: no change to pinned
 	m.l.commit(p)
-	return nil
+	return p.id, nil
 }
 
-func (m *ledgerStore) since(_ context.Context, channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
+func (m *ledgerStore) Since(_ context.Context, channel string, after, maxBytes int64) ([]*Entry, int64, int64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, 0, 0, errStoreClosed
+		return nil, 0, 0, ErrStoreClosed
 	}
 	entries, first, last := m.l.window(channel, after, maxBytes)
-	page := make([]*delivery, len(entries))
+	page := make([]*Entry, len(entries))
 	for i, e := range entries {
 		page[i] = e.d
 	}
 	return page, first, last, nil
 }
 
-func (m *ledgerStore) get(_ context.Context, channel string, id int64) (*delivery, error) {
+func (m *ledgerStore) Get(_ context.Context, channel string, id int64) (*Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return nil, errStoreClosed
+		return nil, ErrStoreClosed
 	}
 	e, _ := m.l.find(channel, id)
 	return e.d, nil
 }
 
-func (m *ledgerStore) findKey(_ context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {
+func (m *ledgerStore) FindKey(_ context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.l.findKey(channel, key)
@@ -504,13 +545,13 @@ func (m *ledgerStore) findKey(_ context.Context, channel, key string) (int64, [s
 	return e.id, e.key.sum, true, nil
 }
 
-func (m *ledgerStore) missing(_ context.Context, channels []string) int {
+func (m *ledgerStore) Missing(_ context.Context, channels []string) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.l.missing(channels)
 }
 
-func (m *ledgerStore) stats(context.Context) storeStats {
+func (m *ledgerStore) Stats(context.Context) StoreStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.l.stats()
@@ -518,7 +559,7 @@ func (m *ledgerStore) stats(context.Context) storeStats {
 
 // close waits for a write in progress, then closes the file, if any
 // (releasing its lock).
-func (m *ledgerStore) close() error {
+func (m *ledgerStore) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

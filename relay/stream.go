@@ -245,7 +245,7 @@ func (st *stream) run(ctx context.Context, out streamOut) (err error) {
 
 	ping := time.NewTicker(s.opts.PingInterval)
 	defer ping.Stop()
-	var batch []*delivery
+	var batch []*Entry
 	// send writes the deliveries waiting for the subscriber.
 	send := func() error {
 		batch = sub.take(batch)
@@ -420,7 +420,7 @@ func (sw *streamWriter) write(b []byte) error {
 // returns the first error. The subscriber holds each delivery (see
 // subscriber.hold) until it is written: page is a queue taken from it, or
 // a replay page it holds meanwhile.
-func (sw *streamWriter) deliveries(page []*delivery, err error) error {
+func (sw *streamWriter) deliveries(page []*Entry, err error) error {
 	for _, d := range page {
 		linked := false
 		if err == nil {
@@ -436,7 +436,7 @@ func (sw *streamWriter) deliveries(page []*delivery, err error) error {
 // delivery writes d, and reports whether it wrote its body by link: the
 // subscriber then keeps d for the fetch (see subscriber.link), from before
 // the link can reach the client until a later fetch or the stream's end.
-func (sw *streamWriter) delivery(d *delivery) (linked bool, err error) {
+func (sw *streamWriter) delivery(d *Entry) (linked bool, err error) {
 	frame := d.frame(sw.sub.format)
 	if sw.linkBase != "" && len(d.body) >= wire.LinkMin {
 		linked = true
@@ -469,7 +469,7 @@ func (sw *streamWriter) delivery(d *delivery) (linked bool, err error) {
 // Anything else is a 404 saying where the delivery may still be.
 func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText string) {
 	var sub *subscriber
-	var d *delivery
+	var d *Entry
 	id, err := strconv.ParseInt(idText, 10, 64)
 	if token := r.URL.Query().Get("s"); err == nil && token != "" {
 		s.mu.Lock()
@@ -482,7 +482,7 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText 
 		}
 	}
 	if sub != nil {
-		var before []*delivery
+		var before []*Entry
 		d, before = sub.fetch(id)
 		for _, o := range before {
 			sub.release(o)
@@ -490,7 +490,7 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText 
 	}
 	if d == nil && err == nil {
 		var gerr error
-		if d, gerr = s.store.get(r.Context(), name, id); gerr != nil {
+		if d, gerr = s.store.Get(r.Context(), name, id); gerr != nil {
 			s.log.Error("history store failed", "channel", name, "err", gerr)
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusServiceUnavailable, "the relay cannot read the channel's history now; fetch again in a moment")
@@ -548,7 +548,7 @@ const (
 // writes, and a func to call when done; nil when a new body would take the
 // bodies being fetched, with Server.pinned, past Options.TotalHistoryBytes
 // (one body is always let through).
-func (s *Server) fetching(key string, d *delivery) (*delivery, func()) {
+func (s *Server) fetching(key string, d *Entry) (*Entry, func()) {
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
 	f := s.fetches[key]
@@ -580,6 +580,6 @@ func (s *Server) fetchedBytes() int64 {
 
 // fetch is a body being written to the fetches of one link.
 type fetch struct {
-	d *delivery
+	d *Entry
 	n int
 }

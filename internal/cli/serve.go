@@ -22,13 +22,15 @@ import (
 	"github.com/hookline/hookline/internal/bytesize"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/relay/redisstore"
 )
 
 // serveOptions are the parsed flags of `hookline serve`.
 type serveOptions struct {
-	addr    string
-	verbose bool
-	relay   relay.Options
+	addr     string
+	verbose  bool
+	redisURL string // --redis-url: relay.Store is Redis's
+	relay    relay.Options
 }
 
 func serveCommand(s *streams) *ucli.Command {
@@ -205,7 +207,8 @@ func parseServe(c *ucli.Context, opts serveOptions, f *serveFlags) (serveOptions
 		if opts.relay.DataDir != "" {
 			return serveOptions{}, usageErrorf("--redis-url and --data-dir cannot be used together: with Redis the history is kept in Redis, shared by every relay; drop --data-dir")
 		}
-		opts.relay.RedisURL = u
+		opts.redisURL = u
+		opts.relay.Store = redisstore.Opener(u)
 	}
 	if opts.relay.HistoryAge < 0 {
 		return serveOptions{}, usageErrorf("--history-age %s must not be negative (0 means no age limit)", opts.relay.HistoryAge)
@@ -334,7 +337,7 @@ func checkRedisURL(s string) (string, error) {
 // redisError explains why relay.Open could not use --redis-url.
 func redisError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "relay: ")
-	if errors.Is(err, relay.ErrRedisUnavailable) {
+	if errors.Is(err, relay.ErrStoreUnavailable) {
 		return fmt.Errorf("--redis-url: %s; start Redis or check the URL (host, port, password, TLS with rediss://)", msg)
 	}
 	return fmt.Errorf("--redis-url: %s", msg)
@@ -364,15 +367,15 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 		level = slog.LevelDebug
 	}
 	opts.relay.Logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
-	if opts.relay.RedisURL != "" {
+	if opts.redisURL != "" {
 		// go-redis logs to stderr process-wide; every failure it reports
 		// also reaches the relay as an error, which the relay logs and
 		// answers, so its own lines go to the relay's log at debug level.
-		relay.UseRedisLogger(opts.relay.Logger)
+		redisstore.SetLogger(opts.relay.Logger)
 	}
 	srv, err := relay.New(opts.relay)
 	if err != nil {
-		if opts.relay.RedisURL != "" {
+		if opts.redisURL != "" {
 			return redisError(err)
 		}
 		return dataDirError(opts.relay.DataDir, err)
@@ -402,9 +405,9 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	case opts.relay.DataDir != "":
 		st := srv.Stats()
 		fmt.Fprintf(s.out, "history:     %s (%s in %s restored)\n", filepath.Join(opts.relay.DataDir, relay.DataFile), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
-	case opts.relay.RedisURL != "":
+	case opts.redisURL != "":
 		st := srv.Stats()
-		fmt.Fprintf(s.out, "history:     Redis at %s, shared with every relay using it (%s in %s)\n", httpx.RedactURL(opts.relay.RedisURL), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
+		fmt.Fprintf(s.out, "history:     Redis at %s, shared with every relay using it (%s in %s)\n", httpx.RedactURL(opts.redisURL), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
 	default:
 		fmt.Fprintf(s.out, "history:     in memory (lost on restart; --data-dir keeps it)\n")
 	}

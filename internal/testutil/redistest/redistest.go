@@ -1,7 +1,7 @@
 // Package redistest runs a real redis-server for tests: on loopback, on a
 // free port, with its files in a temporary directory, stopped when the test
-// ends. It is what the tests of the relay's Redis store (relay.Options
-// RedisURL, hookline serve --redis-url) run against.
+// ends. It is what the tests of the relay's Redis store (relay/redisstore,
+// hookline serve --redis-url) run against.
 //
 // redis-server comes from Debian's package redis-server, which the
 // Makefile installs before the tests (internal/testutil/testenv/install.sh).
@@ -9,7 +9,7 @@
 // missing (see internal/testutil/testenv).
 //
 //	srv := redistest.Start(t)
-//	opts := relay.Options{RedisURL: srv.URL()}
+//	opts := relay.Options{Store: redisstore.Opener(srv.URL())}
 //	srv.Kill()    // SIGKILL: an outage
 //	srv.Restart() // the same port and files: what was fsynced is back
 //	srv.Pause()   // SIGSTOP: connections open, no answers (Resume: SIGCONT)

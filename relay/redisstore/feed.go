@@ -1,4 +1,4 @@
-package relay
+package redisstore
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/relay"
 )
 
 // feedTimeout is how long the feed waits for a pub/sub message before it
@@ -16,14 +18,14 @@ import (
 // dead (a silent network failure), and the feed opens a new one.
 const feedTimeout = 15 * time.Second
 
-// redisFeed reports the deliveries of the watched channels (those with
+// feed reports the deliveries of the watched channels (those with
 // subscribers on this relay), whichever relay appended them, to handle.
 // It owns one pub/sub connection, which go-redis reopens and resubscribes
 // after a failure; each (re)subscription is reported too, as handle(name,
 // nil), so that the Server reads what it may have missed from the stream.
-type redisFeed struct {
-	s      *redisStore
-	handle func(channel string, d *delivery)
+type feed struct {
+	s      *Store
+	handle func(channel string, d *relay.Entry)
 
 	psMu sync.Mutex // held while ps is used by reconcile, and to replace it
 	ps   *redis.PubSub
@@ -37,10 +39,10 @@ type redisFeed struct {
 	wg   sync.WaitGroup
 }
 
-// startFeed starts reporting deliveries of watched channels to handle (see
-// sharedStore).
-func (s *redisStore) startFeed(handle func(channel string, d *delivery)) {
-	f := &redisFeed{
+// StartFeed starts reporting deliveries of watched channels to handle (see
+// relay.SharedStore).
+func (s *Store) StartFeed(handle func(channel string, d *relay.Entry)) {
+	f := &feed{
 		s:          s,
 		handle:     handle,
 		ps:         s.rdb.Subscribe(s.ctx),
@@ -57,10 +59,10 @@ func (s *redisStore) startFeed(handle func(channel string, d *delivery)) {
 	go f.reconcile()
 }
 
-// watch sets whether channel is watched. It does not wait for Redis: the
+// Watch sets whether channel is watched. It does not wait for Redis: the
 // feed asks Redis in the background, and from now on reports channel's
 // deliveries (on) or no longer does (off) even if Redis still sends them.
-func (s *redisStore) watch(channel string, on bool) {
+func (s *Store) Watch(channel string, on bool) {
 	s.mu.Lock()
 	f := s.feed
 	s.mu.Unlock()
@@ -81,7 +83,7 @@ func (s *redisStore) watch(channel string, on bool) {
 }
 
 // stop ends the feed's goroutines.
-func (f *redisFeed) stop() {
+func (f *feed) stop() {
 	close(f.done)
 	f.s.cancel() // ends calls to Redis in progress
 	f.psMu.Lock()
@@ -92,7 +94,7 @@ func (f *redisFeed) stop() {
 
 // reconcile subscribes and unsubscribes as want changes, and keeps the
 // presence keys of the watched channels alive.
-func (f *redisFeed) reconcile() {
+func (f *feed) reconcile() {
 	defer f.wg.Done()
 	refresh := time.NewTicker(presenceTTL / 3)
 	defer refresh.Stop()
@@ -140,7 +142,7 @@ func (f *redisFeed) reconcile() {
 	}
 }
 
-func (f *redisFeed) feedChannels(names []string) []string {
+func (f *feed) feedChannels(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = f.s.feedChannel(n)
@@ -149,7 +151,7 @@ func (f *redisFeed) feedChannels(names []string) []string {
 }
 
 // markPresent sets (or refreshes) the presence keys of channels.
-func (f *redisFeed) markPresent(channels []string) {
+func (f *feed) markPresent(channels []string) {
 	if len(channels) == 0 {
 		return
 	}
@@ -166,7 +168,7 @@ func (f *redisFeed) markPresent(channels []string) {
 
 // receive reads the pub/sub connection and reports what it gets, until
 // stop.
-func (f *redisFeed) receive() {
+func (f *feed) receive() {
 	defer f.wg.Done()
 	prefix := f.s.prefix + "feed:"
 	backoff := 50 * time.Millisecond
@@ -228,7 +230,7 @@ func (f *redisFeed) receive() {
 // wanted reports whether channel is watched now: Redis goes on sending a
 // channel's messages until it has read the UNSUBSCRIBE, and a channel
 // unwatched is not reported any more.
-func (f *redisFeed) wanted(channel string) bool {
+func (f *feed) wanted(channel string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.want[channel]
@@ -237,7 +239,7 @@ func (f *redisFeed) wanted(channel string) bool {
 // decode returns the delivery a feed message carries: "<id> <record>"; nil
 // (read it from the stream) for "<id>" alone or a message that does not
 // decode.
-func (f *redisFeed) decode(channel, payload string) *delivery {
+func (f *feed) decode(channel, payload string) *relay.Entry {
 	idText, rec, ok := strings.Cut(payload, " ")
 	if !ok {
 		return nil
@@ -252,7 +254,7 @@ func (f *redisFeed) decode(channel, payload string) *delivery {
 
 // replace closes the pub/sub connection and opens another with the same
 // subscriptions.
-func (f *redisFeed) replace() {
+func (f *feed) replace() {
 	f.mu.Lock()
 	names := make([]string, 0, len(f.subscribed))
 	for c := range f.subscribed {

@@ -1,7 +1,8 @@
-package relay
+package redisstore
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -16,14 +17,27 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/relay"
 )
 
-// The Redis store (Options.RedisURL) keeps every channel's history in Redis,
-// where every relay replica behind one URL reads and appends it. The layout,
+// Package redisstore is a storage engine for the relay (relay.Store and
+// relay.SharedStore) that keeps every channel's history in Redis (7.0 or
+// later), where every relay replica behind one URL reads and appends it: a
+// delivery POSTed to one reaches the subscribers of all, and a client may
+// resume (Last-Event-ID) on any of them. Every delivery is in Redis before
+// its POST is answered; how durable that is, is Redis's configuration (see
+// docs/DEPLOY.md).
+//
+//	srv, err := relay.New(relay.Options{Store: redisstore.Opener("redis://localhost:6379/0")})
+//
+// go-redis logs to one process-wide logger; SetLogger routes it to an
+// slog.Logger (hookline serve does); a program that keeps its own need not.
+//
+// The layout, with P the key prefix ("hookline:") and C a channel name: The layout,
 // with P the key prefix ("hookline:") and C a channel name:
 //
 //	P{C}:s   stream: one entry per retained delivery, id "<n>-0" (n is the
-//	         delivery's SSE id), one field "r": the record (record.go)
+//	         delivery's SSE id), one field "r": its relay.Entry.Record
 //	P{C}:i   sorted set, the index: one member "<n> <size> <received ms> <key>"
 //	         per retained delivery, scored n (sizes and keys without
 //	         reading the records)
@@ -49,7 +63,7 @@ import (
 // Every append is one Lua script (appendScript), atomic in Redis: it takes
 // the next id (one more than the larger of the channel's last id and the
 // caller's), works out the evictions of the limits exactly as the ledger
-// does (store.go), applies them (XTRIM MINID on each stream, to the first id
+// does (relay/store.go), applies them (XTRIM MINID on each stream, to the first id
 // kept), XADDs the record with its explicit id, and PUBLISHes it. Ids
 // therefore only grow per channel, whichever replica appends.
 //
@@ -60,7 +74,7 @@ import (
 // stream. Pub/sub may drop messages (a connection that breaks, an output
 // buffer over its limit), so the stream stays the truth: after every
 // (re)subscription a replica reads the stream from the last id it delivered
-// (Server.fromFeed), and ids make that exact (no loss, no duplicate). Why not
+// (relay's Server.fromFeed), and ids make that exact (no loss, no duplicate). Why not
 // XREAD BLOCK on the streams of the channels with subscribers: one blocking
 // call must name every stream and its id each time, so it costs O(channels)
 // per wake-up and must be interrupted whenever a channel gains or loses its
@@ -90,19 +104,20 @@ const redisTimeout = 3 * time.Second
 // shebang (flags) came in 7.0.
 const minRedisVersion = 7
 
-// Errors of the Redis store.
-var (
-	// ErrRedisUnavailable: Redis did not answer (refused, timed out, the
-	// connection broke). Wrapped by New at startup, and by the errors a
-	// POST or a stream gets while Redis is away (answered 503).
-	ErrRedisUnavailable = errors.New("redis is unreachable")
+// errUnavailable is what Redis not answering (refused, timed out, the
+// connection broke) wraps; it is relay.ErrStoreUnavailable for errors.Is.
+// Open wraps it at startup, and so do the errors a POST or a stream gets
+// while Redis is away (answered 503).
+var errUnavailable error = unavailable{}
 
-	// errUncertain marks an append whose connection broke after the script
-	// was sent: it may have been stored.
-	errUncertain = errors.New("the delivery may or may not have been stored")
-)
+type unavailable struct{}
 
-// appendScript appends a delivery (see store.append and the layout above).
+func (unavailable) Error() string        { return "redis is unreachable" }
+func (unavailable) Is(target error) bool { return target == relay.ErrStoreUnavailable }
+
+var _ relay.SharedStore = (*Store)(nil)
+
+// appendScript appends a delivery (see Store.Append and the layout above).
 //
 //	KEYS: m s i k h g lru
 //	ARGV: 1 channel, 2 prefix, 3 after, 4 size, 5 received ms, 6 key ("" if
@@ -296,7 +311,7 @@ end
 return {id, redis.call('HGET', G, 'epoch')}
 `)
 
-// sinceScript reads a page of a channel's history (see store.since).
+// sinceScript reads a page of a channel's history (see Store.Since).
 //
 //	KEYS: m s i g
 //	ARGV: 1 after, 2 maxBytes, 3 most deliveries to read
@@ -344,11 +359,11 @@ end
 return {first, last, epoch, entries}
 `)
 
-// UseRedisLogger routes go-redis's log lines (its own dial failures and
-// pool warnings) to l at debug level. go-redis has one logger per process,
-// so a relay never sets it by itself: the program calls this (hookline
-// serve does) or keeps its own.
-func UseRedisLogger(l *slog.Logger) { redis.SetLogger(redisLog{l}) }
+// SetLogger routes go-redis's log lines (its own dial failures and pool
+// warnings) to l at debug level. go-redis has one logger per process, so
+// Open never sets it by itself: the program calls this (hookline serve
+// does) or keeps its own.
+func SetLogger(l *slog.Logger) { redis.SetLogger(redisLog{l}) }
 
 // redisLog routes go-redis's log lines to an slog.Logger at debug level.
 type redisLog struct{ l *slog.Logger }
@@ -357,14 +372,14 @@ func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
 	r.l.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }
 
-// redisStore keeps the history in Redis, shared by every relay that uses
-// the same Redis (see the layout above). It keeps nothing in memory but
-// the set of channels it watches for its subscribers.
-type redisStore struct {
+// Store keeps the history in Redis, shared by every relay that uses the
+// same Redis (see the layout above): a relay.SharedStore. It keeps nothing
+// in memory but the set of channels it watches for its subscribers.
+type Store struct {
 	rdb    *redis.Client
 	where  string // the URL without its password, for messages
 	prefix string
-	lim    limits
+	lim    relay.Limits
 	log    *slog.Logger
 
 	mu     sync.Mutex
@@ -372,20 +387,20 @@ type redisStore struct {
 	ctx    context.Context // canceled by close
 	cancel context.CancelFunc
 
-	feed *redisFeed // nil until startFeed
+	feed *feed // nil until startFeed
 
 	epoch  string    // P:g's epoch when last seen (guarded by mu)
 	lostAt time.Time // when a change of epoch showed that Redis lost its data (guarded by mu)
 }
 
 // newEpoch returns a random epoch for P:g.
-func newEpoch() string { return newChannelName() }
+func newEpoch() string { return rand.Text() }
 
 // sawEpoch notes the epoch Redis answered with: a change from the one seen
 // before (or its absence) means Redis lost its data since, as when it
 // restarts without persistence. Deliveries it held are gone; gaps reported
 // for a while after that say "lost" (see Server.gapReason).
-func (s *redisStore) sawEpoch(epoch string) {
+func (s *Store) sawEpoch(epoch string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if epoch == s.epoch {
@@ -398,17 +413,37 @@ func (s *redisStore) sawEpoch(epoch string) {
 	s.epoch = epoch
 }
 
-// lost returns when Redis was last seen to have lost its data (zero if
+// Lost returns when Redis was last seen to have lost its data (zero if
 // never).
-func (s *redisStore) lost() time.Time {
+func (s *Store) Lost() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lostAt
 }
 
-// openRedis connects to the Redis at rawURL and checks that it answers and
-// is recent enough.
-func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error) {
+// Opener returns the relay.OpenStore of the Redis at rawURL, for
+// relay.Options.Store.
+func Opener(rawURL string) relay.OpenStore {
+	return func(lim relay.Limits, log *slog.Logger) (relay.Store, error) {
+		s, err := Open(rawURL, lim, log)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// Open connects to the Redis at rawURL, checks that it answers and is
+// recent enough, and returns the store applying lim at every append; log
+// gets its warnings (nil: none). rawURL is
+// redis://[user:password@]host:port[/db], rediss:// for TLS, or
+// unix:///path/to/socket. A Redis that does not answer gives an error
+// wrapping relay.ErrStoreUnavailable. The connections stay open until
+// Close.
+func Open(rawURL string, lim relay.Limits, log *slog.Logger) (*Store, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("relay: the Redis URL %q is not valid (%v); write it as redis://[user:password@]host:port[/db], rediss:// for TLS, or unix:///path/to/redis.sock", httpx.RedactURL(rawURL), err)
@@ -433,7 +468,7 @@ func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error)
 		opt.ClientName = "hookline-relay"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &redisStore{
+	s := &Store{
 		rdb:    redis.NewClient(opt),
 		where:  httpx.RedactURL(rawURL),
 		prefix: redisKeyPrefix,
@@ -466,7 +501,7 @@ func openRedis(rawURL string, lim limits, log *slog.Logger) (*redisStore, error)
 }
 
 // checkServer pings Redis and checks its version.
-func (s *redisStore) checkServer() error {
+func (s *Store) checkServer() error {
 	ctx, cancel := context.WithTimeout(s.ctx, 2*redisTimeout)
 	defer cancel()
 	info, err := s.rdb.Info(ctx, "server").Result()
@@ -486,11 +521,11 @@ func (s *redisStore) checkServer() error {
 	return nil
 }
 
-// wrap makes a Redis error a relay error: errStoreClosed after close,
-// ErrRedisUnavailable (with the cause) for a connection that failed.
-func (s *redisStore) wrap(doing string, err error) error {
+// wrap makes a Redis error a relay error: relay.ErrStoreClosed after close,
+// errUnavailable (with the cause) for a connection that failed.
+func (s *Store) wrap(doing string, err error) error {
 	if errors.Is(err, redis.ErrClosed) || s.isClosed() {
-		return errStoreClosed
+		return relay.ErrStoreClosed
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
@@ -506,36 +541,37 @@ func (s *redisStore) wrap(doing string, err error) error {
 			return fmt.Errorf("relay: %s Redis at %s: %w", doing, s.where, err)
 		}
 	}
-	return fmt.Errorf("relay: %s Redis at %s: %w: %w", doing, s.where, ErrRedisUnavailable, err)
+	return fmt.Errorf("relay: %s Redis at %s: %w: %w", doing, s.where, errUnavailable, err)
 }
 
-func (s *redisStore) isClosed() bool {
+func (s *Store) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.closed
 }
 
 // keys returns the keys of channel name: m s i k h.
-func (s *redisStore) keys(name string) (m, st, i, k, h string) {
+func (s *Store) keys(name string) (m, st, i, k, h string) {
 	base := s.prefix + "{" + name + "}:"
 	return base + "m", base + "s", base + "i", base + "k", base + "h"
 }
 
-func (s *redisStore) feedChannel(name string) string { return s.prefix + "feed:" + name }
+func (s *Store) feedChannel(name string) string { return s.prefix + "feed:" + name }
 
-func (s *redisStore) append(ctx context.Context, channel string, d *delivery, after int64) error {
+// String names the store's server in the relay's messages.
+func (s *Store) String() string { return "Redis" }
+
+// Append stores d (see relay.Store).
+func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, after int64) (int64, error) {
 	if s.isClosed() {
-		return errStoreClosed
+		return 0, relay.ErrStoreClosed
 	}
-	rec, ref := encodeRecord(d), []byte(nil)
-	if d.of != 0 {
-		ref = encodeRef(d)
-	}
-	key := headerValue(d.header, idempotencyHeader)
-	sum := sha256.Sum256(d.body)
+	rec, ref := d.Record(), d.RefRecord()
+	key := d.IdempotencyKey()
+	sum := sha256.Sum256(d.Body())
 	m, st, i, k, h := s.keys(channel)
 	dedup := "0"
-	if d.uniqueKey {
+	if d.UniqueKey() {
 		dedup = "1"
 	}
 	inline := "0"
@@ -546,9 +582,9 @@ func (s *redisStore) append(ctx context.Context, channel string, d *delivery, af
 	defer cancel()
 	v, err := appendScript.Run(ctx, s.rdb,
 		[]string{m, st, i, k, h, s.prefix + "g", s.prefix + "lru"},
-		channel, s.prefix, after, d.size, d.received.UnixMilli(), key, hex.EncodeToString(sum[:]), rec,
-		s.lim.chanCount, s.lim.chanBytes, s.lim.totalBytes, s.lim.age.Milliseconds(), inline, newEpoch(),
-		d.of, ref, dedup,
+		channel, s.prefix, after, d.Size(), d.Received().UnixMilli(), key, hex.EncodeToString(sum[:]), rec,
+		s.lim.ChanCount, s.lim.ChanBytes, s.lim.TotalBytes, s.lim.Age.Milliseconds(), inline, newEpoch(),
+		d.Of(), ref, dedup,
 	).Slice()
 	var id int64
 	switch {
@@ -556,9 +592,9 @@ func (s *redisStore) append(ctx context.Context, channel string, d *delivery, af
 		entry, _ := v[2].(string)
 		id, sum, perr := parseKeyEntry(entry)
 		if perr != nil {
-			return fmt.Errorf("relay: Redis at %s: the Idempotency-Key entry %q of channel %s is damaged", s.where, truncate(entry, 100), channel)
+			return 0, fmt.Errorf("relay: Redis at %s: the Idempotency-Key entry %.100q of channel %s is damaged", s.where, entry, channel)
 		}
-		return &keyStoredError{id: id, sum: sum}
+		return 0, &relay.KeyStoredError{ID: id, Sum: sum}
 	case err == nil && len(v) == 2:
 		id, _ = v[0].(int64)
 		epoch, _ := v[1].(string)
@@ -568,13 +604,12 @@ func (s *redisStore) append(ctx context.Context, channel string, d *delivery, af
 	}
 	if err != nil {
 		err = s.wrap("storing the delivery in", err)
-		if errors.Is(err, ErrRedisUnavailable) && !isDialError(err) {
-			err = fmt.Errorf("%w (%w)", err, errUncertain)
+		if errors.Is(err, errUnavailable) && !isDialError(err) {
+			err = fmt.Errorf("%w (%w)", err, relay.ErrStoreUncertain)
 		}
-		return err
+		return 0, err
 	}
-	d.id = id
-	return nil
+	return id, nil
 }
 
 // isDialError reports whether err is a failure to connect (so nothing was
@@ -584,12 +619,13 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-func (s *redisStore) since(ctx context.Context, channel string, after, maxBytes int64) ([]*delivery, int64, int64, error) {
+// Since reads a page of channel's history (see relay.Store).
+func (s *Store) Since(ctx context.Context, channel string, after, maxBytes int64) ([]*relay.Entry, int64, int64, error) {
 	if s.isClosed() {
-		return nil, 0, 0, errStoreClosed
+		return nil, 0, 0, relay.ErrStoreClosed
 	}
 	m, st, i, _, _ := s.keys(channel)
-	most := maxBytes/entryOverhead + 1 // every delivery counts at least entryOverhead
+	most := maxBytes/relay.MinEntrySize + 1 // every delivery counts at least that
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout+time.Duration(maxBytes>>20)*time.Second)
 	defer cancel()
 	v, err := sinceScript.Run(ctx, s.rdb, []string{m, st, i, s.prefix + "g"}, after, maxBytes, most).Slice()
@@ -607,7 +643,7 @@ func (s *redisStore) since(ctx context.Context, channel string, after, maxBytes 
 		return nil, first, last, nil
 	}
 	entries, _ := v[3].([]any)
-	page := make([]*delivery, 0, len(entries))
+	page := make([]*relay.Entry, 0, len(entries))
 	for _, e := range entries {
 		d, err := s.decodeEntry(channel, e)
 		if err != nil {
@@ -623,10 +659,10 @@ func (s *redisStore) since(ctx context.Context, channel string, after, maxBytes 
 
 // decodeEntry decodes one XRANGE entry, [id, [field, value...]], as the Lua
 // script returns it (go-redis gives []any of strings).
-func (s *redisStore) decodeEntry(channel string, e any) (*delivery, error) {
+func (s *Store) decodeEntry(channel string, e any) (*relay.Entry, error) {
 	pair, _ := e.([]any)
 	if len(pair) != 2 {
-		return nil, fmt.Errorf("%w: not a stream entry", errBadRecord)
+		return nil, fmt.Errorf("%w: not a stream entry", relay.ErrBadRecord)
 	}
 	sid, _ := pair[0].(string)
 	fields, _ := pair[1].([]any)
@@ -642,52 +678,40 @@ func (s *redisStore) decodeEntry(channel string, e any) (*delivery, error) {
 	return decodeStreamRecord(sid, rec, orig)
 }
 
-// decodeStreamRecord decodes the record of stream entry sid ("<n>-0").
-func decodeStreamRecord(sid, rec, orig string) (*delivery, error) {
+// decodeStreamRecord decodes the record of stream entry sid ("<n>-0"), with
+// orig, the record a reference refers to.
+func decodeStreamRecord(sid, rec, orig string) (*relay.Entry, error) {
 	n, seq, ok := strings.Cut(sid, "-")
 	id, err := strconv.ParseInt(n, 10, 64)
 	if !ok || seq != "0" || err != nil || id <= 0 {
-		return nil, fmt.Errorf("%w: stream entry id %q", errBadRecord, truncate(sid, 40))
+		return nil, fmt.Errorf("%w: stream entry id %.40q", relay.ErrBadRecord, sid)
 	}
-	received, of, isRef, err := decodeRef([]byte(rec))
-	if err != nil {
-		return nil, err
+	var o []byte
+	if orig != "" {
+		o = []byte(orig)
 	}
-	if isRef {
-		if orig == "" {
-			return nil, fmt.Errorf("%w: the delivery %d it repeats is not stored", errBadRecord, of)
-		}
-		rec = orig
-	}
-	d, err := decodeRecord([]byte(rec))
-	if err != nil {
-		return nil, err
-	}
-	if isRef {
-		d = makeDelivery(d.header, d.query, d.body, received)
-		d.of = of
-	}
-	d.id = id
-	return d, nil
+	return relay.DecodeEntry(id, []byte(rec), o)
 }
 
-func (s *redisStore) get(ctx context.Context, channel string, id int64) (*delivery, error) {
+// Get returns delivery id of channel (see relay.Store).
+func (s *Store) Get(ctx context.Context, channel string, id int64) (*relay.Entry, error) {
 	if id <= 0 {
 		return nil, nil
 	}
 	// One delivery from id on, with what it refers to when it is a
 	// reference.
-	page, _, _, err := s.since(ctx, channel, id-1, 1)
-	if err != nil || len(page) == 0 || page[0].id != id {
+	page, _, _, err := s.Since(ctx, channel, id-1, 1)
+	if err != nil || len(page) == 0 || page[0].ID() != id {
 		return nil, err
 	}
 	return page[0], nil
 }
 
-func (s *redisStore) findKey(ctx context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {
+// FindKey looks up an Idempotency-Key (see relay.Store).
+func (s *Store) FindKey(ctx context.Context, channel, key string) (int64, [sha256.Size]byte, bool, error) {
 	var sum [sha256.Size]byte
 	if s.isClosed() {
-		return 0, sum, false, errStoreClosed
+		return 0, sum, false, relay.ErrStoreClosed
 	}
 	_, _, _, k, _ := s.keys(channel)
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
@@ -701,7 +725,7 @@ func (s *redisStore) findKey(ctx context.Context, channel, key string) (int64, [
 	}
 	id, sum, err := parseKeyEntry(v)
 	if err != nil {
-		return 0, sum, false, fmt.Errorf("relay: Redis at %s: the Idempotency-Key entry %q of channel %s is damaged", s.where, truncate(v, 100), channel)
+		return 0, sum, false, fmt.Errorf("relay: Redis at %s: the Idempotency-Key entry %.100q of channel %s is damaged", s.where, v, channel)
 	}
 	return id, sum, true, nil
 }
@@ -719,11 +743,12 @@ func parseKeyEntry(v string) (int64, [sha256.Size]byte, error) {
 	return id, sum, nil
 }
 
-func (s *redisStore) persistent() bool { return true }
+// Persistent reports true: the history is in Redis.
+func (s *Store) Persistent() bool { return true }
 
-// missing returns how many of channels have no retained delivery (all of
+// Missing returns how many of channels have no retained delivery (all of
 // them if Redis does not answer), in one round trip.
-func (s *redisStore) missing(ctx context.Context, channels []string) int {
+func (s *Store) Missing(ctx context.Context, channels []string) int {
 	if len(channels) == 0 {
 		return 0
 	}
@@ -749,9 +774,9 @@ func (s *redisStore) missing(ctx context.Context, channels []string) int {
 	return n
 }
 
-// stats returns the counters kept in Redis (zero if Redis does not answer:
+// Stats returns the counters kept in Redis (zero if Redis does not answer:
 // /healthz says so on its own).
-func (s *redisStore) stats(ctx context.Context) storeStats {
+func (s *Store) Stats(ctx context.Context) relay.StoreStats {
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	var g *redis.SliceCmd
@@ -762,7 +787,7 @@ func (s *redisStore) stats(ctx context.Context) storeStats {
 		return nil
 	})
 	if err != nil {
-		return storeStats{}
+		return relay.StoreStats{}
 	}
 	num := func(v any) int64 {
 		str, _ := v.(string)
@@ -770,20 +795,20 @@ func (s *redisStore) stats(ctx context.Context) storeStats {
 		return x
 	}
 	vals := g.Val()
-	return storeStats{channels: int(n.Val()), retained: int(num(vals[0])), bytes: num(vals[1])}
+	return relay.StoreStats{Channels: int(n.Val()), Retained: int(num(vals[0])), Bytes: num(vals[1])}
 }
 
-// ping checks that Redis answers.
-func (s *redisStore) ping(ctx context.Context) error {
+// Ping checks that Redis answers.
+func (s *Store) Ping(ctx context.Context) error {
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return s.wrap("pinging", err)
 	}
 	return nil
 }
 
-// close stops the feed and closes the connections; later calls fail with
-// errStoreClosed.
-func (s *redisStore) close() error {
+// Close stops the feed and closes the connections; later calls fail with
+// relay.ErrStoreClosed.
+func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
