@@ -23,7 +23,8 @@ import (
 // command and flag it shows exists, every HOOKLINE_* variable it names is
 // read by the code, every test it cites exists, and its Go examples compile.
 
-// readmeBlock is one fenced code block of README.md.
+// readmeBlock is one fenced code block of a Markdown file (README.md,
+// docs/DEPLOY.md).
 type readmeBlock struct {
 	lang    string // the info string: sh, go, text...
 	section string // the "## " heading it is under
@@ -35,7 +36,14 @@ type readmeBlock struct {
 // them.
 func readmeBlocks(t *testing.T) ([]readmeBlock, string) {
 	t.Helper()
-	data, err := os.ReadFile("README.md")
+	return markdownBlocks(t, "README.md")
+}
+
+// markdownBlocks returns the fenced code blocks of a Markdown file, and its
+// text outside them.
+func markdownBlocks(t *testing.T, file string) ([]readmeBlock, string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +71,7 @@ func readmeBlocks(t *testing.T) ([]readmeBlock, string) {
 		}
 	}
 	if cur != nil {
-		t.Fatalf("README.md:%d: unterminated code block", cur.line)
+		t.Fatalf("%s:%d: unterminated code block", file, cur.line)
 	}
 	return blocks, prose.String()
 }
