@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/webhooks"
 )
@@ -76,64 +79,49 @@ func markdownBlocks(t *testing.T, file string) ([]readmeBlock, string) {
 	return blocks, prose.String()
 }
 
-// shellCommand is one command line of a README sh block, split into words.
+// readmeShell expands a README word with no variables set and nothing
+// run; a word that would run something fails and is kept as written.
+var readmeShell = &expand.Config{
+	Env:       expand.ListEnviron(),
+	ProcSubst: func(*syntax.ProcSubst) (string, error) { return "", fmt.Errorf("process substitution") },
+}
+
+// shellCommand is one simple command of a README sh block, in words.
 type shellCommand struct {
 	line  int
 	words []string
 }
 
-// shellCommands splits the lines of an sh block into commands: words in
-// shell quoting (quotes removed), cut at unquoted operators (| ; & < > ( ))
-// and comments. It is no shell: it reads what the README writes.
+// shellCommands returns the simple commands of an sh block, those inside
+// pipelines, lists and substitutions included, each word as the shell
+// reads it (mvdan.cc/sh parses the block; a word that needs a command run
+// to expand is kept as written).
 func shellCommands(b readmeBlock) ([]shellCommand, error) {
-	var cmds []shellCommand
-	lines := strings.Split(strings.ReplaceAll(b.text, "\\\n", " "), "\n")
-	for i, line := range lines {
-		var words []string
-		var word strings.Builder
-		inWord := false
-		flush := func() {
-			if inWord {
-				words = append(words, word.String())
-			}
-			word.Reset()
-			inWord = false
-		}
-		cut := func() {
-			flush()
-			if len(words) > 0 {
-				cmds = append(cmds, shellCommand{line: b.line + 1 + i, words: words})
-			}
-			words = nil
-		}
-		for j := 0; j < len(line); j++ {
-			c := line[j]
-			switch {
-			case c == '\'' || c == '"':
-				end := strings.IndexByte(line[j+1:], c)
-				if end < 0 {
-					return nil, fmt.Errorf("README.md:%d: unterminated quote", b.line+1+i)
-				}
-				word.WriteString(line[j+1 : j+1+end])
-				inWord = true
-				j += end + 1
-			case c == '\\' && j+1 < len(line):
-				word.WriteByte(line[j+1])
-				inWord = true
-				j++
-			case c == ' ' || c == '\t':
-				flush()
-			case c == '#' && !inWord:
-				j = len(line)
-			case strings.IndexByte("|;&<>()", c) >= 0:
-				cut()
-			default:
-				word.WriteByte(c)
-				inWord = true
-			}
-		}
-		cut()
+	f, err := syntax.NewParser().Parse(strings.NewReader(b.text), "")
+	if err != nil {
+		return nil, fmt.Errorf("line %d of a block: %w", b.line, err)
 	}
+	var cmds []shellCommand
+	syntax.Walk(f, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return true
+		}
+		c := shellCommand{line: b.line + int(call.Pos().Line())}
+		for _, w := range call.Args {
+			fields, err := expand.Fields(readmeShell, w)
+			if err != nil {
+				var src strings.Builder
+				syntax.NewPrinter().Print(&src, w)
+				fields = []string{src.String()}
+			}
+			c.words = append(c.words, fields...)
+		}
+		if len(c.words) > 0 {
+			cmds = append(cmds, c)
+		}
+		return true
+	})
 	return cmds, nil
 }
 

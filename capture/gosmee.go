@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/jsonscan"
@@ -28,7 +32,7 @@ import (
 // best, so deliveries within one minute are ordered by the file's
 // modification time (what gosmee's own listing relies on), and when
 // neither layout parses, the modification time stands in. A header's
-// word is read as the shell reads it (shellWord): gosmee quotes values
+// word is read as the shell reads it (mvdan.cc/sh): gosmee quotes values
 // with single quotes, and writes one inside a value as the shell's
 // quote-backslash-quote-quote.
 var gosmeeLayouts = []string{"20060102T15h04", "2006-01-02T15.04.01.000"}
@@ -82,86 +86,46 @@ func readGosmee(path string, body, script []byte) (File, error) {
 	return d, nil
 }
 
-// gosmeeHeaders returns the headers of the -H words of gosmee's script.
-func gosmeeHeaders(script string) http.Header {
-	h := http.Header{}
-	for i := 0; i < len(script); i++ {
-		if !strings.HasPrefix(script[i:], "-H") || (i > 0 && !isBlank(script[i-1])) || i+2 >= len(script) || !isBlank(script[i+2]) {
-			continue
-		}
-		word, rest, ok := shellWord(script[i+2:])
-		if !ok {
-			break
-		}
-		if name, value, ok := strings.Cut(word, ":"); ok && name != "" && !strings.ContainsAny(name, " \t") {
-			value = strings.TrimLeft(value, " \t")
-			if !slices.Contains(h.Values(name), value) { // gosmee writes Content-Type twice
-				h.Add(name, value)
-			}
-		}
-		i = len(script) - len(rest) - 1
-	}
-	return h
+// curlArgs expands a word of gosmee's script into the argument curl gets,
+// with no variables set and nothing run: a word that would run something
+// is not a header gosmee wrote.
+var curlArgs = &expand.Config{
+	Env:       expand.ListEnviron(),
+	ProcSubst: func(*syntax.ProcSubst) (string, error) { return "", errors.New("process substitution") },
 }
 
-func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' }
-
-// shellWord reads the first word of s, after blanks, as a POSIX shell does
-// without expansions: '…' literally, "…" with \ escaping $ ` " \ and a
-// line break, \ outside quotes escaping the next byte (a line break:
-// none). It returns the word and what follows it; ok is false when a quote
-// is not closed or s holds no word.
-func shellWord(s string) (word, rest string, ok bool) {
-	i := 0
-	for i < len(s) && isBlank(s[i]) {
-		i++
+// gosmeeHeaders returns the headers of the -H arguments of the curl
+// commands in gosmee's script, each word read as the shell reads it
+// (mvdan.cc/sh's parser); nil when the script does not parse.
+func gosmeeHeaders(script string) http.Header {
+	f, err := syntax.NewParser().Parse(strings.NewReader(script), "")
+	if err != nil {
+		return nil
 	}
-	var b strings.Builder
-	started := false
-	for i < len(s) {
-		switch c := s[i]; {
-		case isBlank(c):
-			return b.String(), s[i:], started
-		case c == '\'':
-			j := strings.IndexByte(s[i+1:], '\'')
-			if j < 0 {
-				return "", "", false
-			}
-			b.WriteString(s[i+1 : i+1+j])
-			i += j + 2
-		case c == '"':
-			i++
-			for {
-				if i >= len(s) {
-					return "", "", false
-				}
-				if s[i] == '"' {
-					i++
-					break
-				}
-				if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-					if s[i+1] != '\n' {
-						b.WriteByte(s[i+1])
-					}
-					i += 2
-					continue
-				}
-				b.WriteByte(s[i])
-				i++
-			}
-		case c == '\\' && i+1 == len(s):
-			b.WriteByte(c) // a last backslash escapes nothing: itself, as sh reads it
-			i++
-		case c == '\\':
-			if s[i+1] != '\n' {
-				b.WriteByte(s[i+1])
-			}
-			i += 2
-		default:
-			b.WriteByte(c)
-			i++
+	h := http.Header{}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		call, ok := n.(*syntax.CallExpr)
+		if !ok {
+			return true
 		}
-		started = true
-	}
-	return b.String(), "", started
+		for i := 0; i+1 < len(call.Args); i++ {
+			if call.Args[i].Lit() != "-H" {
+				continue
+			}
+			i++
+			fields, err := expand.Fields(curlArgs, call.Args[i])
+			if err != nil || len(fields) != 1 {
+				continue // not a literal header: not one gosmee writes
+			}
+			word := fields[0]
+			if name, value, ok := strings.Cut(word, ":"); ok && name != "" && !strings.ContainsAny(name, " \t") {
+				value = strings.TrimLeft(value, " \t")
+				if !slices.Contains(h.Values(name), value) { // gosmee writes Content-Type twice
+					h.Add(name, value)
+				}
+			}
+		}
+		return true
+	})
+	return h
 }
