@@ -311,15 +311,28 @@ func (r Result) Lost() bool {
 type TargetResult struct {
 	URL      string        // the URL the delivery was sent to, credentials redacted
 	Status   int           // the final HTTP status; 0 when none came back
-	Duration time.Duration // from the first attempt to the final answer
+	Duration time.Duration // from the first attempt to the final answer, its body read
 	Err      error         // transport failure (after retries), if any
-	Body     []byte        // the first bytes of the response body (up to 4 KiB)
+	Body     []byte        // the first bytes of the response body (up to MaxAnswerBody)
 	Header   http.Header   // the response headers
 	// Interrupted: the client stopped (Stop, or the end of the drain)
 	// while the delivery was in flight; Err says so.
 	Interrupted bool
-	// Attempts is how many requests were made, retries included.
-	Attempts int
+	// Attempts are the requests made, retries included, in order; the
+	// last one's answer is Status, Header and Body.
+	Attempts []Attempt
+}
+
+// MaxAnswerBody is how much of the target's answer body a TargetResult
+// keeps; the rest is read and dropped.
+const MaxAnswerBody = 64 << 10
+
+// Attempt is one request to the target: the first, or a retry.
+type Attempt struct {
+	Status    int           // the answer's status; 0 when none came
+	Err       error         // why no answer came, credentials redacted
+	FirstByte time.Duration // from the request's start to the answer's first byte
+	Duration  time.Duration // from the request's start to its end (for the last, its body read)
 }
 
 // Summary says in a few words how the target answered: "404 Not Found",
@@ -854,6 +867,15 @@ func (c *Client) classify(d *delivery.Delivery, durable bool) item {
 func (c *Client) Handle(ctx context.Context, d *delivery.Delivery) Result {
 	dup, redelivery := c.dedup.check(d.ID, d.EventID, false, time.Now())
 	r := c.process(ctx, d, dup, redelivery)
+	c.report(r)
+	return r
+}
+
+// Resend runs d through the pipeline again on purpose, as Handle does but
+// without the duplicate check: a replay the user asked for (the
+// inspector's), reported as a redelivery. It is safe for concurrent use.
+func (c *Client) Resend(ctx context.Context, d *delivery.Delivery) Result {
+	r := c.process(ctx, d, false, true)
 	c.report(r)
 	return r
 }

@@ -464,7 +464,64 @@ func TestClientRetriesTransientTargetFailures(t *testing.T) {
 			if r.Target.Status != 200 || calls.Load() != 2 {
 				t.Errorf("status %d after %d calls, want 200 after 2", r.Target.Status, calls.Load())
 			}
+			// Every attempt is reported, in order, with its own answer.
+			if a := r.Target.Attempts; len(a) != 2 || a[0].Status != 503 || a[1].Status != 200 || a[0].Err != nil ||
+				a[1].FirstByte <= 0 || a[1].FirstByte > a[1].Duration {
+				t.Errorf("attempts = %+v, want 503 then 200, each with its first byte within its duration", a)
+			}
 		})
+	}
+}
+
+// An attempt that got no answer says why; the answer's head and body are
+// kept, the body up to MaxAnswerBody.
+func TestClientAttemptsAndAnswerBody(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Answer", "yes")
+		w.WriteHeader(http.StatusAccepted)
+		w.Write(bytes.Repeat([]byte("a"), proxy.MaxAnswerBody+100))
+	}))
+	t.Cleanup(target.Close)
+	c, err := proxy.New(proxy.Options{Target: target.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Handle(t.Context(), &delivery.Delivery{ID: "a1", Body: []byte(`{}`), Headers: http.Header{}})
+	a := r.Target.Attempts
+	if len(a) != 1 || a[0].Status != 202 || a[0].Duration < a[0].FirstByte || r.Target.Header.Get("X-Answer") != "yes" || len(r.Target.Body) != proxy.MaxAnswerBody {
+		t.Fatalf("attempts %+v, answer %q, %d bytes of body; want one 202 with X-Answer and %d bytes", a, r.Target.Header, len(r.Target.Body), proxy.MaxAnswerBody)
+	}
+
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	c, err = proxy.New(proxy.Options{Target: down.URL, Retry: &rest.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = c.Handle(t.Context(), &delivery.Delivery{ID: "a2", Body: []byte(`{}`), Headers: http.Header{}})
+	if a := r.Target.Attempts; len(a) != 2 || a[0].Status != 0 || a[0].Err == nil || !strings.Contains(a[1].Err.Error(), "refused") {
+		t.Errorf("attempts to a closed port = %+v, want two, each with its error", a)
+	}
+}
+
+// Resend is a replay asked for: the same delivery id goes through again,
+// which Handle would skip as a duplicate.
+func TestClientResendSkipsTheDuplicateCheck(t *testing.T) {
+	var calls atomic.Int32
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
+	t.Cleanup(target.Close)
+	c, err := proxy.New(proxy.Options{Target: target.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &delivery.Delivery{ID: "same", Body: []byte(`{}`), Headers: http.Header{}}
+	c.Handle(t.Context(), d)
+	if r := c.Handle(t.Context(), d); !r.Duplicate {
+		t.Fatalf("a second Handle of one id was not a duplicate: %+v", r)
+	}
+	r := c.Resend(t.Context(), d)
+	if r.Duplicate || !r.Redelivery || r.Target == nil || !r.Target.OK() || calls.Load() != 2 {
+		t.Errorf("Resend = %+v after %d requests; want a redelivery the target took (2 requests)", r, calls.Load())
 	}
 }
 

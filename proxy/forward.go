@@ -10,6 +10,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -147,9 +148,70 @@ type forwarder struct {
 	shown string // Target redacted (newForwarder)
 }
 
-// newForwarder returns a forwarder to target.
+// newForwarder returns a forwarder to target. Its requests go through a
+// copy of hc whose transport records every attempt (attemptRecorder).
 func newForwarder(target *url.URL, hc *rest.Client, o forwardOptions) *forwarder {
-	return &forwarder{Target: target, HTTPClient: hc, Options: o, shown: httpx.RedactURL(target.String())}
+	rc := *hc
+	httpc := &http.Client{Timeout: rest.DefaultTimeout}
+	if hc.HTTPClient != nil {
+		c := *hc.HTTPClient
+		httpc = &c
+	}
+	base := httpc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	httpc.Transport = attemptRecorder{base}
+	rc.HTTPClient = httpc
+	return &forwarder{Target: target, HTTPClient: &rc, Options: o, shown: httpx.RedactURL(target.String())}
+}
+
+// attemptsKey is the context key of a request's attempt log.
+type attemptsKey struct{}
+
+// attemptLog collects the Attempts of one Forward, with their starts.
+type attemptLog struct {
+	mu     sync.Mutex
+	list   []Attempt
+	starts []time.Time
+}
+
+// done returns the attempts, the last one ending now when ended is set
+// (its body read).
+func (l *attemptLog) done(ended bool) []Attempt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.list); n > 0 && ended {
+		l.list[n-1].Duration = time.Since(l.starts[n-1])
+	}
+	return l.list
+}
+
+// attemptRecorder is the forwarder's transport: it adds every request it
+// sends (each retry rest makes is one) to the attempt log in its context.
+type attemptRecorder struct{ base http.RoundTripper }
+
+func (t attemptRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	log, ok := req.Context().Value(attemptsKey{}).(*attemptLog)
+	if !ok {
+		return t.base.RoundTrip(req)
+	}
+	start := time.Now()
+	var first atomic.Int64
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotFirstResponseByte: func() { first.Store(int64(time.Since(start))) },
+	}))
+	resp, err := t.base.RoundTrip(req)
+	a := Attempt{FirstByte: time.Duration(first.Load()), Duration: time.Since(start)}
+	if err != nil {
+		a.Err = redactErr(err)
+	} else {
+		a.Status = resp.StatusCode
+	}
+	log.mu.Lock()
+	log.list, log.starts = append(log.list, a), append(log.starts, start)
+	log.mu.Unlock()
+	return resp, err
 }
 
 // shownURL returns u redacted for results: Target's, redacted once, when
@@ -162,37 +224,34 @@ func (f *forwarder) shownURL(u *url.URL) string {
 }
 
 // Forward sends d to f.Target and returns the outcome: the final status,
-// the first 4 KiB of the response body and the time from the first attempt
-// to the answer, or the error (after the client's retries). It never
-// returns nil.
+// the first MaxAnswerBody bytes of the response body, every attempt, and
+// the time from the first attempt to the answer, or the error (after the
+// client's retries). It never returns nil.
 func (f *forwarder) Forward(ctx context.Context, d *delivery.Delivery) *TargetResult {
 	client := f.HTTPClient
 	res := &TargetResult{URL: f.shownURL(f.Target)}
-	req, err := forwardRequest(ctx, f.Target, d, f.Options)
+	log := &attemptLog{}
+	req, err := forwardRequest(context.WithValue(ctx, attemptsKey{}, log), f.Target, d, f.Options)
 	if err != nil {
 		res.Err = err
 		return res
 	}
 	res.URL = f.shownURL(req.URL)
-	// Every attempt the client's retries make asks for a connection.
-	var attempts atomic.Int32
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		GetConn: func(string) { attempts.Add(1) },
-	}))
-	defer func() { res.Attempts = int(attempts.Load()) }()
 	start := time.Now()
 	resp, err := client.MakeRequest(req)
 	if err != nil {
 		res.Duration = time.Since(start)
 		res.Err = redactErr(err)
+		res.Attempts = log.done(false)
 		return res
 	}
 	defer resp.Body.Close()
 	res.Status, res.Header = resp.StatusCode, resp.Header
-	res.Body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	res.Body, _ = io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBody))
 	// Drain a little more so the connection can be reused.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))
 	res.Duration = time.Since(start)
+	res.Attempts = log.done(true)
 	return res
 }
 

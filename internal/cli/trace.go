@@ -176,6 +176,10 @@ func eventName(r proxy.Result) string {
 }
 
 // result prints one delivery.
+// traceAnswerBytes is how much of a target's answer the trace shows with
+// -v (the inspector shows all the Result keeps).
+const traceAnswerBytes = 4 << 10
+
 func (t *tracer) result(r proxy.Result) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -254,8 +258,8 @@ func (t *tracer) result(r proxy.Result) {
 			b.WriteString(t.yellow.Sprintf("%d", tr.Status))
 		}
 		b.WriteString(" " + formatDuration(tr.Duration))
-		if tr.Attempts > 1 {
-			fmt.Fprintf(&b, " after %d attempts", tr.Attempts)
+		if n := len(tr.Attempts); n > 1 {
+			fmt.Fprintf(&b, " after %d attempts", n)
 		}
 		if t.forward && tr.OK() && tr.GitHubWouldFail() {
 			b.WriteString(" " + t.yellow.Sprint("⚠ too slow for GitHub"))
@@ -293,7 +297,7 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	if tr := r.Target; tr != nil && tr.Err == nil && !tr.OK() && len(tr.Body) > 0 {
 		// A target may echo the request: no secret, no credential.
-		body := []byte(redactEcho(string(tr.Body), t.secrets, r.Delivery.Headers))
+		body := []byte(redactEcho(string(tr.Body[:min(len(tr.Body), traceAnswerBytes)]), t.secrets, r.Delivery.Headers))
 		said := termSafe(firstLine(body, 120)) // -v: the whole (first 4 KiB)
 		if t.verbose {
 			said = strings.ReplaceAll(termSafeLines(strings.TrimSpace(string(body))), "\n", "\n    ")

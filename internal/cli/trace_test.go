@@ -74,7 +74,7 @@ func traceResults() []proxy.Result {
 			Action: "closed", Verification: proxy.VerificationSkipped,
 			Handlers:   []proxy.HandlerResult{{Name: "_any", Err: errors.New("plugin failed: _any: exit status 3: database is locked"), Duration: time.Millisecond}},
 			HandlerErr: errors.New("plugin failed: _any: exit status 3: database is locked"),
-			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 503, Duration: 1500 * time.Millisecond, Attempts: 4, Body: []byte("maintenance until 10:30\nretry later\n"),
+			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 503, Duration: 1500 * time.Millisecond, Attempts: make([]proxy.Attempt, 4), Body: []byte("maintenance until 10:30\nretry later\n"),
 				Header: http.Header{"Content-Type": {"text/plain"}, "Retry-After": {"120"}, "Set-Cookie": {"session=abc"}}},
 			FailedFile: "failed/20261122T100002.000Z-pull_request-1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed.json",
 		},
