@@ -28,10 +28,6 @@ func WriteScript(path string, d *delivery.Delivery, target string) (string, erro
 	if err := os.WriteFile(base+".body", d.Body, 0o600); err != nil {
 		return "", fmt.Errorf("saving the body of delivery %s: %w", d.ID, err)
 	}
-	method := d.Method
-	if method == "" {
-		method = http.MethodPost
-	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# Re-sends %s delivery %s byte for byte (%s).\n", shellComment(d.Event), shellComment(d.ID), scriptMark)
 	fmt.Fprintf(&b, "# Usage: %s [URL]\nset -eu\n", shellComment(base+".sh"))
@@ -40,18 +36,8 @@ func WriteScript(path string, d *delivery.Delivery, target string) (string, erro
 	} else {
 		b.WriteString("url=${1:?give the URL to send the delivery to}\n")
 	}
-	fmt.Fprintf(&b, "exec curl -sS -X %s \\\n", shellQuote(method))
-	h := httpx.Forwardable(d.Headers)
-	names := make([]string, 0, len(h))
-	for k := range h {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		for _, v := range h[k] {
-			fmt.Fprintf(&b, "  -H %s \\\n", shellQuote(k+": "+v))
-		}
-	}
+	b.WriteString("exec ")
+	writeCurl(&b, d)
 	// Expect: no 100-continue round trip for a large body; the query as
 	// received.
 	fmt.Fprintf(&b, "  -H 'Expect:' \\\n  --data-binary @\"$(dirname \"$0\")\"/%s \\\n", shellQuote(filepath.Base(base)+".body"))
@@ -64,6 +50,52 @@ func WriteScript(path string, d *delivery.Delivery, target string) (string, erro
 		return "", fmt.Errorf("saving the script of delivery %s: %w", d.ID, err)
 	}
 	return base + ".sh", nil
+}
+
+// writeCurl writes the start of a curl command that sends d: its method
+// and the headers hookline's forwarder sends, one per line.
+func writeCurl(b *strings.Builder, d *delivery.Delivery) {
+	method := d.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	fmt.Fprintf(b, "curl -sS -X %s \\\n", shellQuote(method))
+	h := httpx.Forwardable(d.Headers)
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		for _, v := range h[k] {
+			fmt.Fprintf(b, "  -H %s \\\n", shellQuote(k+": "+v))
+		}
+	}
+}
+
+// Curl returns a shell command that sends d to url byte for byte, its body
+// inline (printf with octal escapes for every byte that is not printable
+// ASCII, so that a copied command keeps binary bodies and line breaks), as
+// WriteScript's script does from a file.
+func Curl(d *delivery.Delivery, url string) string {
+	var b strings.Builder
+	b.WriteString("printf '")
+	for _, c := range d.Body {
+		switch {
+		case c == '\\' || c == '%' || c == '\'' || c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&b, "\\%03o", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteString("' | ")
+	writeCurl(&b, d)
+	u := url
+	if d.Query != "" {
+		u += "?" + d.Query
+	}
+	fmt.Fprintf(&b, "  -H 'Expect:' --data-binary @- %s\n", shellQuote(u))
+	return b.String()
 }
 
 // shellQuote quotes s for a POSIX shell: single quotes, each ' written '\”.

@@ -49,15 +49,26 @@ func TestWriteScriptResendsExactBytes(t *testing.T) {
 		gotBody, _ = io.ReadAll(r.Body)
 	}))
 	t.Cleanup(srv.Close)
-	out, err := exec.Command("sh", script, srv.URL+"/hook").CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", script, err, out)
+	// The script, and the command Curl gives (the inspector's "copy as
+	// curl"), send the same request.
+	for _, cmd := range []*exec.Cmd{exec.Command("sh", script, srv.URL+"/hook"), exec.Command("sh", "-c", capture.Curl(d, srv.URL+"/hook"))} {
+		got, gotBody = nil, nil
+		checkResent(t, cmd, d, body, &got, &gotBody)
 	}
+}
+
+func checkResent(t *testing.T, cmd *exec.Cmd, d *delivery.Delivery, body []byte, gotp **http.Request, gotBody *[]byte) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd.Args, err, out)
+	}
+	got := *gotp
 	if got == nil || got.Method != http.MethodPost || got.URL.Path != "/hook" || got.URL.RawQuery != d.Query {
 		t.Fatalf("the script sent %v", got)
 	}
-	if !bytes.Equal(gotBody, body) {
-		t.Errorf("body = %q, want %q", gotBody, body)
+	if !bytes.Equal(*gotBody, body) {
+		t.Errorf("%s: body = %q, want %q", cmd.Args[1], *gotBody, body)
 	}
 	for _, k := range []string{"Content-Type", "X-Github-Event", "X-Github-Delivery", "X-Quote"} {
 		if got.Header.Get(k) != d.Headers.Get(k) {

@@ -93,6 +93,9 @@ const (
 	BodyLinked BodySource = "bodyLink"
 	// BodyCapture is a capture file's body: the bytes that were saved.
 	BodyCapture BodySource = "capture"
+	// BodyEdited is a body edited by hand in the inspector and replayed,
+	// its signature made again with the run's secret.
+	BodyEdited BodySource = "edited"
 	// BodyRaw is "rawdata": the exact body as a JSON string (some smee.io
 	// versions). Signatures verify unless the body was not valid UTF-8.
 	BodyRaw BodySource = "rawdata"
@@ -112,10 +115,11 @@ const (
 	BodyNone BodySource = ""
 )
 
-// Exact reports whether the body bytes are the sender's bytes (bodyB,
-// rawdata, a link, a capture file) rather than a relay's re-serialisation.
+// Exact reports whether the body bytes are exactly those sent on (bodyB,
+// rawdata, a link, a capture file, an edit) rather than a relay's
+// re-serialisation.
 func (s BodySource) Exact() bool {
-	return s == BodyBase64 || s == BodyRaw || s == BodyLinked || s == BodyCapture
+	return s == BodyBase64 || s == BodyRaw || s == BodyLinked || s == BodyCapture || s == BodyEdited
 }
 
 // Format names a relay's message shape.
