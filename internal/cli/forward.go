@@ -25,6 +25,7 @@ import (
 
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/inspect"
 	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
@@ -64,8 +65,10 @@ type forwardOptions struct {
 	verbose      bool
 	lastEventID  string
 	listen       string
-	channelName  string // --channel
-	health       string // --health ADDR
+	channelName  string           // --channel
+	health       string           // --health ADDR
+	inspect      *inspect.Options // --inspect (nil: off), at inspectAddr
+	inspectAddr  string
 	github       githubOptions
 	keepHook     bool
 }
@@ -115,6 +118,7 @@ func splitNames(values []string) []string {
 type forwardFlagValues struct {
 	secret                 secretFlagValues
 	plugins                pluginFlagValues
+	inspect                inspectFlagValues
 	github                 githubFlagValues
 	format, path           string
 	port, retries          int
@@ -135,6 +139,12 @@ func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forw
 	}
 	if o.retries, err = parseRetries(c, f.retries); err != nil {
 		return o, err
+	}
+	if o.inspect, err = f.inspect.options(); err != nil {
+		return o, err
+	}
+	if o.inspect != nil {
+		o.inspectAddr = f.inspect.addr
 	}
 	o.sendHint[0], o.sendHint[1] = sendSecretHint(c, &f.secret)
 	if o.github, err = parseGitHub(&f.github); err != nil {
@@ -462,6 +472,15 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 	if o.health != "" {
 		health = &forwardHealth{}
 	}
+	var ins *inspect.Inspector
+	if o.inspect != nil {
+		iopts := *o.inspect
+		iopts.Secret, iopts.Target = o.secret, o.target
+		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Resend(ctx, d) }
+		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
+			return nil, closeFn, err
+		}
+	}
 	popts := proxy.Options{
 		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
 		RelayClient: &http.Client{Transport: transport},
@@ -483,6 +502,9 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		OnResult: func(r proxy.Result) {
 			if health != nil {
 				health.onResult(r)
+			}
+			if ins != nil {
+				ins.Add(r)
 			}
 			tr.result(r)
 		},
@@ -644,14 +666,9 @@ func startEmbeddedRelay(ctx context.Context, addr, name string, sendHint [2]stri
 	if err != nil {
 		return "", nil, fmt.Errorf("starting the embedded relay: %w", err)
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenOrFree(addr, s)
 	if err != nil {
-		fallback, ferr := net.Listen("tcp", "127.0.0.1:0")
-		if ferr != nil {
-			return "", nil, fmt.Errorf("starting the embedded relay on %s: %w", addr, err)
-		}
-		fmt.Fprintf(s.err, "%s is busy (%v); using %s\n", addr, err, fallback.Addr())
-		ln = fallback
+		return "", nil, fmt.Errorf("starting the embedded relay on %s: %w", addr, err)
 	}
 	// The relay outlives ctx until the client has drained.
 	relayCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -782,13 +799,14 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers, the payload and the target's whole answer", Destination: &o.verbose},
 		&ucli.StringFlag{Name: "health", Usage: "serve GET /healthz on `ADDR` (host:port): 200 while connected to the relay, 503 otherwise, with the last delivery and the counters as JSON", Destination: &o.health},
 	}
+	inspectorFlags := inspectFlags(&f.inspect, true)
 	var all []ucli.Flag
 	for _, g := range []struct {
 		name  string
 		flags []ucli.Flag
 	}{
 		{"relay", relayFlags}, {"GitHub", githubFlagList}, {"verification", verifyFlags}, {"forwarding", forwardingFlags},
-		{"plugins", pluginFlags(&f.plugins)}, {"state and files", stateFlags}, {"output", outputFlags},
+		{"plugins", pluginFlags(&f.plugins)}, {"state and files", stateFlags}, {"output", outputFlags}, {"inspector", inspectorFlags},
 	} {
 		for _, f := range g.flags {
 			setCategory(f, g.name)

@@ -1,0 +1,801 @@
+// Package inspect is hookline's local inspector: a page and a JSON API on
+// loopback that show every delivery a proxy.Client handled with what the
+// target answered (status, headers, body, each attempt), and replay one,
+// as it was or edited and signed again with the run's secret.
+//
+// It keeps the Results it is given (Inspector.Add is an OnResult), newest
+// last, within Options.History deliveries and Options.HistoryBytes of
+// bodies and answers, evicting the oldest; a delivery's body is the
+// pipeline's own slice, never a copy. docs/INSPECT.md documents the API.
+//
+// Only the address it was bound to may be named in Host (a DNS-rebinding
+// guard), and a request that changes anything (replay, clear) needs the
+// run's token in X-Hookline-Token and, when the browser sends an Origin,
+// the inspector's own. Reading needs no token: the inspector listens on
+// loopback unless told otherwise.
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/webhooks"
+)
+
+// Defaults of Options.
+const (
+	DefaultAddr         = "127.0.0.1:4040" // ngrok's inspector's
+	DefaultHistory      = 500
+	DefaultHistoryBytes = 256 << 20
+)
+
+// maxEditBytes bounds the body of a replay request.
+const maxEditBytes = 32 << 20
+
+// Options configure an Inspector.
+type Options struct {
+	// History and HistoryBytes bound what is kept: deliveries, and bytes
+	// of request bodies and answers. If zero, DefaultHistory and
+	// DefaultHistoryBytes. The newest delivery is kept even when larger.
+	History      int
+	HistoryBytes int64
+	// Secret signs an edited replay again (X-Hub-Signature-256; a legacy
+	// X-Hub-Signature is dropped), so that the pipeline's verification
+	// passes and so does the target's. Empty: an edited replay keeps the
+	// signature it had.
+	Secret string
+	// Resend runs a delivery through the pipeline again (proxy.Client's
+	// Resend); its Result must come back to Add too (OnResult). Nil: no
+	// replay.
+	Resend func(context.Context, *delivery.Delivery) proxy.Result
+	// Target is shown in the copied curl commands; empty: a placeholder.
+	Target string
+}
+
+// Inspector keeps Results and serves them; create it with New.
+type Inspector struct {
+	opts  Options
+	token string
+	host  string // the address requests must name (Serve)
+	mux   *http.ServeMux
+
+	mu      sync.Mutex
+	items   []*item // oldest first
+	bytes   int64
+	next    int64
+	evicted int64
+	subs    map[chan []byte]struct{}
+	pending map[*delivery.Delivery]replayMark // replays on their way through the pipeline
+}
+
+// replayMark is what Add records of a replay it is given back.
+type replayMark struct {
+	of     int64
+	edited bool
+}
+
+// item is one Result the inspector keeps.
+type item struct {
+	id     int64
+	at     time.Time
+	r      proxy.Result
+	of     int64 // a replay's original
+	edited bool
+	size   int64
+}
+
+// New returns an Inspector with a new random token.
+func New(opts Options) *Inspector {
+	if opts.History <= 0 {
+		opts.History = DefaultHistory
+	}
+	if opts.HistoryBytes <= 0 {
+		opts.HistoryBytes = DefaultHistoryBytes
+	}
+	in := &Inspector{opts: opts, token: rand.Text(), subs: map[chan []byte]struct{}{}, pending: map[*delivery.Delivery]replayMark{}}
+	in.routes()
+	return in
+}
+
+// Token returns the token state-changing requests need.
+func (in *Inspector) Token() string { return in.token }
+
+// Add keeps r (an OnResult): a replay Resend gave back is marked as one.
+func (in *Inspector) Add(r proxy.Result) {
+	if r.Delivery == nil {
+		return
+	}
+	it := &item{at: time.Now(), r: r, size: resultSize(r)}
+	in.mu.Lock()
+	if m, ok := in.pending[r.Delivery]; ok {
+		it.of, it.edited = m.of, m.edited
+		delete(in.pending, r.Delivery)
+	}
+	in.next++
+	it.id = in.next
+	in.items = append(in.items, it)
+	in.bytes += it.size
+	for len(in.items) > 1 && (len(in.items) > in.opts.History || in.bytes > in.opts.HistoryBytes) {
+		in.bytes -= in.items[0].size
+		in.items[0] = nil
+		in.items = in.items[1:]
+		in.evicted++
+	}
+	msg, _ := json.Marshal(summary(it))
+	for ch := range in.subs {
+		select {
+		case ch <- msg:
+		default: // too slow: it reloads when its stream ends
+			delete(in.subs, ch)
+			close(ch)
+		}
+	}
+	in.mu.Unlock()
+}
+
+// resultSize is what a Result counts against HistoryBytes: the body, the
+// answer and the headers of both.
+func resultSize(r proxy.Result) int64 {
+	n := int64(len(r.Delivery.Body)) + headerSize(r.Delivery.Headers) + 512
+	if t := r.Target; t != nil {
+		n += int64(len(t.Body)) + headerSize(t.Header)
+	}
+	return n
+}
+
+func headerSize(h http.Header) int64 {
+	var n int64
+	for k, vs := range h {
+		for _, v := range vs {
+			n += int64(len(k) + len(v) + 4)
+		}
+	}
+	return n
+}
+
+// Serve serves the inspector on ln until ctx ends; the Host of every
+// request must be ln's address (or localhost with its port).
+func (in *Inspector) Serve(ctx context.Context, ln net.Listener) error {
+	in.host = ln.Addr().String()
+	srv := &http.Server{Handler: in, ReadHeaderTimeout: 10 * time.Second}
+	stop := context.AfterFunc(ctx, func() {
+		in.closeSubs()
+		srv.Close()
+	})
+	defer stop()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// URL returns the page's URL with the token, once Serve has started.
+func URL(ln net.Listener, token string) string {
+	return "http://" + ln.Addr().String() + "/?token=" + token
+}
+
+func (in *Inspector) closeSubs() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for ch := range in.subs {
+		close(ch)
+	}
+	clear(in.subs)
+}
+
+//go:embed assets
+var assets embed.FS
+
+func (in *Inspector) routes() {
+	in.mux = http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets")
+	files := http.FileServerFS(static)
+	in.mux.Handle("GET /{$}", files)
+	in.mux.Handle("GET /app.js", files)
+	in.mux.Handle("GET /app.css", files)
+	in.mux.HandleFunc("GET /api/deliveries", in.list)
+	in.mux.HandleFunc("DELETE /api/deliveries", in.clear)
+	in.mux.HandleFunc("GET /api/deliveries/{id}", in.detail)
+	in.mux.HandleFunc("POST /api/deliveries/{id}/replay", in.replay)
+	in.mux.HandleFunc("GET /api/deliveries/{id}/capture", in.captureFile)
+	in.mux.HandleFunc("GET /api/deliveries/{id}/curl", in.curl)
+	in.mux.HandleFunc("GET /api/export", in.export)
+	in.mux.HandleFunc("GET /api/events", in.events)
+}
+
+// ServeHTTP checks Host, and the token and Origin of a request that
+// changes something, then routes.
+func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !in.hostAllowed(r.Host) {
+		http.Error(w, "inspect: this inspector answers only to http://"+in.host+" (Host "+strconv.Quote(r.Host)+" refused)", http.StatusMisdirectedRequest)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+			writeError(w, http.StatusForbidden, "a request from another origin ("+o+") cannot change the inspector")
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Hookline-Token")), []byte(in.token)) != 1 {
+			writeError(w, http.StatusForbidden, "this needs the run's token in X-Hookline-Token (the inspector URL forward printed carries it)")
+			return
+		}
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:")
+	w.Header().Set("X-Frame-Options", "DENY")
+	in.mux.ServeHTTP(w, r)
+}
+
+// hostAllowed reports whether host names the inspector: its address, or
+// localhost with its port. Before Serve (tests of the handler alone),
+// every host is.
+func (in *Inspector) hostAllowed(host string) bool {
+	if in.host == "" {
+		return true
+	}
+	_, port, _ := net.SplitHostPort(in.host)
+	return host == in.host || host == "localhost:"+port
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+// Outcomes, as the list filters them.
+const (
+	OutcomeVerified     = "verified"
+	OutcomeUnverified   = "unverified"
+	OutcomeBadSignature = "bad-signature"
+	OutcomeTargetFailed = "target-failed"
+	OutcomeSkipped      = "skipped"
+	OutcomeDuplicate    = "duplicate"
+)
+
+// outcome classifies r for the list's filter: what went wrong first, else
+// whether it was verified.
+func outcome(r proxy.Result) string {
+	switch {
+	case r.Duplicate:
+		return OutcomeDuplicate
+	case r.Filtered:
+		return OutcomeSkipped
+	case r.Verification == proxy.VerificationFailed:
+		return OutcomeBadSignature
+	case r.Target != nil && !r.Target.OK():
+		return OutcomeTargetFailed
+	case r.Verification == proxy.VerificationPassed:
+		return OutcomeVerified
+	}
+	return OutcomeUnverified
+}
+
+// Summary is a delivery in the list (GET /api/deliveries, /api/events).
+type Summary struct {
+	ID           int64         `json:"id"`
+	At           time.Time     `json:"at"`
+	DeliveryID   string        `json:"delivery_id"`
+	Event        string        `json:"event"`
+	Action       string        `json:"action,omitempty"`
+	Repository   string        `json:"repository,omitempty"`
+	Sender       string        `json:"sender,omitempty"`
+	Outcome      string        `json:"outcome"`
+	Verification string        `json:"verification"`
+	VerifyNote   string        `json:"verify_note,omitempty"`
+	Edited       bool          `json:"edited"`
+	ReplayOf     int64         `json:"replay_of,omitempty"`
+	Size         int           `json:"size"`
+	Target       *TargetView   `json:"target,omitempty"`
+	Attempts     []AttemptView `json:"attempts"`
+	Handlers     []HandlerView `json:"handlers,omitempty"`
+}
+
+// TargetView is the target's final answer.
+type TargetView struct {
+	URL          string  `json:"url"`
+	Status       int     `json:"status"`
+	DurationMS   float64 `json:"duration_ms"`
+	Error        string  `json:"error,omitempty"`
+	GitHubFailed bool    `json:"github_failed"` // GitHub would record a failed delivery (non-2xx, none, or over 10 s)
+}
+
+// AttemptView is one request to the target; the last one carries the
+// answer in the detail (Response).
+type AttemptView struct {
+	Status      int       `json:"status"`
+	DurationMS  float64   `json:"duration_ms"`
+	FirstByteMS float64   `json:"first_byte_ms"`
+	Error       string    `json:"error,omitempty"`
+	Response    *BodyView `json:"response,omitempty"`
+}
+
+// HandlerView is a local handler's outcome (a plugin's exit).
+type HandlerView struct {
+	Name       string  `json:"name"`
+	Error      string  `json:"error,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+}
+
+// BodyView is headers and a body: text when it is UTF-8, else base64.
+type BodyView struct {
+	Headers   http.Header `json:"headers"`
+	Body      string      `json:"body"`
+	Encoding  string      `json:"encoding"` // "text" or "base64"
+	Size      int         `json:"size"`
+	Truncated bool        `json:"truncated,omitempty"` // an answer longer than Cap
+	Cap       int         `json:"cap,omitempty"`
+}
+
+// Detail is one delivery with its request and answer
+// (GET /api/deliveries/{id}).
+type Detail struct {
+	Summary
+	Request struct {
+		Method     string `json:"method"`
+		Query      string `json:"query,omitempty"`
+		BodySource string `json:"body_source,omitempty"`
+		BodyView
+	} `json:"request"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func bodyView(h http.Header, b []byte) *BodyView {
+	v := &BodyView{Headers: h, Size: len(b), Encoding: "text"}
+	if utf8.Valid(b) {
+		v.Body = string(b)
+	} else {
+		v.Body, v.Encoding = base64.StdEncoding.EncodeToString(b), "base64"
+	}
+	if v.Headers == nil {
+		v.Headers = http.Header{}
+	}
+	return v
+}
+
+func summary(it *item) Summary {
+	r := it.r
+	d := r.Delivery
+	s := Summary{
+		ID: it.id, At: it.at, DeliveryID: d.ID, Event: d.Event, Action: r.Action, Repository: r.Repository, Sender: r.Sender,
+		Outcome: outcome(r), Verification: string(r.Verification), VerifyNote: r.VerifyNote,
+		Edited: it.edited, ReplayOf: it.of, Size: len(d.Body), Attempts: []AttemptView{},
+	}
+	if s.Verification == "" {
+		s.Verification = string(proxy.VerificationSkipped)
+	}
+	for _, h := range r.Handlers {
+		hv := HandlerView{Name: h.Name, DurationMS: ms(h.Duration)}
+		if h.Err != nil {
+			hv.Error = h.Err.Error()
+		}
+		s.Handlers = append(s.Handlers, hv)
+	}
+	if t := r.Target; t != nil {
+		s.Target = &TargetView{URL: t.URL, Status: t.Status, DurationMS: ms(t.Duration), GitHubFailed: t.GitHubWouldFail() && !t.Interrupted}
+		if t.Err != nil {
+			s.Target.Error = t.Err.Error()
+		}
+		for _, a := range t.Attempts {
+			av := AttemptView{Status: a.Status, DurationMS: ms(a.Duration), FirstByteMS: ms(a.FirstByte)}
+			if a.Err != nil {
+				av.Error = a.Err.Error()
+			}
+			s.Attempts = append(s.Attempts, av)
+		}
+	}
+	return s
+}
+
+func detail(it *item) Detail {
+	d := Detail{Summary: summary(it)}
+	del := it.r.Delivery
+	d.Request.Method = del.Method
+	if d.Request.Method == "" {
+		d.Request.Method = http.MethodPost
+	}
+	d.Request.Query, d.Request.BodySource = del.Query, string(del.BodySource)
+	d.Request.BodyView = *bodyView(del.Headers, del.Body)
+	if t := it.r.Target; t != nil && len(d.Attempts) > 0 && t.Err == nil {
+		v := bodyView(t.Header, t.Body)
+		v.Cap, v.Truncated = proxy.MaxAnswerBody, len(t.Body) >= proxy.MaxAnswerBody
+		d.Attempts[len(d.Attempts)-1].Response = v
+	}
+	return d
+}
+
+// filter is the list's query: event (or event.action), outcome, and free
+// text over the delivery id, names, headers and body.
+type filter struct{ event, outcome, q string }
+
+func filterOf(r *http.Request) filter {
+	q := r.URL.Query()
+	return filter{event: q.Get("event"), outcome: q.Get("outcome"), q: strings.ToLower(q.Get("q"))}
+}
+
+func (f filter) match(it *item) bool {
+	r := it.r
+	if f.event != "" && f.event != r.Delivery.Event && f.event != r.Delivery.Event+"."+r.Action {
+		return false
+	}
+	if f.outcome != "" && f.outcome != outcome(r) {
+		return false
+	}
+	if f.q == "" {
+		return true
+	}
+	d := r.Delivery
+	for _, s := range []string{d.ID, d.Event, r.Action, r.Repository, r.Sender} {
+		if strings.Contains(strings.ToLower(s), f.q) {
+			return true
+		}
+	}
+	for k, vs := range d.Headers {
+		for _, v := range vs {
+			if strings.Contains(strings.ToLower(k+": "+v), f.q) {
+				return true
+			}
+		}
+	}
+	return containsFold(d.Body, f.q)
+}
+
+// containsFold reports whether b holds q (lowercase) in any letter case,
+// for ASCII letters (a body's bytes need not be text).
+func containsFold(b []byte, q string) bool {
+	n := len(q)
+	for i := 0; i+n <= len(b); i++ {
+		j := 0
+		for j < n {
+			c := b[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != q[j] {
+				break
+			}
+			j++
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+// visible returns the kept items f matches, newest first.
+func (in *Inspector) visible(f filter) []*item {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var out []*item
+	for _, it := range slices.Backward(in.items) {
+		if f.match(it) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
+	items := in.visible(filterOf(r))
+	out := struct {
+		Deliveries []Summary      `json:"deliveries"`
+		Counts     map[string]int `json:"counts"` // of every kept delivery, by outcome, and "all"
+		Events     []string       `json:"events"` // the event names kept, for the filter
+		Evicted    int64          `json:"evicted"`
+		Limits     map[string]any `json:"limits"`
+		Target     string         `json:"target,omitempty"`
+		Replay     bool           `json:"replay"` // replays are possible
+	}{Deliveries: make([]Summary, 0, len(items)), Counts: map[string]int{}, Target: in.opts.Target, Replay: in.opts.Resend != nil}
+	for _, it := range items {
+		out.Deliveries = append(out.Deliveries, summary(it))
+	}
+	events := map[string]bool{}
+	in.mu.Lock()
+	for _, it := range in.items {
+		out.Counts[outcome(it.r)]++
+		out.Counts["all"]++
+		if e := it.r.Delivery.Event; e != "" {
+			events[e] = true
+		}
+	}
+	out.Evicted = in.evicted
+	out.Limits = map[string]any{"history": in.opts.History, "history_bytes": in.opts.HistoryBytes, "bytes": in.bytes, "answer_cap": proxy.MaxAnswerBody}
+	in.mu.Unlock()
+	out.Events = slices.Sorted(maps.Keys(events))
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (in *Inspector) find(w http.ResponseWriter, r *http.Request) *item {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if err == nil {
+		i, ok := slices.BinarySearchFunc(in.items, id, func(it *item, id int64) int { return int(it.id - id) })
+		if ok {
+			return in.items[i]
+		}
+	}
+	writeError(w, http.StatusNotFound, "no delivery "+strconv.Quote(r.PathValue("id"))+" in the inspector (it keeps the last "+strconv.Itoa(in.opts.History)+")")
+	return nil
+}
+
+func (in *Inspector) detail(w http.ResponseWriter, r *http.Request) {
+	if it := in.find(w, r); it != nil {
+		writeJSON(w, http.StatusOK, detail(it))
+	}
+}
+
+func (in *Inspector) clear(w http.ResponseWriter, r *http.Request) {
+	in.mu.Lock()
+	n := len(in.items)
+	clear(in.items)
+	in.items, in.bytes = nil, 0
+	in.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]int{"cleared": n})
+}
+
+// editRequest is the body of POST /api/deliveries/{id}/replay: all fields
+// optional. Headers set (a null or empty list removes); Resign signs the
+// result again with the run's secret (the default when anything is
+// edited).
+type editRequest struct {
+	Body         *string             `json:"body"`
+	BodyEncoding string              `json:"body_encoding"` // "text" (default) or "base64"
+	Headers      map[string][]string `json:"headers"`
+	Resign       *bool               `json:"resign"`
+}
+
+func (in *Inspector) replay(w http.ResponseWriter, r *http.Request) {
+	if in.opts.Resend == nil {
+		writeError(w, http.StatusNotImplemented, "this run cannot replay")
+		return
+	}
+	it := in.find(w, r)
+	if it == nil {
+		return
+	}
+	var e editRequest
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxEditBytes+1))
+	if err == nil && len(data) > maxEditBytes {
+		err = fmt.Errorf("over %d MiB", maxEditBytes>>20)
+	}
+	if err == nil && len(strings.TrimSpace(string(data))) > 0 {
+		err = json.Unmarshal(data, &e)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "the replay request is not valid: "+err.Error())
+		return
+	}
+	d, edited, err := in.edit(it.r.Delivery, e)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	in.mu.Lock()
+	in.pending[d] = replayMark{of: it.id, edited: edited}
+	in.mu.Unlock()
+	// A replay started goes to its end, whether the page waits or not.
+	res := in.opts.Resend(context.WithoutCancel(r.Context()), d)
+	// Resend gave the Result to Add (OnResult); find it.
+	in.mu.Lock()
+	delete(in.pending, d)
+	var got *item
+	for _, x := range slices.Backward(in.items) {
+		if x.r.Delivery == d {
+			got = x
+			break
+		}
+	}
+	in.mu.Unlock()
+	if got == nil { // not reported to Add (or already evicted)
+		got = &item{at: time.Now(), r: res, of: it.id, edited: edited}
+	}
+	writeJSON(w, http.StatusOK, detail(got))
+}
+
+// edit returns the delivery a replay sends: a copy of d sharing its body
+// (one replay, one Delivery: Add knows it by its address), or with e's
+// body and headers, signed again when asked (by default when edited).
+func (in *Inspector) edit(d *delivery.Delivery, e editRequest) (*delivery.Delivery, bool, error) {
+	if e.Body == nil && e.Headers == nil && (e.Resign == nil || !*e.Resign) {
+		nd := *d
+		return &nd, false, nil
+	}
+	nd := *d
+	nd.Headers = d.Headers.Clone()
+	if nd.Headers == nil {
+		nd.Headers = http.Header{}
+	}
+	if e.Body != nil {
+		switch e.BodyEncoding {
+		case "", "text":
+			nd.Body = []byte(*e.Body)
+		case "base64":
+			b, err := base64.StdEncoding.DecodeString(*e.Body)
+			if err != nil {
+				return nil, false, fmt.Errorf("body_encoding base64: %v", err)
+			}
+			nd.Body = b
+		default:
+			return nil, false, fmt.Errorf("body_encoding %q: give text or base64", e.BodyEncoding)
+		}
+	}
+	for k, vs := range e.Headers {
+		if !validHeaderName(k) {
+			return nil, false, fmt.Errorf("header name %q is not valid", k)
+		}
+		k = http.CanonicalHeaderKey(k)
+		if len(vs) == 0 || (len(vs) == 1 && vs[0] == "") {
+			nd.Headers.Del(k)
+			continue
+		}
+		for _, v := range vs {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				return nil, false, fmt.Errorf("header %s: a value cannot hold a line break", k)
+			}
+		}
+		nd.Headers[k] = vs
+	}
+	nd.BodySource = delivery.BodyEdited
+	nd.Event = nd.Headers.Get("X-Github-Event")
+	if e.Resign == nil || *e.Resign {
+		if in.opts.Secret == "" {
+			if e.Resign != nil {
+				return nil, false, errors.New("resign: this run has no secret (give forward --secret)")
+			}
+		} else {
+			sig, err := webhooks.Sign(in.opts.Secret, nd.Body)
+			if err != nil {
+				return nil, false, err
+			}
+			nd.Headers.Set("X-Hub-Signature-256", sig)
+			nd.Headers.Del("X-Hub-Signature") // a legacy SHA-1 signature of the old body
+		}
+	}
+	return &nd, true, nil
+}
+
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (in *Inspector) captureFile(w http.ResponseWriter, r *http.Request) {
+	it := in.find(w, r)
+	if it == nil {
+		return
+	}
+	data, err := capture.Marshal(captureOf(it))
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+capture.FileName(it.r.Delivery)+`"`)
+	w.Write(data)
+}
+
+// captureOf is it as a capture file `hookline replay` reads.
+func captureOf(it *item) capture.File {
+	d := *it.r.Delivery
+	f := capture.File{Delivery: d, Action: it.r.Action, Source: "hookline inspector"}
+	if f.ReceivedAt.IsZero() {
+		f.ReceivedAt = it.r.Received
+	}
+	if it.edited {
+		f.Note = "edited in the inspector"
+	}
+	return f
+}
+
+func (in *Inspector) curl(w http.ResponseWriter, r *http.Request) {
+	it := in.find(w, r)
+	if it == nil {
+		return
+	}
+	target := in.opts.Target
+	if target == "" {
+		target = "http://127.0.0.1:3000/"
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, capture.Curl(it.r.Delivery, target))
+}
+
+// export writes the visible list as NDJSON: one capture file a line,
+// oldest first, which `hookline replay` reads once split (or with jq).
+func (in *Inspector) export(w http.ResponseWriter, r *http.Request) {
+	items := in.visible(filterOf(r))
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", `attachment; filename="hookline-deliveries.ndjson"`)
+	for _, it := range slices.Backward(items) {
+		data, err := capture.Marshal(captureOf(it))
+		if err != nil {
+			continue
+		}
+		var compact bytes.Buffer
+		if json.Compact(&compact, data) == nil {
+			compact.WriteByte('\n')
+			w.Write(compact.Bytes())
+		}
+	}
+}
+
+// events streams a Summary for every new Result (Server-Sent Events).
+func (in *Inspector) events(w http.ResponseWriter, r *http.Request) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "streaming unsupported")
+		return
+	}
+	ch := make(chan []byte, 256)
+	in.mu.Lock()
+	in.subs[ch] = struct{}{}
+	in.mu.Unlock()
+	defer func() {
+		in.mu.Lock()
+		if _, ok := in.subs[ch]; ok {
+			delete(in.subs, ch)
+			close(ch)
+		}
+		in.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	io.WriteString(w, ": hookline inspector\n\n")
+	flusher.Flush()
+	ping := time.NewTicker(15 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			fmt.Fprintf(w, "event: delivery\ndata: %s\n\n", msg)
+			flusher.Flush()
+		case <-ping.C:
+			io.WriteString(w, ": ping\n\n")
+			flusher.Flush()
+		}
+	}
+}

@@ -1,0 +1,344 @@
+package inspect_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/inspect"
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/webhooks"
+)
+
+const secret = "inspector-secret"
+
+// target is a local server that verifies signatures with the secret and
+// answers 201 with a header and a body naming what it got, or 500 for a
+// body holding "fail".
+type target struct {
+	*httptest.Server
+	mu   sync.Mutex
+	got  [][]byte
+	bad  int
+	fail bool
+}
+
+func newTarget(t *testing.T) *target {
+	tg := &target{}
+	tg.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		tg.mu.Lock()
+		defer tg.mu.Unlock()
+		if ok, _ := webhooks.Verify(secret, body, r.Header.Get("X-Hub-Signature-256")); !ok {
+			tg.bad++
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		tg.got = append(tg.got, body)
+		if strings.Contains(string(body), "fail") {
+			http.Error(w, "handler failed on purpose", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("X-Handled-By", "test-target")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "handled %d bytes", len(body))
+	}))
+	t.Cleanup(tg.Close)
+	return tg
+}
+
+// setup is an inspector served on loopback, fed by a proxy.Client that
+// forwards to tg.
+type setup struct {
+	in     *inspect.Inspector
+	client *proxy.Client
+	base   string
+}
+
+func start(t *testing.T, opts inspect.Options, tg *target) *setup {
+	t.Helper()
+	s := &setup{}
+	opts.Secret = secret
+	opts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return s.client.Resend(ctx, d) }
+	s.in = inspect.New(opts)
+	var err error
+	s.client, err = proxy.New(proxy.Options{Target: tg.URL, Secret: secret, OnResult: s.in.Add, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.in.Serve(t.Context(), ln)
+	s.base = "http://" + ln.Addr().String()
+	return s
+}
+
+// deliver hands a signed delivery of event to the client.
+func (s *setup) deliver(t *testing.T, id, event string, body []byte) proxy.Result {
+	t.Helper()
+	sig, _ := webhooks.Sign(secret, body)
+	h := http.Header{"X-Github-Delivery": {id}, "X-Github-Event": {event}, "Content-Type": {"application/json"}, "X-Hub-Signature-256": {sig}}
+	return s.client.Handle(t.Context(), &delivery.Delivery{ID: id, Event: event, Headers: h, Body: body, BodySource: delivery.BodyBase64})
+}
+
+type listAnswer struct {
+	Deliveries []inspect.Summary `json:"deliveries"`
+	Counts     map[string]int    `json:"counts"`
+	Evicted    int64             `json:"evicted"`
+}
+
+func (s *setup) get(t *testing.T, path string, v any) *http.Response {
+	t.Helper()
+	resp, err := http.Get(s.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if v != nil {
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+	}
+	return resp
+}
+
+func (s *setup) post(t *testing.T, path, token, origin, body string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.base+path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("X-Hookline-Token", token)
+	}
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func ids(ds []inspect.Summary) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.DeliveryID)
+	}
+	return out
+}
+
+func TestInspectorAPI(t *testing.T) {
+	tg := newTarget(t)
+	s := start(t, inspect.Options{}, tg)
+
+	// A live stream first: every new Result comes on it.
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.base+"/api/events", nil)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	live := make(chan inspect.Summary, 16)
+	go func() {
+		sc := bufio.NewScanner(stream.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var sum inspect.Summary
+				json.Unmarshal([]byte(data), &sum)
+				live <- sum
+			}
+		}
+	}()
+
+	s.deliver(t, "d1", "issues", []byte(`{"action":"opened","repository":{"full_name":"o/r"},"sender":{"login":"octocat"}}`))
+	s.deliver(t, "d2", "push", []byte(`{"ref":"refs/heads/main","fail":true}`))
+	bad := []byte(`{"action":"created"}`)
+	s.client.Handle(t.Context(), &delivery.Delivery{ID: "d3", Event: "issue_comment", Body: bad, BodySource: delivery.BodyBase64,
+		Headers: http.Header{"X-Github-Event": {"issue_comment"}, "X-Hub-Signature-256": {"sha256=" + strings.Repeat("0", 64)}}})
+	binary := []byte{0xff, 0xfe, 0x00, 'x'}
+	s.deliver(t, "d4", "ping", binary)
+
+	for _, want := range []string{"d1", "d2", "d3", "d4"} {
+		select {
+		case got := <-live:
+			if got.DeliveryID != want {
+				t.Errorf("live stream: %s, want %s", got.DeliveryID, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("live stream: %s never came", want)
+		}
+	}
+
+	var all listAnswer
+	s.get(t, "/api/deliveries", &all)
+	if got := strings.Join(ids(all.Deliveries), " "); got != "d4 d3 d2 d1" {
+		t.Errorf("list = %s, want newest first: d4 d3 d2 d1", got)
+	}
+	if all.Counts["all"] != 4 || all.Counts[inspect.OutcomeBadSignature] != 1 || all.Counts[inspect.OutcomeTargetFailed] != 1 {
+		t.Errorf("counts = %v", all.Counts)
+	}
+	first := all.Deliveries[3]
+	if first.Action != "opened" || first.Repository != "o/r" || first.Sender != "octocat" || first.Verification != "verified" ||
+		first.Target == nil || first.Target.Status != 201 || len(first.Attempts) != 1 || first.Attempts[0].Status != 201 {
+		t.Errorf("d1 = %+v", first)
+	}
+
+	for q, want := range map[string]string{
+		"event=push":                   "d2",
+		"event=issues.opened":          "d1",
+		"outcome=target-failed":        "d2",
+		"outcome=bad-signature":        "d3",
+		"q=OCTOCAT":                    "d1", // the body, in any case
+		"q=x-github-event:+ping":       "d4", // a header
+		"event=issues&outcome=skipped": "",
+	} {
+		var l listAnswer
+		s.get(t, "/api/deliveries?"+q, &l)
+		if got := strings.Join(ids(l.Deliveries), " "); got != want {
+			t.Errorf("?%s = %q, want %q", q, got, want)
+		}
+	}
+
+	// The detail: request, and the target's answer on the last attempt.
+	var d2 inspect.Detail
+	s.get(t, fmt.Sprintf("/api/deliveries/%d", all.Deliveries[2].ID), &d2)
+	a := d2.Attempts
+	if len(a) != 1 || a[0].Response == nil || a[0].Status != 500 || !strings.Contains(a[0].Response.Body, "handler failed on purpose") ||
+		d2.Request.Body != `{"ref":"refs/heads/main","fail":true}` || d2.Request.Encoding != "text" || !d2.Target.GitHubFailed {
+		t.Errorf("detail of d2 = %+v", d2)
+	}
+	var d4 inspect.Detail
+	s.get(t, fmt.Sprintf("/api/deliveries/%d", all.Deliveries[0].ID), &d4)
+	if raw, _ := base64.StdEncoding.DecodeString(d4.Request.Body); d4.Request.Encoding != "base64" || string(raw) != string(binary) || d4.Request.Size != 4 {
+		t.Errorf("a body that is not UTF-8: %q (%s), want base64 of %q", d4.Request.Body, d4.Request.Encoding, binary)
+	}
+	if r := d4.Attempts[0].Response; r == nil || r.Headers.Get("X-Handled-By") != "test-target" {
+		t.Errorf("d4's answer headers = %+v", r)
+	}
+
+	// Replays need the token, and no foreign Origin.
+	replay := fmt.Sprintf("/api/deliveries/%d/replay", first.ID)
+	if code, body := s.post(t, replay, "", "", ""); code != http.StatusForbidden {
+		t.Errorf("replay without the token: %d %s, want 403", code, body)
+	}
+	if code, body := s.post(t, replay, s.in.Token(), "http://evil.example", ""); code != http.StatusForbidden {
+		t.Errorf("replay from another origin: %d %s, want 403", code, body)
+	}
+	code, body := s.post(t, replay, s.in.Token(), s.base, "")
+	var again inspect.Detail
+	json.Unmarshal(body, &again)
+	if code != 200 || again.ReplayOf != first.ID || again.Edited || again.Target == nil || again.Target.Status != 201 || again.DeliveryID != "d1" {
+		t.Errorf("replay = %d %s", code, body)
+	}
+
+	// Edited: a new body, signed again, that the verifying target takes.
+	edited := `{"action":"opened","edited":"by hand"}`
+	code, body = s.post(t, replay, s.in.Token(), "", fmt.Sprintf(`{"body":%q,"headers":{"X-Extra":["yes"]}}`, edited))
+	var ed inspect.Detail
+	json.Unmarshal(body, &ed)
+	if code != 200 || !ed.Edited || ed.Verification != "verified" || ed.Target == nil || ed.Target.Status != 201 ||
+		ed.Request.Body != edited || ed.Request.Headers.Get("X-Extra") != "yes" {
+		t.Errorf("edited replay = %d %s", code, body)
+	}
+	tg.mu.Lock()
+	last := string(tg.got[len(tg.got)-1])
+	tg.mu.Unlock()
+	if last != edited || tg.bad != 0 {
+		t.Errorf("the target got %q (%d with a bad signature), want the edited body, verified", last, tg.bad)
+	}
+	// Edited without signing again: the pipeline refuses the old signature.
+	code, body = s.post(t, replay, s.in.Token(), "", `{"body":"{}","resign":false}`)
+	json.Unmarshal(body, &ed)
+	if code != 200 || ed.Outcome != inspect.OutcomeBadSignature || !ed.Edited {
+		t.Errorf("edited, not signed again = %d %s, want a bad signature", code, body)
+	}
+
+	// A capture file hookline replay reads, and curl.
+	resp, _ := http.Get(s.base + fmt.Sprintf("/api/deliveries/%d/capture", first.ID))
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if f, err := capture.Unmarshal(data); err != nil || f.ID != "d1" || !strings.Contains(string(f.Body), "octocat") {
+		t.Errorf("capture = %v, %v", f, err)
+	}
+	resp, _ = http.Get(s.base + "/api/export?outcome=target-failed")
+	data, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if lines := strings.Split(strings.TrimSpace(string(data)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"d2"`) {
+		t.Errorf("export of the failed = %q", data)
+	}
+
+	// Clear.
+	req, _ = http.NewRequest("DELETE", s.base+"/api/deliveries", nil)
+	req.Header.Set("X-Hookline-Token", s.in.Token())
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("clear: %v %v", resp, err)
+	}
+	var empty listAnswer
+	s.get(t, "/api/deliveries", &empty)
+	if len(empty.Deliveries) != 0 {
+		t.Errorf("after clear: %v", ids(empty.Deliveries))
+	}
+}
+
+// Only the inspector's own address is answered (DNS rebinding).
+func TestInspectorRefusesAForeignHost(t *testing.T) {
+	s := start(t, inspect.Options{}, newTarget(t))
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(s.base, "http://"))
+	for host, want := range map[string]int{"evil.example:" + port: http.StatusMisdirectedRequest, "localhost:" + port: 200, strings.TrimPrefix(s.base, "http://"): 200} {
+		req, _ := http.NewRequest("GET", s.base+"/api/deliveries", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+}
+
+// The oldest go at either bound: a count of deliveries, or their bytes.
+func TestInspectorEvicts(t *testing.T) {
+	tg := newTarget(t)
+	s := start(t, inspect.Options{History: 3}, tg)
+	for i := range 5 {
+		s.deliver(t, fmt.Sprint("c", i), "ping", []byte(`{}`))
+	}
+	var l listAnswer
+	s.get(t, "/api/deliveries", &l)
+	if got := strings.Join(ids(l.Deliveries), " "); got != "c4 c3 c2" || l.Evicted != 2 {
+		t.Errorf("with History 3: %s (evicted %d), want c4 c3 c2 (2)", got, l.Evicted)
+	}
+
+	s = start(t, inspect.Options{HistoryBytes: 6000}, tg)
+	big := []byte(`{"pad":"` + strings.Repeat("x", 2000) + `"}`)
+	for i := range 4 {
+		s.deliver(t, fmt.Sprint("b", i), "ping", big)
+	}
+	s.get(t, "/api/deliveries", &l)
+	if got := strings.Join(ids(l.Deliveries), " "); got != "b3 b2" {
+		t.Errorf("with 6,000 bytes and deliveries of ~2.8 KB counted: %s, want b3 b2", got)
+	}
+	s.deliver(t, "huge", "ping", []byte(`{"pad":"`+strings.Repeat("y", 9000)+`"}`))
+	s.get(t, "/api/deliveries", &l)
+	if got := strings.Join(ids(l.Deliveries), " "); got != "huge" {
+		t.Errorf("one larger than the bound: %s, want it alone", got)
+	}
+}
