@@ -270,7 +270,7 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
 			insecureFlag(&r.insecure),
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery", Destination: &r.jsonOut},
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload", Destination: &r.verbose},
-		), secretFlags("webhook `SECRET`: with --target, check each delivery's signature, or with --resign sign with it", &f.secret)...), pluginFlags(&f.plugins)...),
+		), secretFlags("webhook `SECRET`: with --target, check each delivery's signature, or with --resign sign with it", &f.secret)...), append(pluginFlags(&f.plugins), inspectFlags(&f.inspect, false)...)...),
 		Action: func(c *ucli.Context) error {
 			o, err := parseDeliveries(c, o, &f)
 			if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/inspect"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 )
@@ -78,8 +79,10 @@ type replayOptions struct {
 	verbose     bool
 	plugins     pluginOptions
 	failedDir   string
-	saveDir     string // deliveries only: save each delivery there
-	badSigHint  string // deliveries only: what a bad signature means there
+	saveDir     string           // deliveries only: save each delivery there
+	badSigHint  string           // deliveries only: what a bad signature means there
+	inspect     *inspect.Options // --inspect (nil: none), at inspectAddr
+	inspectAddr string
 }
 
 func replayCommand(s *streams) *ucli.Command {
@@ -111,7 +114,7 @@ checks a different secret than GitHub's.
 
    hookline replay --target http://127.0.0.1:3000/api/github/webhooks ./captures
    hookline replay ./captures/20260115T094500.000Z-push-*.json          # dry run`,
-		Flags: append(append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it", &f.secret), pluginFlags(&f.plugins)...),
+		Flags: append(append(append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it", &f.secret), pluginFlags(&f.plugins)...),
 			&ucli.StringFlag{Name: "failed-dir", Usage: "save deliveries the target did not take again in `DIR`, to replay them later", Destination: &o.failedDir},
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send the deliveries to this `URL` (without it: dry run)", Destination: &o.target},
 			&ucli.BoolFlag{Name: "resign", Usage: "replace each signature with one made with the secret", Destination: &o.resign},
@@ -123,7 +126,7 @@ checks a different secret than GitHub's.
 			insecureFlag(&o.insecure),
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines", Destination: &o.jsonOut},
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload", Destination: &o.verbose},
-		),
+		), inspectFlags(&f.inspect, false)...),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseReplay(c, o, &f)
 			if err != nil {
@@ -139,16 +142,21 @@ checks a different secret than GitHub's.
 type replayFlags struct {
 	secret  secretFlagValues
 	plugins pluginFlagValues
+	inspect inspectFlagValues
 	header  ucli.StringSlice
 	retries int
 }
 
-// parse fills o's secret, plugins, header and retries from f.
+// parse fills o's secret, plugins, inspector, header and retries from f.
 func (f *replayFlags) parse(c *ucli.Context, o *replayOptions) error {
 	var err error
 	if o.secret, err = readSecret(c, &f.secret); err != nil {
 		return err
 	}
+	if o.inspect, err = f.inspect.options(); err != nil {
+		return err
+	}
+	o.inspectAddr = f.inspect.addr
 	o.plugins = f.plugins.options()
 	if o.header, err = parseHeaders(f.header.Value()); err != nil {
 		return err
@@ -257,6 +265,23 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 		Logger:      slog.New(slog.DiscardHandler), // every delivery gets its own line
 		Concurrency: o.concurrency, OnResult: r.report,
 	}
+	var ins *inspect.Inspector
+	if o.inspect != nil {
+		if o.target == "" {
+			return usageErrorf("--inspect shows what the target answered: give --target too")
+		}
+		iopts := *o.inspect
+		iopts.Secret, iopts.Target = o.secret, o.target
+		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return r.c.Resend(ctx, d) }
+		var err error
+		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
+			return err
+		}
+		popts.OnResult = func(res proxy.Result) {
+			r.report(res)
+			ins.Add(res)
+		}
+	}
 	if len(ds) > 1 {
 		popts.DedupSize = 0 // the default window: an id seen twice is sent once
 	}
@@ -295,7 +320,12 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 
 	_ = c.Replay(ctx, list) // interrupted: the summary counts what is left
 	r.bar.clear()
-	return r.summary(len(ds))
+	err = r.summary(len(ds))
+	if ins != nil && ctx.Err() == nil {
+		fmt.Fprintln(s.err, "the inspector stays open to look at them and replay: Ctrl-C quits")
+		<-ctx.Done()
+	}
+	return err
 }
 
 // report prints one result (the Client's OnResult). A note is why the

@@ -3,11 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -479,5 +481,51 @@ func TestReplayShowsWhyACaptureWasKept(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// replay --inspect serves the inspector with the batch's results, and keeps
+// it open (for a look and a replay) until the command's context ends.
+func TestReplayInspect(t *testing.T) {
+	target := newRecordingTarget(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr relaytest.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"hookline", "replay", "--target", target.URL, "--inspect", "127.0.0.1:0", capturesDir}, strings.NewReader(""), &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(relaytest.HangGuard)
+	for !strings.Contains(stderr.String(), "Ctrl-C quits") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // polls the running command's output
+	}
+	m := regexp.MustCompile(`inspector: (http://127\.0\.0\.1:\d+)/\?token=`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no inspector URL, or it did not stay open:\n%s", stderr.String())
+	}
+	resp, err := http.Get(m[1] + "/api/deliveries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Deliveries []struct {
+			DeliveryID string `json:"delivery_id"`
+		} `json:"deliveries"`
+	}
+	json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if n := len(target.requests()); n == 0 || len(list.Deliveries) != n {
+		t.Errorf("the inspector lists %d deliveries; the target got %d", len(list.Deliveries), n)
+	}
+	select {
+	case <-code:
+		t.Fatal("replay --inspect ended before its context")
+	default:
+	}
+	cancel()
+	select {
+	case <-code:
+	case <-time.After(relaytest.HangGuard):
+		t.Fatal("replay --inspect did not end with its context")
 	}
 }

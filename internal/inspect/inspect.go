@@ -531,7 +531,7 @@ func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 	out.Evicted = in.evicted
 	out.Limits = map[string]any{"history": in.opts.History, "history_bytes": in.opts.HistoryBytes, "bytes": in.bytes, "answer_cap": proxy.MaxAnswerBody}
 	in.mu.Unlock()
-	out.Events = slices.Sorted(maps.Keys(events))
+	out.Events = append([]string{}, slices.Sorted(maps.Keys(events))...) // [] when empty, never null
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -147,6 +147,17 @@ func TestInspectorAPI(t *testing.T) {
 	tg := newTarget(t)
 	s := start(t, inspect.Options{}, tg)
 
+	// Empty: lists, not nulls, for the page.
+	resp, err := http.Get(s.base + "/api/deliveries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	emptyList, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(emptyList), `"deliveries":[]`) || !strings.Contains(string(emptyList), `"events":[]`) {
+		t.Errorf("the empty list = %s, want [] for deliveries and events", emptyList)
+	}
+
 	// A live stream first: every new Result comes on it.
 	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.base+"/api/events", nil)
 	stream, err := http.DefaultClient.Do(req)
@@ -270,7 +281,7 @@ func TestInspectorAPI(t *testing.T) {
 	}
 
 	// A capture file hookline replay reads, and curl.
-	resp, _ := http.Get(s.base + fmt.Sprintf("/api/deliveries/%d/capture", first.ID))
+	resp, _ = http.Get(s.base + fmt.Sprintf("/api/deliveries/%d/capture", first.ID))
 	data, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if f, err := capture.Unmarshal(data); err != nil || f.ID != "d1" || !strings.Contains(string(f.Body), "octocat") {

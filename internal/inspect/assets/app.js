@@ -80,12 +80,12 @@ async function refresh() {
     if (d.replay_of) marks.push(el("span", { class: "muted" }, " replay of #" + d.replay_of));
     const tr = el("tr", { "data-id": d.id, onclick: () => show(d.id) },
       el("td", {}, new Date(d.at).toLocaleTimeString()),
-      el("td", { class: "id", title: d.delivery_id }, d.delivery_id || "#" + d.id),
-      el("td", {}, name, ...marks),
-      el("td", {}, d.repository || ""),
-      el("td", {}, d.sender || ""),
+      el("td", { class: "event" }, name, ...marks),
       el("td", {}, el("span", { class: "badge " + d.outcome }, outcomeText[d.outcome] || d.outcome)),
       el("td", {}, targetCell(d)),
+      el("td", { class: "id", title: d.delivery_id }, d.delivery_id || "#" + d.id),
+      el("td", {}, d.repository || ""),
+      el("td", {}, d.sender || ""),
     );
     if (d.id === selected) tr.classList.add("selected");
     return tr;
@@ -267,10 +267,12 @@ document.addEventListener("keydown", (e) => {
   e.preventDefault();
 });
 
-// Live: every new delivery refreshes the list (filters applied).
+// Live: every new delivery refreshes the list (filters applied), and so
+// does every (re)connection, for what came while there was none.
 function listen() {
   const es = new EventSource("api/events");
+  es.onopen = () => refresh();
   es.addEventListener("delivery", () => refresh());
-  es.onerror = () => { es.close(); setTimeout(() => { refresh(); listen(); }, 1000); };
+  es.onerror = () => { es.close(); setTimeout(listen, 1000); };
 }
-refresh().then(listen);
+listen();
