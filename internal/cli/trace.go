@@ -22,6 +22,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/proxy"
 )
 
@@ -215,6 +216,9 @@ func (t *tracer) result(r proxy.Result) {
 		io.WriteString(t.out, b.String())
 		t.written()
 		return
+	}
+	if r.Delivery.BodySource == delivery.BodyEdited {
+		b.WriteString(" " + t.yellow.Sprint("edited"))
 	}
 	switch r.Verification {
 	case proxy.VerificationPassed:

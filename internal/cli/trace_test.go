@@ -330,3 +330,16 @@ func TestTraceBufferedToFile(t *testing.T) {
 		}
 	})
 }
+
+// An edited replay (the inspector's) says so on its trace line.
+func TestTraceMarksAnEditedReplay(t *testing.T) {
+	for source, want := range map[delivery.BodySource]bool{delivery.BodyEdited: true, delivery.BodyBase64: false} {
+		var out bytes.Buffer
+		tr := newTracer(&out, io.Discard, false, false, false, time.UTC)
+		tr.result(proxy.Result{Delivery: &delivery.Delivery{ID: "e1", Event: "push", BodySource: source}, Received: time.Unix(1700000000, 0), Verification: proxy.VerificationPassed})
+		tr.flush()
+		if got := strings.Contains(out.String(), " edited ✓ verified"); got != want {
+			t.Errorf("%s: trace line %q; edited shown: %v, want %v", source, out.String(), got, want)
+		}
+	}
+}

@@ -59,8 +59,13 @@ function targetCell(d) {
   return cell;
 }
 
+// refresh shows the list for the filters as they are: a reply that comes
+// after a later request's (the filters changed meanwhile) is dropped.
+let refreshes = 0;
 async function refresh() {
+  const seq = ++refreshes;
   const list = await (await api("deliveries?" + query())).json();
+  if (seq !== refreshes) return;
   canReplay = list.replay;
   rows = list.deliveries;
   const c = list.counts;
