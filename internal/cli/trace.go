@@ -21,8 +21,8 @@ import (
 	"github.com/fatih/color"
 	"golang.org/x/term"
 
-	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
 )
 
