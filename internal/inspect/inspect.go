@@ -352,7 +352,7 @@ type BodyView struct {
 	Encoding  string      `json:"encoding"` // "text" or "base64"
 	Size      int         `json:"size"`
 	Truncated bool        `json:"truncated,omitempty"` // an answer longer than Cap
-	Cap       int         `json:"cap,omitempty"`
+	Cap       int         `json:"cap,omitempty"`       // how much of an answer is kept`
 }
 
 // Detail is one delivery with its request and answer
@@ -427,7 +427,7 @@ func detail(it *item) Detail {
 	d.Request.BodyView = *bodyView(del.Headers, del.Body)
 	if t := it.r.Target; t != nil && len(d.Attempts) > 0 && t.Err == nil {
 		v := bodyView(t.Header, t.Body)
-		v.Cap, v.Truncated = proxy.MaxAnswerBody, len(t.Body) >= proxy.MaxAnswerBody
+		v.Cap, v.Truncated = proxy.MaxAnswerBody, len(t.Body) >= proxy.MaxAnswerBody // the cap, always: the page states it
 		d.Attempts[len(d.Attempts)-1].Response = v
 	}
 	return d
@@ -565,14 +565,32 @@ func (in *Inspector) clear(w http.ResponseWriter, r *http.Request) {
 }
 
 // editRequest is the body of POST /api/deliveries/{id}/replay: all fields
-// optional. Headers set (a null or empty list removes); Resign signs the
+// optional. Headers set (a string or a list; "", [] or null removes one);
+// Resign signs the
 // result again with the run's secret (the default when anything is
 // edited).
 type editRequest struct {
-	Body         *string             `json:"body"`
-	BodyEncoding string              `json:"body_encoding"` // "text" (default) or "base64"
-	Headers      map[string][]string `json:"headers"`
-	Resign       *bool               `json:"resign"`
+	Body         *string           `json:"body"`
+	BodyEncoding string            `json:"body_encoding"` // "text" (default) or "base64"
+	Headers      map[string]values `json:"headers"`
+	Resign       *bool             `json:"resign"`
+}
+
+// values is a header's values in an edit: a list, or one string.
+type values []string
+
+func (v *values) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*v = values{one}
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return errors.New("a header's value is a string or a list of strings")
+	}
+	*v = list
+	return nil
 }
 
 func (in *Inspector) replay(w http.ResponseWriter, r *http.Request) {

@@ -260,11 +260,11 @@ func TestInspectorAPI(t *testing.T) {
 
 	// Edited: a new body, signed again, that the verifying target takes.
 	edited := `{"action":"opened","edited":"by hand"}`
-	code, body = s.post(t, replay, s.in.Token(), "", fmt.Sprintf(`{"body":%q,"headers":{"X-Extra":["yes"]}}`, edited))
+	code, body = s.post(t, replay, s.in.Token(), "", fmt.Sprintf(`{"body":%q,"headers":{"X-Extra":["yes"],"X-One":"single","Content-Type":"application/json"}}`, edited))
 	var ed inspect.Detail
 	json.Unmarshal(body, &ed)
 	if code != 200 || !ed.Edited || ed.Verification != "verified" || ed.Target == nil || ed.Target.Status != 201 ||
-		ed.Request.Body != edited || ed.Request.Headers.Get("X-Extra") != "yes" {
+		ed.Request.Body != edited || ed.Request.Headers.Get("X-Extra") != "yes" || ed.Request.Headers.Get("X-One") != "single" {
 		t.Errorf("edited replay = %d %s", code, body)
 	}
 	tg.mu.Lock()

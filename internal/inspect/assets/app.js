@@ -62,6 +62,14 @@ function targetCell(d) {
 // refresh shows the list for the filters as they are: a reply that comes
 // after a later request's (the filters changed meanwhile) is dropped.
 let refreshes = 0;
+// pluginMarks says how the plugins did, in the verdict's cell.
+function pluginMarks(d) {
+  if (!d.handlers || !d.handlers.length) return [];
+  const failed = d.handlers.filter((h) => h.error).length;
+  return [el("span", { class: failed ? "s5" : "s2", title: d.handlers.map((h) => h.name + ": " + (h.error || "ok")).join("\n") },
+    " plugins " + (failed ? failed + " of " + d.handlers.length + " failed" : "ok"))];
+}
+
 async function refresh() {
   const seq = ++refreshes;
   const list = await (await api("deliveries?" + query())).json();
@@ -86,7 +94,7 @@ async function refresh() {
     const tr = el("tr", { "data-id": d.id, onclick: () => show(d.id) },
       el("td", {}, new Date(d.at).toLocaleTimeString()),
       el("td", { class: "event" }, name, ...marks),
-      el("td", {}, el("span", { class: "badge " + d.outcome }, outcomeText[d.outcome] || d.outcome)),
+      el("td", {}, el("span", { class: "badge " + d.outcome }, outcomeText[d.outcome] || d.outcome), ...pluginMarks(d)),
       el("td", {}, targetCell(d)),
       el("td", { class: "id", title: d.delivery_id }, d.delivery_id || "#" + d.id),
       el("td", {}, d.repository || ""),
@@ -189,7 +197,8 @@ async function show(id) {
     parts.push(at);
     const last = d.attempts[d.attempts.length - 1];
     if (last && last.response) {
-      parts.push(el("h3", {}, "answer " + last.status), headerTable(last.response.headers, "answer-headers"), bodyBlock(last.response, "answer-body"));
+      parts.push(el("h3", {}, "answer " + last.status), headerTable(last.response.headers, "answer-headers"), bodyBlock(last.response, "answer-body"),
+        el("p", { class: "hint" }, "Answers are kept up to " + (last.response.cap >> 10) + " KiB."));
     } else if (d.target.error) {
       parts.push(el("p", { class: "s0" }, d.target.error));
     }
