@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"path"
 	"time"
+
+	"github.com/hookline/hookline/internal/httpx"
 )
 
 // The page and its assets are embedded: the relay works offline and loads
@@ -74,7 +76,7 @@ func servePage(w http.ResponseWriter, r *http.Request, name string) {
 func serveAsset(w http.ResponseWriter, r *http.Request, name string) {
 	a, ok := assets[name]
 	if !ok || path.Ext(name) == ".html" {
-		writeError(w, http.StatusNotFound, "no asset "+truncate(name, 64))
+		httpx.WriteError(w, http.StatusNotFound, "no asset "+truncate(name, 64))
 		return
 	}
 	writeAsset(w, r, name, a)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -607,7 +606,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"server": "hookline"})
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"server": "hookline"})
 		return
 	case strings.HasPrefix(path, "/assets/"):
 		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
@@ -618,7 +617,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	if err := ValidChannelName(segs[0]); err != nil {
-		writeError(w, http.StatusNotFound, err.Error())
+		httpx.WriteError(w, http.StatusNotFound, err.Error())
 		return
 	}
 	name := segs[0]
@@ -631,7 +630,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err := ValidChannelName(segs[1]); err != nil {
-			writeError(w, http.StatusNotFound, err.Error())
+			httpx.WriteError(w, http.StatusNotFound, err.Error())
 			return
 		}
 		s.serveStream(w, r, segs[1], formatGosmee)
@@ -646,7 +645,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		s.serveRedeliver(w, r, name, segs[2])
 	default:
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no route %s; a channel is /<name>, a redelivery POST /<name>/redeliver/<id>", truncate(path, 200)))
+		httpx.WriteError(w, http.StatusNotFound, fmt.Sprintf("no route %s; a channel is /<name>, a redelivery POST /<name>/redeliver/<id>", truncate(path, 200)))
 	}
 }
 
@@ -692,7 +691,7 @@ func allowMethods(w http.ResponseWriter, r *http.Request, methods ...string) boo
 		w.WriteHeader(http.StatusNoContent)
 		return false
 	}
-	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed here; use %s", r.Method, allow))
+	httpx.WriteError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed here; use %s", r.Method, allow))
 	return false
 }
 
@@ -708,24 +707,6 @@ func setCORS(w http.ResponseWriter, r *http.Request, methods string) {
 	h.Set("Access-Control-Max-Age", "600")
 }
 
-// writeJSON writes v as a JSON response with status code.
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, _ := json.Marshal(v) // cannot fail: maps and structs of plain values
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)+1))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	w.Write(append(b, '\n'))
-}
-
-// writeError writes {"error": msg} with status code.
-func writeError(w http.ResponseWriter, code int, msg string) {
-	h := w.Header()
-	h.Set("Cache-Control", "no-store")
-	writeJSON(w, code, map[string]string{"error": msg})
-}
-
 // serveNew answers GET|HEAD /new with a 307 to a new channel, as smee.io
 // does; a client that asks for text/plain, or says it is gosmee (its
 // User-Agent), gets the URL as a line of text/plain with 200, as a gosmee
@@ -735,7 +716,7 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 func (s *Server) serveNew(w http.ResponseWriter, r *http.Request) {
 	base, err := s.requestBase(r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		httpx.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	u := base + "/" + newChannelName()
@@ -852,7 +833,7 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 		h.Error = "uploads were refused in the last minute: the bodies in flight filled --max-upload-bytes"
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, code, h)
+	httpx.WriteJSON(w, code, h)
 }
 
 func writeFailed(f *writeFailure) bool { return f != nil && time.Since(f.at) < writeFailureTTL }
@@ -894,7 +875,7 @@ func accepts(r *http.Request, mt string) bool {
 func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	if n := headerBytes(r); n > maxHeaderBytes {
-		writeError(w, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("the request headers take %d bytes; the relay accepts %d (clients such as smee-client would send them on to Node servers, which refuse more)", n, maxHeaderBytes))
+		httpx.WriteError(w, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("the request headers take %d bytes; the relay accepts %d (clients such as smee-client would send them on to Node servers, which refuse more)", n, maxHeaderBytes))
 		return
 	}
 	body, release, err := s.readBody(w, r, s.clientIP(r))
@@ -903,17 +884,17 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 	switch {
 	case errors.Is(err, errBusy):
 		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, strings.TrimPrefix(err.Error(), "relay: ")+"; retry in a moment")
+		httpx.WriteError(w, http.StatusServiceUnavailable, strings.TrimPrefix(err.Error(), "relay: ")+"; retry in a moment")
 		return
 	case errors.Is(err, errTooSlow):
 		w.Header().Set("Connection", "close") // the rest of its body is never read
-		writeError(w, http.StatusRequestTimeout, strings.TrimPrefix(err.Error(), "relay: "))
+		httpx.WriteError(w, http.StatusRequestTimeout, strings.TrimPrefix(err.Error(), "relay: "))
 		return
 	case errors.As(err, &mbe):
 		s.tooLarge(w, r.ContentLength)
 		return
 	case err != nil:
-		writeError(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		httpx.WriteError(w, http.StatusBadRequest, "reading the body: "+err.Error())
 		return
 	}
 	d := NewEntry(r, body, time.Now())
@@ -923,14 +904,14 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 	p, err := s.publish(ctx, name, d)
 	switch {
 	case errors.Is(err, errKeyReused):
-		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("the Idempotency-Key %q was already used for delivery %d of this channel, with a different body; use a new key for a new delivery", truncate(headerValue(d.header, idempotencyHeader), 64), p.id))
+		httpx.WriteError(w, http.StatusUnprocessableEntity, fmt.Sprintf("the Idempotency-Key %q was already used for delivery %d of this channel, with a different body; use a new key for a new delivery", truncate(headerValue(d.header, idempotencyHeader), 64), p.id))
 		return
 	case err != nil:
 		s.storeFailed(w, "delivery", name, err)
 		return
 	case p.duplicate:
 		s.log.Info("duplicate delivery not relayed again", "channel", name, "id", p.id, "idempotencyKey", truncate(headerValue(d.header, idempotencyHeader), 64))
-		writeJSON(w, http.StatusOK, map[string]any{"id": p.id, "duplicate": true})
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": p.id, "duplicate": true})
 		return
 	}
 	s.log.Debug("delivery", "channel", name, "id", p.id, "bytes", len(body), "subscribers", p.queued, "event", headerValue(d.header, "x-github-event"))
@@ -940,7 +921,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		// (replicas sharing Redis cannot know the others' streams).
 		answer["subscribers"] = int64(p.queued)
 	}
-	writeJSON(w, http.StatusOK, answer)
+	httpx.WriteJSON(w, http.StatusOK, answer)
 }
 
 // storeFailed answers a request the history store could not serve: 503,
@@ -967,7 +948,7 @@ func (s *Server) storeFailed(w http.ResponseWriter, what, name string, err error
 		msg = "the relay's " + server + " does not answer, so the " + what + " was not stored nor relayed: retry in a moment (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
 	}
 	w.Header().Set("Retry-After", retry)
-	writeError(w, http.StatusServiceUnavailable, msg)
+	httpx.WriteError(w, http.StatusServiceUnavailable, msg)
 }
 
 func (s *Server) tooLarge(w http.ResponseWriter, n int64) {
@@ -975,7 +956,7 @@ func (s *Server) tooLarge(w http.ResponseWriter, n int64) {
 	if n >= 0 {
 		size = strconv.FormatInt(n, 10) + " bytes"
 	}
-	writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than the relay's limit of %d bytes (%s); GitHub never sends more than 25 MiB", s.opts.MaxBodyBytes, size))
+	httpx.WriteError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than the relay's limit of %d bytes (%s); GitHub never sends more than 25 MiB", s.opts.MaxBodyBytes, size))
 }
 
 func headerValue(h []wire.Header, name string) string {
@@ -994,7 +975,7 @@ func headerValue(h []wire.Header, name string) string {
 func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, idText string) {
 	id, err := strconv.ParseInt(idText, 10, 64)
 	if err != nil || id <= 0 {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no delivery %q: ids are positive integers", truncate(idText, 32)))
+		httpx.WriteError(w, http.StatusNotFound, fmt.Sprintf("no delivery %q: ids are positive integers", truncate(idText, 32)))
 		return
 	}
 	// The client's budget bounds its lookups; the channel's is spent only
@@ -1002,7 +983,7 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 	// exist cannot use up the owner's redeliveries.
 	tooMany := func(wait time.Duration) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf("too many redeliveries (the relay allows %d a minute per channel and per client); retry in %s", s.opts.RedeliveriesPerMinute, wait.Round(time.Second)+time.Second))
+		httpx.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("too many redeliveries (the relay allows %d a minute per channel and per client); retry in %s", s.opts.RedeliveriesPerMinute, wait.Round(time.Second)+time.Second))
 	}
 	if ok, wait := s.redeliver.allow(time.Now(), "client "+s.clientIP(r)); !ok {
 		tooMany(wait)
@@ -1014,7 +995,7 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 		return
 	}
 	if d == nil {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("delivery %d of this channel is not in the relay's history (never received, or expired)", id))
+		httpx.WriteError(w, http.StatusNotFound, fmt.Sprintf("delivery %d of this channel is not in the relay's history (never received, or expired)", id))
 		return
 	}
 	if ok, wait := s.redeliver.allow(time.Now(), "channel "+name); !ok {
@@ -1028,5 +1009,5 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 		return
 	}
 	s.log.Info("redelivery", "channel", name, "of", id, "id", p.id, "subscribers", p.queued)
-	writeJSON(w, http.StatusOK, map[string]int64{"id": p.id, "redeliveryOf": id})
+	httpx.WriteJSON(w, http.StatusOK, map[string]int64{"id": p.id, "redeliveryOf": id})
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/wire"
 )
 
@@ -70,7 +71,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	if err != nil {
 		s.log.Warn("stream refused", "channel", name, "client", ip, "err", err)
 		w.Header().Set("Retry-After", "30")
-		writeError(w, http.StatusServiceUnavailable, strings.TrimPrefix(err.Error(), "relay: ")+"; retry later")
+		httpx.WriteError(w, http.StatusServiceUnavailable, strings.TrimPrefix(err.Error(), "relay: ")+"; retry later")
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -94,7 +95,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	case errors.Is(err, errClosing):
 		leave()
 		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, "the relay is shutting down; reconnect in a moment")
+		httpx.WriteError(w, http.StatusServiceUnavailable, "the relay is shutting down; reconnect in a moment")
 		return
 	case err != nil:
 		leave()
@@ -493,12 +494,12 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText 
 		if d, gerr = s.store.Get(r.Context(), name, id); gerr != nil {
 			s.log.Error("history store failed", "channel", name, "err", gerr)
 			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, "the relay cannot read the channel's history now; fetch again in a moment")
+			httpx.WriteError(w, http.StatusServiceUnavailable, "the relay cannot read the channel's history now; fetch again in a moment")
 			return
 		}
 	}
 	if d == nil {
-		writeError(w, http.StatusNotFound, "no body at this link: the channel's history no longer has the delivery")
+		httpx.WriteError(w, http.StatusNotFound, "no body at this link: the channel's history no longer has the delivery")
 		return
 	}
 	// The bodies being fetched count in what the relay holds, together
@@ -510,7 +511,7 @@ func (s *Server) serveBody(w http.ResponseWriter, r *http.Request, name, idText 
 	d, done := s.fetching(name+"/"+idText, d)
 	if d == nil {
 		w.Header().Set("Retry-After", "5")
-		writeError(w, http.StatusServiceUnavailable, "the relay is sending as many bodies as it may; fetch again in a moment")
+		httpx.WriteError(w, http.StatusServiceUnavailable, "the relay is sending as many bodies as it may; fetch again in a moment")
 		return
 	}
 	defer done()

@@ -39,6 +39,7 @@ import (
 
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/webhooks"
 )
@@ -233,15 +234,16 @@ func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
-			writeError(w, http.StatusForbidden, "a request from another origin ("+o+") cannot change the inspector")
+			httpx.WriteError(w, http.StatusForbidden, "a request from another origin ("+o+") cannot change the inspector")
 			return
 		}
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Hookline-Token")), []byte(in.token)) != 1 {
-			writeError(w, http.StatusForbidden, "this needs the run's token in X-Hookline-Token (the inspector URL forward printed carries it)")
+			httpx.WriteError(w, http.StatusForbidden, "this needs the run's token in X-Hookline-Token (the inspector URL forward printed carries it)")
 			return
 		}
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:")
 	w.Header().Set("X-Frame-Options", "DENY")
 	in.mux.ServeHTTP(w, r)
@@ -256,19 +258,6 @@ func (in *Inspector) hostAllowed(host string) bool {
 	}
 	_, port, _ := net.SplitHostPort(in.host)
 	return host == in.host || host == "localhost:"+port
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
 }
 
 // Outcomes, as the list filters them.
@@ -532,7 +521,7 @@ func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 	out.Limits = map[string]any{"history": in.opts.History, "history_bytes": in.opts.HistoryBytes, "bytes": in.bytes, "answer_cap": proxy.MaxAnswerBody}
 	in.mu.Unlock()
 	out.Events = append([]string{}, slices.Sorted(maps.Keys(events))...) // [] when empty, never null
-	writeJSON(w, http.StatusOK, out)
+	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
 func (in *Inspector) find(w http.ResponseWriter, r *http.Request) *item {
@@ -545,13 +534,13 @@ func (in *Inspector) find(w http.ResponseWriter, r *http.Request) *item {
 			return in.items[i]
 		}
 	}
-	writeError(w, http.StatusNotFound, "no delivery "+strconv.Quote(r.PathValue("id"))+" in the inspector (it keeps the last "+strconv.Itoa(in.opts.History)+")")
+	httpx.WriteError(w, http.StatusNotFound, "no delivery "+strconv.Quote(r.PathValue("id"))+" in the inspector (it keeps the last "+strconv.Itoa(in.opts.History)+")")
 	return nil
 }
 
 func (in *Inspector) detail(w http.ResponseWriter, r *http.Request) {
 	if it := in.find(w, r); it != nil {
-		writeJSON(w, http.StatusOK, detail(it))
+		httpx.WriteJSON(w, http.StatusOK, detail(it))
 	}
 }
 
@@ -561,7 +550,7 @@ func (in *Inspector) clear(w http.ResponseWriter, r *http.Request) {
 	clear(in.items)
 	in.items, in.bytes = nil, 0
 	in.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]int{"cleared": n})
+	httpx.WriteJSON(w, http.StatusOK, map[string]int{"cleared": n})
 }
 
 // editRequest is the body of POST /api/deliveries/{id}/replay: all fields
@@ -595,7 +584,7 @@ func (v *values) UnmarshalJSON(b []byte) error {
 
 func (in *Inspector) replay(w http.ResponseWriter, r *http.Request) {
 	if in.opts.Resend == nil {
-		writeError(w, http.StatusNotImplemented, "this run cannot replay")
+		httpx.WriteError(w, http.StatusNotImplemented, "this run cannot replay")
 		return
 	}
 	it := in.find(w, r)
@@ -611,12 +600,12 @@ func (in *Inspector) replay(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(data, &e)
 	}
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "the replay request is not valid: "+err.Error())
+		httpx.WriteError(w, http.StatusBadRequest, "the replay request is not valid: "+err.Error())
 		return
 	}
 	d, edited, err := in.edit(it.r.Delivery, e)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		httpx.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	in.mu.Lock()
@@ -638,7 +627,7 @@ func (in *Inspector) replay(w http.ResponseWriter, r *http.Request) {
 	if got == nil { // not reported to Add (or already evicted)
 		got = &item{at: time.Now(), r: res, of: it.id, edited: edited}
 	}
-	writeJSON(w, http.StatusOK, detail(got))
+	httpx.WriteJSON(w, http.StatusOK, detail(got))
 }
 
 // edit returns the delivery a replay sends: a copy of d sharing its body
@@ -723,7 +712,7 @@ func (in *Inspector) captureFile(w http.ResponseWriter, r *http.Request) {
 	}
 	data, err := capture.Marshal(captureOf(it))
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
+		httpx.WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -780,7 +769,7 @@ func (in *Inspector) export(w http.ResponseWriter, r *http.Request) {
 func (in *Inspector) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
-		writeError(w, http.StatusInternalServerError, "streaming unsupported")
+		httpx.WriteError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
 	ch := make(chan []byte, 256)
