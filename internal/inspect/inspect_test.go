@@ -30,10 +30,9 @@ const secret = "inspector-secret"
 // body holding "fail".
 type target struct {
 	*httptest.Server
-	mu   sync.Mutex
-	got  [][]byte
-	bad  int
-	fail bool
+	mu  sync.Mutex
+	got [][]byte
+	bad int
 }
 
 func newTarget(t *testing.T) *target {
