@@ -42,33 +42,40 @@ func TestWriteScriptResendsExactBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got *http.Request
-	var gotBody []byte
+	type sent struct {
+		r    *http.Request
+		body []byte
+	}
+	requests := make(chan sent, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = r
-		gotBody, _ = io.ReadAll(r.Body)
+		b, _ := io.ReadAll(r.Body)
+		requests <- sent{r, b}
 	}))
 	t.Cleanup(srv.Close)
 	// The script, and the command Curl gives (the inspector's "copy as
 	// curl"), send the same request.
 	for _, cmd := range []*exec.Cmd{exec.Command("sh", script, srv.URL+"/hook"), exec.Command("sh", "-c", capture.Curl(d, srv.URL+"/hook"))} {
-		got, gotBody = nil, nil
-		checkResent(t, cmd, d, body, &got, &gotBody)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmd.Args, err, out)
+		}
+		var got sent
+		select {
+		case got = <-requests:
+		default:
+			t.Fatalf("%s sent nothing", cmd.Args)
+		}
+		checkResent(t, cmd.Args[1], d, body, got.r, got.body)
 	}
 }
 
-func checkResent(t *testing.T, cmd *exec.Cmd, d *delivery.Delivery, body []byte, gotp **http.Request, gotBody *[]byte) {
+func checkResent(t *testing.T, what string, d *delivery.Delivery, body []byte, got *http.Request, gotBody []byte) {
 	t.Helper()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", cmd.Args, err, out)
-	}
-	got := *gotp
 	if got == nil || got.Method != http.MethodPost || got.URL.Path != "/hook" || got.URL.RawQuery != d.Query {
 		t.Fatalf("the script sent %v", got)
 	}
-	if !bytes.Equal(*gotBody, body) {
-		t.Errorf("%s: body = %q, want %q", cmd.Args[1], *gotBody, body)
+	if !bytes.Equal(gotBody, body) {
+		t.Errorf("%s: body = %q, want %q", what, gotBody, body)
 	}
 	for _, k := range []string{"Content-Type", "X-Github-Event", "X-Github-Delivery", "X-Quote"} {
 		if got.Header.Get(k) != d.Headers.Get(k) {
