@@ -29,6 +29,7 @@ import (
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // Defaults for Options.
@@ -89,12 +90,22 @@ type Options struct {
 	// whose ids are not durable (smee.io).
 	StateFile string
 	// Secret, when not empty, verifies every delivery: a delivery whose
-	// X-Hub-Signature-256 (or legacy X-Hub-Signature) does not match the
-	// exact body under Secret or one of AdditionalSecrets is never
-	// dispatched nor forwarded. When empty, deliveries are passed on
-	// unverified.
+	// signature (GitHub's X-Hub-Signature-256, or another sender's: see
+	// Provider) does not match the exact body under Secret or one of
+	// AdditionalSecrets is never dispatched nor forwarded. When empty (and
+	// SchemeSecrets too), deliveries are passed on unverified.
 	Secret            string
 	AdditionalSecrets []string
+	// SchemeSecrets are the secrets of one sender's scheme, tried instead
+	// of Secret for its deliveries (a channel several senders post to).
+	SchemeSecrets map[provider.Scheme][]string
+	// Provider is the scheme every delivery is checked under; empty
+	// detects it from each delivery's headers (provider.Detect). Its
+	// event names come from it too: X-Gitea-Event, a Stripe payload's
+	// type. Tolerance bounds how old a signed timestamp may be (Standard
+	// Webhooks, Stripe, Slack; zero: 5 minutes; negative: no check).
+	Provider  provider.Scheme
+	Tolerance time.Duration
 
 	// Handlers receive every verified delivery whose body is a JSON object
 	// (or a form-encoded "payload=" holding one): a [*webhooks.Webhooks], a
@@ -270,6 +281,9 @@ type Result struct {
 	// VerifyNote explains a failed verification (or warns about a legacy
 	// SHA-1 signature).
 	VerifyNote string
+	// Scheme is the sender's signature scheme that was checked (or whose
+	// headers the delivery carries); empty when it carries none.
+	Scheme provider.Scheme
 
 	// Handlers lists the handlers that reported themselves (plugins), in
 	// name order; HandlerErr is Handlers.Receive's error (an
@@ -396,6 +410,7 @@ type Client struct {
 
 	failedDir string
 	dedup     *dedup
+	verify    verifier
 	state     *checkpoint
 	skip      map[string]bool // event ids a state file lists as done
 	seq       uint64          // deliveries read so far (the reading goroutine's)
@@ -466,6 +481,7 @@ func New(opts Options) (*Client, error) {
 		c.failedDir = filepath.Join(opts.SaveDir, "failed")
 	}
 	c.dedup = newDedup(opts.DedupWindow, opts.DedupSize)
+	c.verify = newVerifier(opts)
 	if err := c.loadState(); err != nil {
 		return nil, err
 	}
@@ -486,7 +502,7 @@ func New(opts Options) (*Client, error) {
 			t.DisableCompression = true
 			hc = &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: t}, Retry: retry}
 		}
-		c.fwd = newForwarder(target, hc, forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Header: opts.TargetHeader})
+		c.fwd = newForwarder(target, hc, forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Scheme: opts.Provider, Header: opts.TargetHeader})
 	}
 	return c, nil
 }
@@ -933,6 +949,14 @@ func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, r
 	}
 	payload, members := payloadJSON(d)
 	r.Action, r.Repository, r.Sender = summarize(members)
+	if d.Event == "" {
+		// Another sender's event: its header, or the payload's type.
+		scheme := c.verify.scheme
+		if scheme == "" {
+			scheme = provider.Detect(d.Headers)
+		}
+		d.Event = provider.Event(scheme, d.Headers, d.Body)
+	}
 
 	if r.Duplicate {
 		c.stats.duplicates.Add(1)
@@ -947,7 +971,7 @@ func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, r
 		return r
 	}
 
-	r.Verification, r.VerifyNote = verifyDelivery(d, c.opts.Secret, c.opts.AdditionalSecrets...)
+	r.Verification, r.VerifyNote, r.Scheme = c.verify.check(d)
 	if v := c.opts.Verifier; v != nil && r.Verification == VerificationSkipped {
 		r.Verification, r.VerifyNote = VerificationPassed, ""
 		sig, _ := d.Signature()

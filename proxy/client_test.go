@@ -30,6 +30,7 @@ import (
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // pushRelay is a relay channel on loopback in hookline's format: the test
@@ -765,5 +766,42 @@ func TestClientLogsFailuresWithoutOnResult(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Every sender's scheme is verified in one run: GitHub's with Secret,
+// Stripe's with its own secret (SchemeSecrets), their events named; a
+// scheme named by Provider is the one checked.
+func TestClientVerifiesEverySendersScheme(t *testing.T) {
+	stripeBody := []byte(`{"id":"evt_1","type":"payment_intent.succeeded"}`)
+	stripeHeaders, _ := provider.Sign(provider.Stripe, "whsec_stripe", stripeBody, provider.Signing{})
+	giteaBody := []byte(`{"action":"opened"}`)
+	giteaHeaders, _ := provider.Sign(provider.Gitea, "any-secret", giteaBody, provider.Signing{})
+	giteaHeaders.Set("X-Gitea-Event", "issues")
+	c, err := proxy.New(proxy.Options{Secret: "any-secret", SchemeSecrets: map[provider.Scheme][]string{provider.Stripe: {"whsec_stripe"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name   string
+		d      *delivery.Delivery
+		want   proxy.Verification
+		scheme provider.Scheme
+		event  string
+	}{
+		{"stripe", &delivery.Delivery{ID: "s1", Headers: stripeHeaders, Body: stripeBody, BodySource: delivery.BodyBase64}, proxy.VerificationPassed, provider.Stripe, "payment_intent.succeeded"},
+		{"gitea", &delivery.Delivery{ID: "g1", Headers: giteaHeaders, Body: giteaBody, BodySource: delivery.BodyBase64}, proxy.VerificationPassed, provider.Gitea, "issues"},
+		{"stripe, another body", &delivery.Delivery{ID: "s2", Headers: stripeHeaders, Body: append(stripeBody, ' '), BodySource: delivery.BodyBase64}, proxy.VerificationFailed, provider.Stripe, "payment_intent.succeeded"},
+	} {
+		r := c.Handle(t.Context(), tt.d)
+		if r.Verification != tt.want || r.Scheme != tt.scheme || tt.d.Event != tt.event {
+			t.Errorf("%s: %s %q (%s), event %q; want %s %s %s", tt.name, r.Verification, r.VerifyNote, r.Scheme, tt.d.Event, tt.want, tt.scheme, tt.event)
+		}
+	}
+	// Named: a delivery with Stripe's headers checked as GitHub's has none.
+	c, _ = proxy.New(proxy.Options{Secret: "whsec_stripe", Provider: provider.GitHub})
+	r := c.Handle(t.Context(), &delivery.Delivery{ID: "s3", Headers: stripeHeaders, Body: stripeBody, BodySource: delivery.BodyBase64})
+	if r.Verification != proxy.VerificationFailed || !strings.Contains(r.VerifyNote, "X-Hub-Signature-256 is absent") {
+		t.Errorf("stripe's delivery under --provider github: %s %q", r.Verification, r.VerifyNote)
 	}
 }

@@ -18,16 +18,19 @@ import (
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // forwardOptions adjust forwardRequest.
 type forwardOptions struct {
 	// NoQuery drops the delivery's query string.
 	NoQuery bool
-	// ResignSecret, if not empty, sets X-Hub-Signature-256 to the body's
-	// signature under this secret and removes the legacy X-Hub-Signature
-	// (SHA-1, which hookline does not make).
+	// ResignSecret, if not empty, signs the body again under this secret,
+	// in the delivery's scheme (X-Hub-Signature-256 for GitHub's, whose
+	// legacy SHA-1 X-Hub-Signature is removed).
 	ResignSecret string
+	// Scheme is the one re-signing uses; empty: each delivery's own.
+	Scheme provider.Scheme
 	// Header is set on the request, replacing the delivery's headers of the
 	// same names: for a target behind authentication, say.
 	Header http.Header
@@ -37,7 +40,7 @@ type forwardOptions struct {
 // (see forwardRequest); without a Target, the one it would send to the
 // URL target. It is for showing what a replay sends.
 func (c *Client) ForwardRequest(ctx context.Context, d *delivery.Delivery, target *url.URL) (*http.Request, error) {
-	o := forwardOptions{NoQuery: c.opts.NoQuery, ResignSecret: c.opts.ResignSecret, Header: c.opts.TargetHeader}
+	o := forwardOptions{NoQuery: c.opts.NoQuery, ResignSecret: c.opts.ResignSecret, Scheme: c.opts.Provider, Header: c.opts.TargetHeader}
 	if c.fwd != nil {
 		target, o = c.fwd.Target, c.fwd.Options
 	}
@@ -75,12 +78,25 @@ func forwardRequest(ctx context.Context, target *url.URL, d *delivery.Delivery, 
 		req.Header.Set("User-Agent", "")
 	}
 	if opts.ResignSecret != "" {
-		sig, err := webhooks.Sign(opts.ResignSecret, d.Body)
+		// Under the delivery's own scheme (Options.Provider, or the one its
+		// headers carry; GitHub's when none).
+		scheme := opts.Scheme
+		if scheme == "" {
+			scheme = provider.Detect(d.Headers)
+		}
+		if scheme == "" {
+			scheme = provider.GitHub
+		}
+		h, err := provider.Sign(scheme, opts.ResignSecret, d.Body, provider.Signing{ID: d.Headers.Get("Webhook-Id")})
 		if err != nil {
 			return nil, fmt.Errorf("re-signing: %w", err)
 		}
-		req.Header.Set(webhooks.HeaderSignature256, sig)
-		req.Header.Del(webhooks.HeaderSignature)
+		for k, vs := range h {
+			req.Header[k] = vs
+		}
+		if scheme == provider.GitHub {
+			req.Header.Del(webhooks.HeaderSignature) // a legacy SHA-1 signature made with another secret
+		}
 	}
 	return req, nil
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // forwardOptions are the parsed flags of `hookline forward`.
@@ -41,7 +42,10 @@ type forwardOptions struct {
 	format       delivery.Format
 	target       string
 	secret       string
-	sendHint     [2]string // how a suggested `hookline send` passes the secret (sendSecretHint)
+	schemeSecret map[provider.Scheme][]string // --secret PROVIDER=SECRET
+	scheme       provider.Scheme              // --provider ("": auto)
+	tolerance    time.Duration                // --tolerance (negative: none)
+	sendHint     [2]string                    // how a suggested `hookline send` passes the secret (sendSecretHint)
 	targetSecret string
 	resign       bool
 	noQuery      bool
@@ -117,6 +121,7 @@ func splitNames(values []string) []string {
 // yet: read and checked by parseForward.
 type forwardFlagValues struct {
 	secret                 secretFlagValues
+	provider               providerFlagValues
 	plugins                pluginFlagValues
 	inspect                inspectFlagValues
 	github                 githubFlagValues
@@ -134,6 +139,11 @@ func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forw
 	if o.secret, err = readSecret(c, &f.secret); err != nil {
 		return o, err
 	}
+	_, o.schemeSecret, _ = f.secret.split()
+	if o.scheme, err = f.provider.scheme(); err != nil {
+		return o, err
+	}
+	o.tolerance = f.provider.checkTolerance()
 	if o.header, err = parseHeaders(f.header.Value()); err != nil {
 		return o, err
 	}
@@ -405,7 +415,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		}
 	}
 	tr.summary(client.Stats(), summaryInfo{
-		saveDir: o.saveDir, failedDir: client.FailedDir(), failedAuto: o.failedAuto, target: o.target, verified: o.secret != "",
+		saveDir: o.saveDir, failedDir: client.FailedDir(), failedAuto: o.failedAuto, target: o.target, verified: o.secret != "" || len(o.schemeSecret) > 0,
 		stateFile: o.stateFile, checkpoint: client.Checkpoint(),
 	})
 	if hint := certHint(err, "relay"); hint != "" {
@@ -484,8 +494,8 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 	popts := proxy.Options{
 		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
 		RelayClient: &http.Client{Transport: transport},
-		Secret:      o.secret,
-		Target:      o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
+		Secret:      o.secret, SchemeSecrets: o.schemeSecret, Provider: o.scheme, Tolerance: o.tolerance,
+		Target: o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
 		HTTPClient: targetClient(o.timeout, o.retries, transport, tr.note), DrainTimeout: drainTimeout,
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
 		FailedDir: o.failedDir, DedupWindow: dedupWindow, SaveScripts: o.saveScripts,
@@ -530,7 +540,7 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		closeFn = func() { stopWatch(); closeHealth() }
 		fmt.Fprintf(s.err, "health: %s\n", u)
 	}
-	if o.secret == "" {
+	if o.secret == "" && len(o.schemeSecret) == 0 {
 		fmt.Fprintln(s.err, "no --secret: deliveries are not verified (set HOOKLINE_SECRET to the webhook's secret)")
 	}
 	fmt.Fprintf(s.err, "forwarding %s", httpx.RedactURL(channel))
@@ -766,7 +776,7 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 		&ucli.StringFlag{Name: "channel", Usage: "the embedded relay's channel `NAME` (default: the previous run's, so a sender's URL stays valid)", Destination: &o.channelName},
 		insecureFlag(&o.insecure),
 	}
-	verifyFlags := secretFlags("webhook `SECRET`: verify every delivery (failed ones are never passed on)", &f.secret)
+	verifyFlags := append(secretFlags("webhook `SECRET`: verify every delivery (failed ones are never passed on)", &f.secret), providerFlags(&f.provider, "auto", true)...)
 	forwardingFlags := []ucli.Flag{
 		&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "replay each delivery to this `URL`", EnvVars: []string{"HOOKLINE_TARGET"}, Destination: &o.target},
 		&ucli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "smee-client's shortcut: the target is http://127.0.0.1:`PORT` (with --path)", Destination: &f.port},

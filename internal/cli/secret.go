@@ -12,6 +12,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // secretEnv is the environment variable that holds the webhook secret.
@@ -21,8 +22,12 @@ const secretEnv = "HOOKLINE_SECRET"
 // file is a mistake (a payload given as the secret file, say).
 const maxSecretFile = 64 << 10
 
-// secretFlagValues are what --secret and --secret-file hold.
-type secretFlagValues struct{ secret, file string }
+// secretFlagValues are what --secret (repeatable: one secret, and
+// PROVIDER=SECRET ones) and --secret-file hold.
+type secretFlagValues struct {
+	secrets ucli.StringSlice
+	file    string
+}
 
 // secretFlags returns the flags every command that takes a webhook secret
 // shares: --secret and --secret-file, bound to v. usage says what the
@@ -33,10 +38,10 @@ type secretFlagValues struct{ secret, file string }
 // (they have neither), so help cannot leak it either.
 func secretFlags(usage string, v *secretFlagValues) []ucli.Flag {
 	return []ucli.Flag{
-		&ucli.StringFlag{
+		&ucli.StringSliceFlag{
 			Name:        "secret",
-			Usage:       usage + " (or --secret-file, or $" + secretEnv + ": a flag shows in ps)",
-			Destination: &v.secret,
+			Usage:       usage + " (or --secret-file, or $" + secretEnv + ": a flag shows in ps); PROVIDER=SECRET, repeatable, is one sender's (stripe=whsec_…)",
+			Destination: &v.secrets,
 		},
 		&ucli.StringFlag{
 			Name:        "secret-file",
@@ -70,18 +75,48 @@ func readSecret(c *ucli.Context, v *secretFlagValues) (string, error) {
 
 func readSecretValue(c *ucli.Context, v *secretFlagValues) (string, error) {
 	flagSet, fileSet := c.IsSet("secret"), c.IsSet("secret-file")
+	plain, _, err := v.split()
 	switch {
-	case flagSet && fileSet:
+	case err != nil:
+		return "", err
+	case flagSet && fileSet && plain != "":
 		return "", usageErrorf("give the secret with --secret or --secret-file, not both")
-	case flagSet:
-		if v.secret == "" {
-			return "", usageErrorf("--secret is empty; give the webhook's secret, or leave the flag out")
-		}
-		return v.secret, nil
+	case plain != "":
+		return plain, nil
 	case fileSet:
 		return readSecretFile(v.file)
+	case flagSet:
+		return "", nil // only PROVIDER=SECRET ones
 	}
 	return os.Getenv(secretEnv), nil
+}
+
+// split returns --secret's one secret for every sender, and its
+// PROVIDER=SECRET ones. A value is a provider's only when what is before
+// its first = names a provider: "abc=" (base64 padding) is one secret.
+func (v *secretFlagValues) split() (plain string, byScheme map[provider.Scheme][]string, err error) {
+	for _, val := range v.secrets.Value() {
+		if name, secret, ok := strings.Cut(val, "="); ok {
+			if s, perr := provider.Parse(name); perr == nil {
+				if secret == "" {
+					return "", nil, usageErrorf("--secret %s= has no secret after the =", name)
+				}
+				if byScheme == nil {
+					byScheme = map[provider.Scheme][]string{}
+				}
+				byScheme[s] = append(byScheme[s], secret)
+				continue
+			}
+		}
+		switch {
+		case val == "":
+			return "", nil, usageErrorf("--secret is empty; give the webhook's secret, or leave the flag out")
+		case plain != "":
+			return "", nil, usageErrorf("--secret is given twice without a provider; give one secret for every sender, and PROVIDER=SECRET for the others")
+		}
+		plain = val
+	}
+	return plain, byScheme, nil
 }
 
 // sendSecretHint returns how a `hookline send` suggested to the user passes

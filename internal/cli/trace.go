@@ -24,6 +24,7 @@ import (
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // tracer prints one line per delivery (or one JSON object with --json) and
@@ -220,11 +221,16 @@ func (t *tracer) result(r proxy.Result) {
 	if r.Delivery.BodySource == delivery.BodyEdited {
 		b.WriteString(" " + t.yellow.Sprint("edited"))
 	}
+	// Another sender than GitHub is named: "✓ verified stripe".
+	scheme := ""
+	if r.Scheme != "" && r.Scheme != provider.GitHub {
+		scheme = " " + string(r.Scheme)
+	}
 	switch r.Verification {
 	case proxy.VerificationPassed:
-		b.WriteString(" " + t.green.Sprint("✓ verified"))
+		b.WriteString(" " + t.green.Sprint("✓ verified"+scheme))
 	case proxy.VerificationFailed:
-		b.WriteString(" " + t.red.Sprint("✗ bad signature"))
+		b.WriteString(" " + t.red.Sprint("✗ bad signature"+scheme))
 	default:
 		b.WriteString(" " + t.dim.Sprint("· unverified"))
 	}
@@ -434,6 +440,7 @@ type jsonResult struct {
 	WaitedMS     float64             `json:"waited_ms,omitempty"`
 	Verification string              `json:"verification,omitempty"`
 	VerifyNote   string              `json:"verify_note,omitempty"`
+	Scheme       string              `json:"scheme,omitempty"` // the sender's signature scheme: github, stripe...
 	Handlers     []jsonHandler       `json:"handlers,omitempty"`
 	HandlerError string              `json:"handler_error,omitempty"`
 	Target       *jsonTarget         `json:"target,omitempty"`
@@ -477,7 +484,7 @@ func (t *tracer) writeJSON(r proxy.Result) {
 		Event: d.Event, Action: r.Action, Repository: r.Repository, Sender: r.Sender,
 		Size: len(d.Body), BodySource: string(d.BodySource), Filtered: r.Filtered,
 		Duplicate: r.Duplicate, Redelivery: r.Redelivery, FailedFile: r.FailedFile, Lost: t.forward && r.Lost(),
-		Verification: string(r.Verification), VerifyNote: r.VerifyNote,
+		Verification: string(r.Verification), VerifyNote: r.VerifyNote, Scheme: string(r.Scheme),
 		Saved: r.Saved, OK: r.OK(), WaitedMS: ms(r.Waited),
 	}
 	for _, h := range r.Handlers {
