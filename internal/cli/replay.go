@@ -25,6 +25,7 @@ import (
 	"github.com/hookline/hookline/internal/inspect"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // traceZone is the zone of replay's and send's trace lines; nil means
@@ -83,6 +84,9 @@ type replayOptions struct {
 	badSigHint  string           // deliveries only: what a bad signature means there
 	inspect     *inspect.Options // --inspect (nil: none), at inspectAddr
 	inspectAddr string
+	scheme      provider.Scheme              // --provider ("": auto)
+	tolerance   time.Duration                // --tolerance (negative: none)
+	schemeSec   map[provider.Scheme][]string // --secret PROVIDER=SECRET
 }
 
 func replayCommand(s *streams) *ucli.Command {
@@ -114,7 +118,7 @@ checks a different secret than GitHub's.
 
    hookline replay --target http://127.0.0.1:3000/api/github/webhooks ./captures
    hookline replay ./captures/20260115T094500.000Z-push-*.json          # dry run`,
-		Flags: append(append(append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it", &f.secret), pluginFlags(&f.plugins)...),
+		Flags: append(append(append(append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it", &f.secret), providerFlags(&f.provider, "auto", true)...), pluginFlags(&f.plugins)...),
 			&ucli.StringFlag{Name: "failed-dir", Usage: "save deliveries the target did not take again in `DIR`, to replay them later", Destination: &o.failedDir},
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send the deliveries to this `URL` (without it: dry run)", Destination: &o.target},
 			&ucli.BoolFlag{Name: "resign", Usage: "replace each signature with one made with the secret", Destination: &o.resign},
@@ -140,11 +144,12 @@ checks a different secret than GitHub's.
 // replayFlags are what the flags shared by replay and deliveries hold that
 // are not options yet: read and checked by parse.
 type replayFlags struct {
-	secret  secretFlagValues
-	plugins pluginFlagValues
-	inspect inspectFlagValues
-	header  ucli.StringSlice
-	retries int
+	secret   secretFlagValues
+	provider providerFlagValues
+	plugins  pluginFlagValues
+	inspect  inspectFlagValues
+	header   ucli.StringSlice
+	retries  int
 }
 
 // parse fills o's secret, plugins, inspector, header and retries from f.
@@ -156,6 +161,16 @@ func (f *replayFlags) parse(c *ucli.Context, o *replayOptions) error {
 	if o.inspect, err = f.inspect.options(); err != nil {
 		return err
 	}
+	if o.scheme, err = f.provider.scheme(); err != nil {
+		return err
+	}
+	// A capture is replayed later than it was signed: no timestamp check
+	// unless --tolerance is given.
+	o.tolerance = -1
+	if c.IsSet("tolerance") {
+		o.tolerance = f.provider.checkTolerance()
+	}
+	_, o.schemeSec, _ = f.secret.split()
 	o.inspectAddr = f.inspect.addr
 	o.plugins = f.plugins.options()
 	if o.header, err = parseHeaders(f.header.Value()); err != nil {
@@ -259,7 +274,8 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 		r.kept[list[i]] = ds[i]
 	}
 	popts := proxy.Options{
-		Secret: o.secret, Target: o.target, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
+		Secret: o.secret, SchemeSecrets: o.schemeSec, Provider: o.scheme, Tolerance: o.tolerance,
+		Target: o.target, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
 		HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
 		FailedDir:  o.failedDir, SaveDir: o.saveDir, DedupSize: -1,
 		Logger:      slog.New(slog.DiscardHandler), // every delivery gets its own line
@@ -288,7 +304,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 	if o.resign {
 		// The secret is the target's, not the sender's: the saved
 		// signature is replaced, not checked.
-		popts.Secret, popts.ResignSecret = "", o.secret
+		popts.Secret, popts.SchemeSecrets, popts.ResignSecret = "", nil, o.secret
 	}
 	r.dry = o.target == ""
 	if !r.dry {

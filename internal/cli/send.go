@@ -24,11 +24,18 @@ import (
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // maxPayloadWarn is GitHub's cap on webhook payloads: send warns above it
 // (and sends anyway, to test how a target handles it).
 const maxPayloadWarn = 25 << 20
+
+// eventHeader is the header that names another sender's event.
+var eventHeader = map[provider.Scheme]string{
+	provider.Gitea: "X-Gitea-Event", provider.Forgejo: "X-Forgejo-Event", provider.GitLab: "X-Gitlab-Event",
+	provider.Bitbucket: "X-Event-Key", provider.Shopify: "X-Shopify-Topic",
+}
 
 // sendOptions are the parsed flags of `hookline send`.
 type sendOptions struct {
@@ -40,7 +47,8 @@ type sendOptions struct {
 	target      string
 	viaRelay    bool // target is a relay channel (--url)
 	secret      string
-	header      http.Header // --header; an empty value removes the header
+	scheme      provider.Scheme // --provider: how the delivery is signed and named
+	header      http.Header     // --header; an empty value removes the header
 	form        bool
 	deliveryID  string
 	timeout     time.Duration
@@ -51,6 +59,7 @@ type sendOptions struct {
 // sendFlags are what send's flags hold that are not options yet.
 type sendFlags struct {
 	secret          secretFlagValues
+	provider        providerFlagValues
 	target, channel string
 	header          ucli.StringSlice
 }
@@ -79,7 +88,7 @@ so the delivery travels the way GitHub's do (relay → forward → server).
 
    hookline send --event issues.opened --secret-file .secret --target http://127.0.0.1:3000/api/github/webhooks
    hookline send --event push --payload push.json --url https://smee.io/AbCdEf123`,
-		Flags: append(secretFlags("sign with this webhook `SECRET`", &f.secret),
+		Flags: append(append(secretFlags("sign with this webhook `SECRET`", &f.secret), providerFlags(&f.provider, "github", false)...),
 			&ucli.StringFlag{Name: "event", Aliases: []string{"e"}, Usage: "event `NAME[.ACTION]` to send, such as push or issues.opened (see hookline events)", Destination: &o.name},
 			&ucli.StringFlag{Name: "payload", Usage: "send the exact bytes of `FILE` (- for stdin) instead of the built-in example", TakesFile: true, Destination: &o.payloadPath},
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send to this `URL` (your webhook server)", Destination: &f.target},
@@ -110,12 +119,31 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 	if c.NArg() > 0 {
 		return o, usageErrorf("send takes no arguments (got %q); give the payload with --payload FILE", c.Args().First())
 	}
-	if o.name == "" {
+	if o.scheme, err = f.provider.scheme(); err != nil || o.scheme == "" {
+		if err == nil {
+			err = usageErrorf("--provider auto: send signs for one sender; name it (github, stripe, standard...)")
+		}
+		return o, err
+	}
+	if o.scheme != provider.GitHub {
+		// Another sender's delivery: its own payload, its event named or,
+		// for Standard Webhooks and Stripe, the payload's type.
+		if o.payloadPath == "" {
+			return o, usageErrorf("--provider %s: give the payload with --payload FILE (the built-in examples are GitHub's)", o.scheme)
+		}
+		if o.name == "" && o.scheme != provider.Standard && o.scheme != provider.Stripe {
+			return o, usageErrorf("--provider %s needs --event NAME (its event header's value)", o.scheme)
+		}
+		o.event = o.name
+	} else if o.name == "" {
 		return o, usageErrorf("send needs --event NAME[.ACTION], such as --event issues.opened (hookline events lists them)")
 	}
 	var hasAction bool
-	o.event, o.action, hasAction = strings.Cut(o.name, ".")
+	if o.scheme == provider.GitHub {
+		o.event, o.action, hasAction = strings.Cut(o.name, ".")
+	}
 	switch {
+	case o.scheme != provider.GitHub:
 	case o.name == webhooks.AnyEventName || o.name == webhooks.ErrorEventName:
 		return o, usageErrorf("--event %q is not an event GitHub sends", o.name)
 	case o.event == "" || (hasAction && o.action == "") || strings.Contains(o.action, "."):
@@ -123,7 +151,7 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 	case !header.IsValue(o.name):
 		return o, usageErrorf("--event: the name contains control characters")
 	}
-	if o.payloadPath == "" {
+	if o.payloadPath == "" && o.scheme == provider.GitHub {
 		if o.example, err = pickExample(o.event, o.action, hasAction); err != nil {
 			return o, err
 		}
@@ -198,7 +226,7 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	warn := func(format string, a ...interface{}) {
 		fmt.Fprintf(s.err, "%s %s\n", paint(s.errColor, color.FgYellow).Sprint("warning:"), fmt.Sprintf(format, a...))
 	}
-	if err := webhooks.ValidateEventName(o.name, webhooks.ValidateOptions{}); err != nil {
+	if err := webhooks.ValidateEventName(o.name, webhooks.ValidateOptions{}); err != nil && o.scheme == provider.GitHub {
 		warn("%q is not an event GitHub is known to send (hookline events lists them); sending it anyway", o.name)
 	}
 
@@ -210,7 +238,9 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 		if payload, err = readInput(o.payloadPath, s); err != nil {
 			return err
 		}
-		checkPayload(payload, o, warn)
+		if o.scheme == provider.GitHub {
+			checkPayload(payload, o, warn)
+		}
 	}
 
 	body, contentType := payload, "application/json"
@@ -227,23 +257,32 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	h.Set("Accept", "*/*")
 	h.Set("User-Agent", wire.SendUserAgent)
 	h.Set("Content-Type", contentType)
-	h.Set(webhooks.HeaderEvent, o.event)
-	h.Set(webhooks.HeaderDelivery, id)
-	// The hook's own headers, as GitHub sends them: the installation
-	// target the payload names, and a stand-in id for the hook, the same
-	// for every send about that target (a real hook is on one).
-	typ, tid := installationTarget(payload)
-	h.Set(webhooks.HeaderHookID, hookID(typ+" "+tid))
-	if typ != "" {
-		h.Set(webhooks.HeaderTargetType, typ)
-		h.Set(webhooks.HeaderTargetID, tid)
+	if o.scheme == provider.GitHub {
+		h.Set(webhooks.HeaderEvent, o.event)
+		h.Set(webhooks.HeaderDelivery, id)
+		// The hook's own headers, as GitHub sends them: the installation
+		// target the payload names, and a stand-in id for the hook, the
+		// same for every send about that target (a real hook is on one).
+		typ, tid := installationTarget(payload)
+		h.Set(webhooks.HeaderHookID, hookID(typ+" "+tid))
+		if typ != "" {
+			h.Set(webhooks.HeaderTargetType, typ)
+			h.Set(webhooks.HeaderTargetID, tid)
+		}
+	} else if name := eventHeader[o.scheme]; name != "" {
+		h.Set(name, o.event)
 	}
 	if o.secret != "" {
-		sig, err := webhooks.Sign(o.secret, body)
+		signed, err := provider.Sign(o.scheme, o.secret, body, provider.Signing{ID: "msg_" + strings.ReplaceAll(id, "-", "")})
 		if err != nil {
-			return err
+			return usageErrorf("--secret for --provider %s: %v", o.scheme, err)
 		}
-		h.Set(webhooks.HeaderSignature256, sig)
+		for k, vs := range signed {
+			h[k] = vs
+		}
+	}
+	if o.event == "" {
+		o.event = provider.Event(o.scheme, h, body) // the payload's type
 	}
 	for name, vs := range o.header {
 		if len(vs) == 1 && vs[0] == "" {

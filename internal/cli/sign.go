@@ -7,21 +7,25 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // signOptions are the parsed flags of `hookline sign`.
 type signOptions struct {
 	secret string
-	input  string // a file, or "-" for stdin
+	input  string          // a file, or "-" for stdin
+	scheme provider.Scheme // --provider
 }
 
 func signCommand(s *streams) *ucli.Command {
 	var sv secretFlagValues
+	var pv providerFlagValues
 	return &ucli.Command{
 		Name:      "sign",
 		Usage:     "print the X-Hub-Signature-256 of a payload",
@@ -34,9 +38,15 @@ Every byte counts, a trailing newline included: hookline never trims the
 input. "echo '{}' | hookline sign" signs "{}\n"; use printf '%s' '{}'.
 
    hookline sign --secret-file .secret payload.json`,
-		Flags: secretFlags("the webhook `SECRET` to sign with", &sv),
+		Flags: append(secretFlags("the webhook `SECRET` to sign with", &sv), providerFlags(&pv, "github", false)...),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseSign(c, &sv)
+			if err == nil {
+				opts.scheme, err = pv.scheme()
+			}
+			if err == nil && opts.scheme == "" {
+				err = usageErrorf("--provider auto: sign signs for one sender; name it")
+			}
 			if err != nil {
 				return err
 			}
@@ -76,12 +86,22 @@ func runSign(_ context.Context, o signOptions, s *streams) error {
 	if err != nil {
 		return err
 	}
-	sig, err := webhooks.Sign(o.secret, payload)
+	h, err := provider.Sign(o.scheme, o.secret, payload, provider.Signing{})
 	if err != nil {
-		return err
+		return usageErrorf("%v", err)
 	}
-	if _, err := fmt.Fprintln(s.out, sig); err != nil {
-		return err
+	if o.scheme == provider.GitHub {
+		// The value alone, as it always was: X-Hub-Signature-256's.
+		if _, err := fmt.Fprintln(s.out, h.Get(o.scheme.Header())); err != nil {
+			return err
+		}
+	} else {
+		// Every header to set, one "Name: value" line each.
+		for _, k := range slices.Sorted(maps.Keys(h)) {
+			if _, err := fmt.Fprintf(s.out, "%s: %s\n", k, h.Get(k)); err != nil {
+				return err
+			}
+		}
 	}
 	if bytes.HasSuffix(payload, []byte("\n")) {
 		fmt.Fprintf(s.err, "note: %s ends with a newline, which is signed too; GitHub signs the body exactly as sent\n", inputName(o.input))

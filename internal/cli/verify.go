@@ -5,19 +5,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/fatih/color"
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // verifyOptions are the parsed flags of `hookline verify`.
 type verifyOptions struct {
 	secret    string
 	signature string
-	input     string // a file, or "-" for stdin
+	input     string          // a file, or "-" for stdin
+	scheme    provider.Scheme // --provider
+	header    http.Header     // --header: what else the scheme signs (a timestamp, an id)
+	tolerance time.Duration
 }
 
 // errSignatureMismatch is the exit-code-1 error of verify.
@@ -25,7 +31,9 @@ var errSignatureMismatch = errors.New("signature does not match the payload and 
 
 func verifyCommand(s *streams) *ucli.Command {
 	var sv secretFlagValues
+	var pv providerFlagValues
 	var signature string
+	var headers ucli.StringSlice
 	return &ucli.Command{
 		Name:      "verify",
 		Usage:     "check a payload's X-Hub-Signature-256",
@@ -41,11 +49,19 @@ Every byte counts, a trailing newline included: hookline never trims the
 input, and says so when the signature would match without the newline.
 
    hookline verify --secret-file .secret --signature "sha256=…" payload.json`,
-		Flags: append(secretFlags("the webhook `SECRET` to check with", &sv),
-			&ucli.StringFlag{Name: "signature", Aliases: []string{"s"}, Usage: "the X-Hub-Signature-256 value to check, `SIG` = sha256=<64 hex digits>", Destination: &signature},
+		Flags: append(append(secretFlags("the webhook `SECRET` to check with", &sv), providerFlags(&pv, "github", true)...),
+			&ucli.StringFlag{Name: "signature", Aliases: []string{"s"}, Usage: "the signature header's value to check, `SIG`: X-Hub-Signature-256's sha256=<64 hex digits>, or --provider's header's", Destination: &signature},
+			&ucli.StringSliceFlag{Name: "header", Usage: "a header `\"NAME: VALUE\"` the provider signs besides the body (webhook-id and webhook-timestamp, X-Slack-Request-Timestamp); repeatable", Destination: &headers},
 		),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseVerify(c, &sv, signature)
+			if err == nil {
+				opts.scheme, err = pv.scheme()
+				opts.tolerance = pv.checkTolerance()
+			}
+			if err == nil {
+				opts.header, err = parseHeaders(headers.Value())
+			}
 			if err != nil {
 				return err
 			}
@@ -70,7 +86,10 @@ func parseVerify(c *ucli.Context, sv *secretFlagValues, signature string) (verif
 	return o, err
 }
 
-func runVerify(_ context.Context, o verifyOptions, s *streams) error {
+func runVerify(ctx context.Context, o verifyOptions, s *streams) error {
+	if o.scheme != provider.GitHub {
+		return runVerifyScheme(o, s)
+	}
 	if why := malformedSignature(o.signature); why != "" {
 		return usageErrorf("--signature: %s", why)
 	}
@@ -126,4 +145,30 @@ func malformedSignature(sig string) string {
 		return "the signature has characters that are not hex digits after sha256="
 	}
 	return ""
+}
+
+// runVerifyScheme checks another sender's signature: --signature is its
+// signature header, --header what else it signs.
+func runVerifyScheme(o verifyOptions, s *streams) error {
+	if o.scheme == "" {
+		return usageErrorf("--provider auto: verify checks one sender's scheme; name it")
+	}
+	payload, err := readInput(o.input, s)
+	if err != nil {
+		return err
+	}
+	h := o.header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set(o.scheme.Header(), o.signature)
+	err = provider.Verify(o.scheme, h, payload, provider.Check{Secrets: []string{o.secret}, Tolerance: o.tolerance})
+	switch {
+	case err == nil:
+		_, err := fmt.Fprintf(s.out, "valid: the %s signature matches\n", o.scheme)
+		return err
+	case errors.Is(err, provider.ErrMismatch), errors.Is(err, provider.ErrStale):
+		return &codeError{code: ExitFailure, err: err}
+	}
+	return usageErrorf("%v", err)
 }

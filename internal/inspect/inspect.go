@@ -300,6 +300,7 @@ type Summary struct {
 	Outcome      string        `json:"outcome"`
 	Verification string        `json:"verification"`
 	VerifyNote   string        `json:"verify_note,omitempty"`
+	Scheme       string        `json:"scheme,omitempty"` // the sender's signature scheme: github, stripe...
 	Edited       bool          `json:"edited"`
 	ReplayOf     int64         `json:"replay_of,omitempty"`
 	Size         int           `json:"size"`
@@ -376,7 +377,7 @@ func summary(it *item) Summary {
 	d := r.Delivery
 	s := Summary{
 		ID: it.id, At: it.at, DeliveryID: d.ID, Event: d.Event, Action: r.Action, Repository: r.Repository, Sender: r.Sender,
-		Outcome: outcome(r), Verification: string(r.Verification), VerifyNote: r.VerifyNote,
+		Outcome: outcome(r), Verification: string(r.Verification), VerifyNote: r.VerifyNote, Scheme: string(r.Scheme),
 		Edited: it.edited, ReplayOf: it.of, Size: len(d.Body), Attempts: []AttemptView{},
 	}
 	if s.Verification == "" {

@@ -102,8 +102,8 @@ func Parse(s string) (Scheme, error) {
 	return "", fmt.Errorf("%w %q: want one of %s", ErrUnknown, s, strings.Join(names, ", "))
 }
 
-// header returns the header that carries s's signature.
-func (s Scheme) header() string {
+// Header returns the header that carries s's signature ("" for an unknown scheme).
+func (s Scheme) Header() string {
 	switch s {
 	case GitHub:
 		return "X-Hub-Signature-256"
@@ -133,7 +133,7 @@ func (s Scheme) header() string {
 // X-Hub-Signature-256 is Bitbucket.
 func Detect(h http.Header) Scheme {
 	for _, s := range Schemes {
-		switch v := h.Get(s.header()); {
+		switch v := h.Get(s.Header()); {
 		case v == "":
 			if s == GitHub && strings.HasPrefix(h.Get("X-Hub-Signature"), "sha1=") {
 				return GitHub
@@ -163,7 +163,7 @@ type Check struct {
 // delivery's signatures, and an error wrapping one of the package's
 // errors otherwise.
 func Verify(s Scheme, h http.Header, body []byte, c Check) error {
-	if s.header() == "" {
+	if s.Header() == "" {
 		return fmt.Errorf("%w %q", ErrUnknown, s)
 	}
 	if len(c.Secrets) == 0 {
@@ -206,7 +206,7 @@ func Verify(s Scheme, h http.Header, body []byte, c Check) error {
 			}
 		}
 	}
-	return fmt.Errorf("%w: %s under %s with %s", ErrMismatch, s.header(), s, plural(len(c.Secrets), "secret"))
+	return fmt.Errorf("%w: %s under %s with %s", ErrMismatch, s.Header(), s, plural(len(c.Secrets), "secret"))
 }
 
 func plural(n int, what string) string {
@@ -219,7 +219,7 @@ func plural(n int, what string) string {
 // parse reads s's signatures from h (raw bytes, or the token for GitLab),
 // the bytes they sign, and the signed timestamp if the scheme has one.
 func parse(s Scheme, h http.Header, body []byte) (sigs [][]byte, signed []byte, ts *time.Time, err error) {
-	name := s.header()
+	name := s.Header()
 	v := strings.TrimSpace(h.Get(name))
 	if v == "" && s == GitHub {
 		name = "X-Hub-Signature"
@@ -228,7 +228,7 @@ func parse(s Scheme, h http.Header, body []byte) (sigs [][]byte, signed []byte, 
 		}
 	}
 	if v == "" {
-		return nil, nil, nil, fmt.Errorf("%w: %s is absent (a %s delivery carries it)", ErrNoSignature, s.header(), s)
+		return nil, nil, nil, fmt.Errorf("%w: %s is absent (a %s delivery carries it)", ErrNoSignature, s.Header(), s)
 	}
 	malformed := func(why string) error {
 		return fmt.Errorf("%w: %s %.80q: %s", ErrMalformed, name, v, why)
@@ -365,7 +365,7 @@ type Signing struct {
 // signature, and for the schemes that need them the id and timestamp it
 // signs. Set them on the request.
 func Sign(s Scheme, secret string, body []byte, opts Signing) (http.Header, error) {
-	if s.header() == "" {
+	if s.Header() == "" {
 		return nil, fmt.Errorf("%w %q", ErrUnknown, s)
 	}
 	key, err := keyOf(s, secret)
@@ -381,13 +381,13 @@ func Sign(s Scheme, secret string, body []byte, opts Signing) (http.Header, erro
 	sum := func(signed []byte) []byte { return mac(s, nil, key, signed) }
 	switch s {
 	case GitHub, Bitbucket:
-		h.Set(s.header(), "sha256="+hex.EncodeToString(sum(body)))
+		h.Set(s.Header(), "sha256="+hex.EncodeToString(sum(body)))
 	case Gitea, Forgejo:
-		h.Set(s.header(), hex.EncodeToString(sum(body)))
+		h.Set(s.Header(), hex.EncodeToString(sum(body)))
 	case GitLab:
-		h.Set(s.header(), secret)
+		h.Set(s.Header(), secret)
 	case Shopify:
-		h.Set(s.header(), base64.StdEncoding.EncodeToString(sum(body)))
+		h.Set(s.Header(), base64.StdEncoding.EncodeToString(sum(body)))
 	case Standard:
 		id := opts.ID
 		if id == "" {
@@ -395,12 +395,12 @@ func Sign(s Scheme, secret string, body []byte, opts Signing) (http.Header, erro
 		}
 		h.Set("Webhook-Id", id)
 		h.Set("Webhook-Timestamp", ts)
-		h.Set(s.header(), "v1,"+base64.StdEncoding.EncodeToString(sum(append([]byte(id+"."+ts+"."), body...))))
+		h.Set(s.Header(), "v1,"+base64.StdEncoding.EncodeToString(sum(append([]byte(id+"."+ts+"."), body...))))
 	case Stripe:
-		h.Set(s.header(), "t="+ts+",v1="+hex.EncodeToString(sum(append([]byte(ts+"."), body...))))
+		h.Set(s.Header(), "t="+ts+",v1="+hex.EncodeToString(sum(append([]byte(ts+"."), body...))))
 	case Slack:
 		h.Set("X-Slack-Request-Timestamp", ts)
-		h.Set(s.header(), "v0="+hex.EncodeToString(sum(append([]byte("v0:"+ts+":"), body...))))
+		h.Set(s.Header(), "v0="+hex.EncodeToString(sum(append([]byte("v0:"+ts+":"), body...))))
 	}
 	return h, nil
 }

@@ -94,7 +94,7 @@ async function refresh() {
     const tr = el("tr", { "data-id": d.id, onclick: () => show(d.id) },
       el("td", {}, new Date(d.at).toLocaleTimeString()),
       el("td", { class: "event" }, name, ...marks),
-      el("td", {}, el("span", { class: "badge " + d.outcome }, outcomeText[d.outcome] || d.outcome), ...pluginMarks(d)),
+      el("td", {}, el("span", { class: "badge " + d.outcome, title: d.scheme ? "signature scheme: " + d.scheme : "" }, (outcomeText[d.outcome] || d.outcome) + (d.scheme && d.scheme !== "github" ? " · " + d.scheme : "")), ...pluginMarks(d)),
       el("td", {}, targetCell(d)),
       el("td", { class: "id", title: d.delivery_id }, d.delivery_id || "#" + d.id),
       el("td", {}, d.repository || ""),
