@@ -902,7 +902,13 @@ func (c *Client) Resend(ctx context.Context, d *delivery.Delivery) Result {
 // started are done, with ctx's error.
 func (c *Client) Replay(ctx context.Context, ds []*delivery.Delivery) error {
 	queue := make(chan *delivery.Delivery)
-	wg := workers(c.opts.Concurrency, queue, func(d *delivery.Delivery) { c.Handle(ctx, d) })
+	wg := workers(c.opts.Concurrency, queue, func(d *delivery.Delivery) {
+		// The loop below may hand one more over after ctx ended (select
+		// picks at random among ready cases): it is not started.
+		if ctx.Err() == nil {
+			c.Handle(ctx, d)
+		}
+	})
 	defer wg.Wait()
 	defer close(queue)
 	for _, d := range ds {
