@@ -485,7 +485,7 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 	var ins *inspect.Inspector
 	if o.inspect != nil {
 		iopts := *o.inspect
-		iopts.Secret, iopts.Target = o.secret, o.target
+		iopts.Secret, iopts.SchemeSecrets, iopts.Target = o.secret, o.schemeSecret, o.target
 		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Resend(ctx, d) }
 		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
 			return nil, closeFn, err

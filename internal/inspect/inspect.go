@@ -41,7 +41,7 @@ import (
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
-	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // Defaults of Options.
@@ -61,11 +61,13 @@ type Options struct {
 	// DefaultHistoryBytes. The newest delivery is kept even when larger.
 	History      int
 	HistoryBytes int64
-	// Secret signs an edited replay again (X-Hub-Signature-256; a legacy
-	// X-Hub-Signature is dropped), so that the pipeline's verification
-	// passes and so does the target's. Empty: an edited replay keeps the
-	// signature it had.
-	Secret string
+	// Secret signs an edited replay again, in the delivery's own scheme
+	// (GitHub's X-Hub-Signature-256, whose legacy X-Hub-Signature is
+	// dropped; Stripe's...), SchemeSecrets[scheme] first when there is one,
+	// so that the pipeline's verification passes and so does the
+	// target's. Empty: an edited replay keeps the signature it had.
+	Secret        string
+	SchemeSecrets map[provider.Scheme][]string
 	// Resend runs a delivery through the pipeline again (proxy.Client's
 	// Resend); its Result must come back to Add too (OnResult). Nil: no
 	// replay.
@@ -677,17 +679,30 @@ func (in *Inspector) edit(d *delivery.Delivery, e editRequest) (*delivery.Delive
 	nd.BodySource = delivery.BodyEdited
 	nd.Event = nd.Headers.Get("X-Github-Event")
 	if e.Resign == nil || *e.Resign {
-		if in.opts.Secret == "" {
+		// In the sender's own scheme, with its secret.
+		scheme := provider.Detect(nd.Headers)
+		if scheme == "" {
+			scheme = provider.GitHub
+		}
+		secret := in.opts.Secret
+		if sec := in.opts.SchemeSecrets[scheme]; len(sec) > 0 {
+			secret = sec[0]
+		}
+		if secret == "" {
 			if e.Resign != nil {
-				return nil, false, errors.New("resign: this run has no secret (give forward --secret)")
+				return nil, false, errors.New("resign: this run has no secret for " + string(scheme) + " (give forward --secret)")
 			}
 		} else {
-			sig, err := webhooks.Sign(in.opts.Secret, nd.Body)
+			signed, err := provider.Sign(scheme, secret, nd.Body, provider.Signing{ID: nd.Headers.Get("Webhook-Id")})
 			if err != nil {
 				return nil, false, err
 			}
-			nd.Headers.Set("X-Hub-Signature-256", sig)
-			nd.Headers.Del("X-Hub-Signature") // a legacy SHA-1 signature of the old body
+			for k, vs := range signed {
+				nd.Headers[k] = vs
+			}
+			if scheme == provider.GitHub {
+				nd.Headers.Del("X-Hub-Signature") // a legacy SHA-1 signature of the old body
+			}
 		}
 	}
 	return &nd, true, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/hookline/hookline/internal/inspect"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 const secret = "inspector-secret"
@@ -350,5 +351,39 @@ func TestInspectorEvicts(t *testing.T) {
 	s.get(t, "/api/deliveries", &l)
 	if got := strings.Join(ids(l.Deliveries), " "); got != "huge" {
 		t.Errorf("one larger than the bound: %s, want it alone", got)
+	}
+}
+
+// An edited Stripe delivery is signed again as Stripe signs, with the
+// run's Stripe secret: the pipeline and a Stripe-checking target take it.
+func TestInspectorResignsInTheSendersScheme(t *testing.T) {
+	const stripeSecret = "whsec_inspector_stripe"
+	var bad int
+	var mu sync.Mutex
+	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if provider.Verify(provider.Stripe, r.Header, b, provider.Check{Secrets: []string{stripeSecret}}) != nil {
+			mu.Lock()
+			bad++
+			mu.Unlock()
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	}))
+	t.Cleanup(tg.Close)
+	var client *proxy.Client
+	in := inspect.New(inspect.Options{SchemeSecrets: map[provider.Scheme][]string{provider.Stripe: {stripeSecret}},
+		Resend: func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Resend(ctx, d) }})
+	client, _ = proxy.New(proxy.Options{Target: tg.URL, SchemeSecrets: map[provider.Scheme][]string{provider.Stripe: {stripeSecret}}, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go in.Serve(t.Context(), ln)
+	body := []byte(`{"id":"evt_1","type":"charge.succeeded"}`)
+	h, _ := provider.Sign(provider.Stripe, stripeSecret, body, provider.Signing{})
+	client.Handle(t.Context(), &delivery.Delivery{ID: "st1", Headers: h, Body: body, BodySource: delivery.BodyBase64})
+	s := &setup{in: in, client: client, base: "http://" + ln.Addr().String()}
+	code, answer := s.post(t, "/api/deliveries/1/replay", in.Token(), "", `{"body":"{\"id\":\"evt_1\",\"type\":\"charge.refunded\"}"}`)
+	var d inspect.Detail
+	json.Unmarshal(answer, &d)
+	if code != 200 || !d.Edited || d.Verification != "verified" || d.Scheme != "stripe" || d.Event != "charge.refunded" || d.Target == nil || d.Target.Status != 200 || bad != 0 {
+		t.Errorf("edited Stripe replay = %d %s (target refused %d)", code, answer, bad)
 	}
 }
