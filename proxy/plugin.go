@@ -198,8 +198,9 @@ func registerPlugins(w *webhooks.Emitter, plugins []pluginSpec, opts PluginOptio
 		p := p
 		h := func(ctx context.Context, e webhooks.Event) error {
 			start := time.Now()
-			err := runPlugin(ctx, p, e, env, opts, &outMu)
-			reportHandler(ctx, HandlerResult{Name: p.Name, Err: err, Duration: time.Since(start)})
+			out := &tailBuffer{max: pluginOutputBytes}
+			err := runPlugin(ctx, p, e, env, opts, &outMu, out)
+			reportHandler(ctx, HandlerResult{Name: p.Name, Err: err, Duration: time.Since(start), Output: out.String()})
 			return err
 		}
 		if p.On == webhooks.AnyEventName {
@@ -248,7 +249,12 @@ func pluginEnv(opts PluginOptions) []string {
 }
 
 // runPlugin runs p once for e.
-func runPlugin(ctx context.Context, p pluginSpec, e webhooks.Event, env []string, opts PluginOptions, outMu *sync.Mutex) error {
+// pluginOutputBytes is how much of a run's output (the end of it) its
+// HandlerResult keeps.
+const pluginOutputBytes = 4 << 10
+
+// runPlugin runs p for e; out gets the end of what it wrote, both streams.
+func runPlugin(ctx context.Context, p pluginSpec, e webhooks.Event, env []string, opts PluginOptions, outMu *sync.Mutex, out *tailBuffer) error {
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = defaultPluginTimeout
@@ -290,8 +296,8 @@ func runPlugin(ctx context.Context, p pluginSpec, e webhooks.Event, env []string
 		e := &prefixWriter{w: opts.Output, prefix: p.Name + ": ", mu: outMu}
 		stdout, stderr, flush = o, e, []*prefixWriter{o, e}
 	}
-	cmd.Stdout = stdout
-	cmd.Stderr = io.MultiWriter(stderr, tail)
+	cmd.Stdout = io.MultiWriter(stdout, out)
+	cmd.Stderr = io.MultiWriter(stderr, tail, out)
 	err = cmd.Run()
 	for _, pw := range flush {
 		pw.flush()
@@ -316,13 +322,17 @@ func lastLine(s string) string {
 	return s
 }
 
-// tailBuffer keeps the last max bytes written to it.
+// tailBuffer keeps the last max bytes written to it. It is safe for
+// concurrent use (a plugin's stdout and stderr are copied at once).
 type tailBuffer struct {
+	mu  sync.Mutex
 	max int
 	buf []byte
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > t.max {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
@@ -330,7 +340,11 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string { return string(t.buf) }
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
 
 // prefixWriter writes whole lines to w, each prefixed, holding a partial
 // line until it ends or flush is called. Writers share mu so lines of

@@ -182,6 +182,10 @@ func TestExecPluginRunsForEveryEventWithPrefixedOutput(t *testing.T) {
 		if err != nil || len(results) != 1 {
 			t.Fatalf("Receive(%s) = %v, results %+v; want nil and one result", name, err, results)
 		}
+		// The result keeps what it printed, both streams (the inspector shows it).
+		if o := results[0].Output; !strings.Contains(o, "got "+name+"\n") || !strings.Contains(o, "no newline") {
+			t.Errorf("Result.Handlers[0].Output = %q, want both streams", o)
+		}
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	sort.Strings(lines)

@@ -10,8 +10,9 @@ import (
 // handler that reports itself) for one delivery.
 type HandlerResult struct {
 	Name     string        // the handler's name, as shown in the trace
-	Err      error         // nil when it succeeded
+	Err      error         // nil when it succeeded (a plugin's: its exit status and last line)
 	Duration time.Duration // how long it ran
+	Output   string        // a plugin's output, stdout and stderr as they came: the last 4 KiB
 }
 
 type handlerLogKey struct{}

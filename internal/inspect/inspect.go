@@ -333,8 +333,9 @@ type AttemptView struct {
 // HandlerView is a local handler's outcome (a plugin's exit).
 type HandlerView struct {
 	Name       string  `json:"name"`
-	Error      string  `json:"error,omitempty"`
+	Error      string  `json:"error,omitempty"` // a plugin's exit status and last line
 	DurationMS float64 `json:"duration_ms"`
+	Output     string  `json:"output,omitempty"` // the end of what it printed (4 KiB)
 }
 
 // BodyView is headers and a body: text when it is UTF-8, else base64.
@@ -386,7 +387,7 @@ func summary(it *item) Summary {
 		s.Verification = string(proxy.VerificationSkipped)
 	}
 	for _, h := range r.Handlers {
-		hv := HandlerView{Name: h.Name, DurationMS: ms(h.Duration)}
+		hv := HandlerView{Name: h.Name, DurationMS: ms(h.Duration), Output: h.Output}
 		if h.Err != nil {
 			hv.Error = h.Err.Error()
 		}

@@ -205,7 +205,10 @@ async function show(id) {
   }
   if (d.handlers && d.handlers.length) {
     parts.push(el("h3", {}, "plugins"));
-    for (const h of d.handlers) parts.push(el("p", { class: h.error ? "s5" : "s2" }, h.name + ": " + (h.error || "ok") + " (" + h.duration_ms.toFixed(1) + " ms)"));
+    for (const h of d.handlers) {
+      parts.push(el("p", { class: h.error ? "s5" : "s2" }, h.name + ": " + (h.error || "ok") + " (" + h.duration_ms.toFixed(1) + " ms)"));
+      if (h.output) parts.push(el("pre", { class: "plugin-output" }, h.output));
+    }
   }
   parts.push(el("h3", {}, "request"), el("p", {}, d.request.method + (d.request.query ? " ?" + d.request.query : "") + (d.request.body_source ? " · body from " + d.request.body_source : "")));
   parts.push(headerTable(d.request.headers, "request-headers"), bodyBlock(d.request, "request-body"));
