@@ -347,6 +347,12 @@ type Attempt struct {
 	Err       error         // why no answer came, credentials redacted
 	FirstByte time.Duration // from the request's start to the answer's first byte
 	Duration  time.Duration // from the request's start to its end (for the last, its body read)
+	// Header and Body are the attempt's answer: the body's first bytes (up
+	// to MaxAnswerBody) that were read, for an attempt that was retried
+	// what the retry drained of it. The last attempt's are
+	// TargetResult.Header and Body.
+	Header http.Header
+	Body   []byte
 }
 
 // Summary says in a few words how the target answered: "404 Not Found",

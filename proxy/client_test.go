@@ -451,6 +451,7 @@ func TestClientRetriesTransientTargetFailures(t *testing.T) {
 				if calls.Add(1) == 1 {
 					w.Header().Set("Retry-After", tt.retryAfter)
 					w.WriteHeader(http.StatusServiceUnavailable)
+					io.WriteString(w, "down for a moment")
 					return
 				}
 				io.WriteString(w, "ok")
@@ -467,8 +468,9 @@ func TestClientRetriesTransientTargetFailures(t *testing.T) {
 			}
 			// Every attempt is reported, in order, with its own answer.
 			if a := r.Target.Attempts; len(a) != 2 || a[0].Status != 503 || a[1].Status != 200 || a[0].Err != nil ||
-				a[1].FirstByte <= 0 || a[1].FirstByte > a[1].Duration {
-				t.Errorf("attempts = %+v, want 503 then 200, each with its first byte within its duration", a)
+				a[1].FirstByte <= 0 || a[1].FirstByte > a[1].Duration ||
+				string(a[0].Body) != "down for a moment" || a[0].Header.Get("Retry-After") != tt.retryAfter || string(a[1].Body) != "ok" {
+				t.Errorf("attempts = %+v, want 503 then 200, each with its answer and its first byte within its duration", a)
 			}
 		})
 	}

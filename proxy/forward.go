@@ -200,7 +200,9 @@ func (l *attemptLog) done(ended bool) []Attempt {
 	if n := len(l.list); n > 0 && ended {
 		l.list[n-1].Duration = time.Since(l.starts[n-1])
 	}
-	return l.list
+	list := l.list
+	l.list = nil // a late read of a body no longer writes here
+	return list
 }
 
 // attemptRecorder is the forwarder's transport: it adds every request it
@@ -219,15 +221,41 @@ func (t attemptRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}))
 	resp, err := t.base.RoundTrip(req)
 	a := Attempt{FirstByte: time.Duration(first.Load()), Duration: time.Since(start)}
+	log.mu.Lock()
+	defer log.mu.Unlock()
 	if err != nil {
 		a.Err = redactErr(err)
 	} else {
-		a.Status = resp.StatusCode
+		a.Status, a.Header = resp.StatusCode, resp.Header
+		// What is read of the body (a retried attempt's, by rest's drain)
+		// is kept with the attempt.
+		resp.Body = &answerTee{ReadCloser: resp.Body, log: log, i: len(log.list)}
 	}
-	log.mu.Lock()
 	log.list, log.starts = append(log.list, a), append(log.starts, start)
-	log.mu.Unlock()
 	return resp, err
+}
+
+// answerTee keeps the first MaxAnswerBody bytes read from an attempt's
+// answer in its Attempt.
+type answerTee struct {
+	io.ReadCloser
+	log *attemptLog
+	i   int
+}
+
+func (t *answerTee) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if n > 0 {
+		t.log.mu.Lock()
+		if t.i < len(t.log.list) { // not after Forward took the list
+			a := &t.log.list[t.i]
+			if room := MaxAnswerBody - len(a.Body); room > 0 {
+				a.Body = append(a.Body, p[:min(n, room)]...)
+			}
+		}
+		t.log.mu.Unlock()
+	}
+	return n, err
 }
 
 // shownURL returns u redacted for results: Target's, redacted once, when
@@ -268,6 +296,9 @@ func (f *forwarder) Forward(ctx context.Context, d *delivery.Delivery) *TargetRe
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))
 	res.Duration = time.Since(start)
 	res.Attempts = log.done(true)
+	if n := len(res.Attempts); n > 0 {
+		res.Attempts[n-1].Body = res.Body // one copy of the last answer, not two
+	}
 	return res
 }
 

@@ -163,6 +163,9 @@ func resultSize(r proxy.Result) int64 {
 	n := int64(len(r.Delivery.Body)) + headerSize(r.Delivery.Headers) + 512
 	if t := r.Target; t != nil {
 		n += int64(len(t.Body)) + headerSize(t.Header)
+		for _, a := range t.Attempts[:max(len(t.Attempts)-1, 0)] { // the last one's are t's
+			n += int64(len(a.Body)) + headerSize(a.Header)
+		}
 	}
 	return n
 }
@@ -320,8 +323,8 @@ type TargetView struct {
 	GitHubFailed bool    `json:"github_failed"` // GitHub would record a failed delivery (non-2xx, none, or over 10 s)
 }
 
-// AttemptView is one request to the target; the last one carries the
-// answer in the detail (Response).
+// AttemptView is one request to the target, with its answer in the
+// detail (Response) when one came.
 type AttemptView struct {
 	Status      int       `json:"status"`
 	DurationMS  float64   `json:"duration_ms"`
@@ -418,10 +421,15 @@ func detail(it *item) Detail {
 	}
 	d.Request.Query, d.Request.BodySource = del.Query, string(del.BodySource)
 	d.Request.BodyView = *bodyView(del.Headers, del.Body)
-	if t := it.r.Target; t != nil && len(d.Attempts) > 0 && t.Err == nil {
-		v := bodyView(t.Header, t.Body)
-		v.Cap, v.Truncated = proxy.MaxAnswerBody, len(t.Body) >= proxy.MaxAnswerBody // the cap, always: the page states it
-		d.Attempts[len(d.Attempts)-1].Response = v
+	if t := it.r.Target; t != nil {
+		for i, a := range t.Attempts {
+			if a.Header == nil || i >= len(d.Attempts) {
+				continue // no answer came
+			}
+			v := bodyView(a.Header, a.Body)
+			v.Cap, v.Truncated = proxy.MaxAnswerBody, len(a.Body) >= proxy.MaxAnswerBody // the cap, always: the page states it
+			d.Attempts[i].Response = v
+		}
 	}
 	return d
 }

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -385,5 +386,35 @@ func TestInspectorResignsInTheSendersScheme(t *testing.T) {
 	json.Unmarshal(answer, &d)
 	if code != 200 || !d.Edited || d.Verification != "verified" || d.Scheme != "stripe" || d.Event != "charge.refunded" || d.Target == nil || d.Target.Status != 200 || bad != 0 {
 		t.Errorf("edited Stripe replay = %d %s (target refused %d)", code, answer, bad)
+	}
+}
+
+// A retried attempt's answer is shown with it: its headers, and what the
+// retry read of its body.
+func TestInspectorShowsEveryAttemptsAnswer(t *testing.T) {
+	var calls atomic.Int32
+	tg := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "busy, try again")
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, "taken")
+	}))
+	t.Cleanup(tg.Close)
+	in := inspect.New(inspect.Options{})
+	client, _ := proxy.New(proxy.Options{Target: tg.URL, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go in.Serve(t.Context(), ln)
+	client.Handle(t.Context(), &delivery.Delivery{ID: "r1", Event: "ping", Body: []byte(`{}`), Headers: http.Header{}})
+	s := &setup{in: in, client: client, base: "http://" + ln.Addr().String()}
+	var d inspect.Detail
+	s.get(t, "/api/deliveries/1", &d)
+	a := d.Attempts
+	if len(a) != 2 || a[0].Response == nil || a[0].Response.Body != "busy, try again" || a[0].Response.Headers.Get("Retry-After") != "0" ||
+		a[1].Response == nil || a[1].Response.Body != "taken" || a[1].Status != 201 {
+		t.Errorf("attempts = %+v", a)
 	}
 }

@@ -195,6 +195,12 @@ async function show(id) {
     const at = el("table", {}, el("tr", {}, el("th", {}, "attempt"), el("th", {}, "status"), el("th", {}, "first byte"), el("th", {}, "total"), el("th", {}, "error")));
     d.attempts.forEach((a, i) => at.append(el("tr", {}, el("td", {}, i + 1), el("td", { class: statusClass(a.status) }, a.status || "—"), el("td", {}, a.first_byte_ms.toFixed(1) + " ms"), el("td", {}, a.duration_ms.toFixed(1) + " ms"), el("td", {}, a.error || ""))));
     parts.push(at);
+    d.attempts.slice(0, -1).forEach((a, i) => {
+      if (!a.response) return;
+      const earlier = el("details", { class: "earlier-answer" }, el("summary", {}, "attempt " + (i + 1) + "'s answer " + a.status));
+      earlier.append(headerTable(a.response.headers), bodyBlock(a.response, "earlier-body"));
+      parts.push(earlier);
+    });
     const last = d.attempts[d.attempts.length - 1];
     if (last && last.response) {
       parts.push(el("h3", {}, "answer " + last.status), headerTable(last.response.headers, "answer-headers"), bodyBlock(last.response, "answer-body"),
