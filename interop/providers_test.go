@@ -1,13 +1,18 @@
 package interop
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	hldelivery "github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/cli"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/webhooks/provider"
 )
@@ -15,9 +20,9 @@ import (
 // TestProvidersOwnLibraries checks hookline's signatures both ways against
 // the providers' own libraries (providers.mjs): deliveries signed by npm
 // standardwebhooks and npm stripe verify in hookline's pipeline (the
-// proxy.Client forward runs, with a secret per sender), and what hookline
-// signs (send --provider, sign --provider: provider.Sign) verifies with
-// those libraries; a changed body fails in both.
+// proxy.Client forward runs, with a secret per sender), and what
+// `hookline send --provider` sends verifies with those libraries; a
+// changed body fails in both.
 func TestProvidersOwnLibraries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: an interop test (node)")
@@ -83,18 +88,26 @@ func TestProvidersOwnLibraries(t *testing.T) {
 		}
 	}
 
-	// hookline signs; the libraries verify.
+	// hookline signs (`hookline send --provider`, run as a command, to a
+	// server that records what it got); the libraries verify.
 	jobs = nil
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header }))
+	t.Cleanup(srv.Close)
 	for _, s := range schemes {
+		payload := filepath.Join(t.TempDir(), "payload.json")
+		os.WriteFile(payload, bodies[s], 0o600)
+		var out, errOut bytes.Buffer
+		if code := cli.Run(t.Context(), []string{"hookline", "send", "--provider", string(s), "--secret", secrets[s], "--payload", payload, "--target", srv.URL},
+			strings.NewReader(""), &out, &errOut); code != 0 {
+			t.Fatalf("hookline send --provider %s: exit %d\n%s%s", s, code, out.String(), errOut.String())
+		}
+		h := <-got
+		flat := map[string]string{}
+		for k := range h {
+			flat[k] = h.Get(k)
+		}
 		for _, body := range [][]byte{bodies[s], append(append([]byte{}, bodies[s]...), ' ')} {
-			h, err := provider.Sign(s, secrets[s], bodies[s], provider.Signing{ID: "msg_hookline_1"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			flat := map[string]string{}
-			for k := range h {
-				flat[k] = h.Get(k)
-			}
 			jobs = append(jobs, job{Op: "verify", Provider: string(s), Secret: secrets[s], Headers: flat, Payload: body})
 		}
 	}
