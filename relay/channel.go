@@ -93,7 +93,7 @@ func (sub *subscriber) offer(d *Entry, maxCount int, maxBytes int64) bool {
 
 // hold and release count a delivery the subscriber holds (queued, being
 // written, or in its replay) in its held bytes and in Server.pinned (see
-// delivery.refs).
+// Entry.refs).
 func (sub *subscriber) hold(d *Entry) {
 	sub.mu.Lock()
 	sub.held += d.size

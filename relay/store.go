@@ -177,7 +177,7 @@ type ledgerEntry struct {
 	size     int64
 	received int64        // UnixNano, for Limits.Age
 	key      *idempotency // nil without an Idempotency-Key header
-	of       int64        // for a redelivery: the id of the delivery it repeats (delivery.of)
+	of       int64        // for a redelivery: the id of the delivery it repeats (Entry.of)
 	d        *Entry       // ledgerStore's
 }
 
