@@ -23,8 +23,11 @@
 // Every delivery goes through one pipeline: a delivery id seen in the
 // last hour is skipped ([Result].Duplicate); Options.Events and Ignore
 // filter by "event" or "event.action"; with a Secret (or a Verifier) the
-// signature is checked over the exact body, and a delivery that fails is
-// never dispatched nor forwarded ([Result].VerifyNote says why); Handlers
+// signature is checked over the exact body, in the sender's own scheme
+// (GitHub's, Stripe's, Standard Webhooks'... see package
+// webhooks/provider; Options.Provider, SchemeSecrets), and a delivery that
+// fails is never dispatched nor forwarded ([Result].VerifyNote says why,
+// [Result].Scheme which scheme); Handlers
 // get the payload of verified deliveries (unverified ones only with
 // Options.AllowUnverified) while the delivery is replayed to Target byte
 // for byte ([Client.ForwardRequest]); with SaveDir it is written as a
@@ -33,7 +36,9 @@
 // the position in the channel is stored, so a restart resumes where it
 // stopped. [Client.Handle] and [Client.Replay] feed the same pipeline from
 // elsewhere, such as capture files ([delivery.Delivery] is what they
-// take). [RegisterPlugins] turns executables into handlers.
+// take); [Client.Resend] runs one again on purpose (no duplicate check).
+// [TargetResult] keeps every attempt with its answer. [RegisterPlugins]
+// turns executables into handlers.
 //
 // Errors: [New] wraps [ErrInvalidTarget] or [ErrInvalidOptions]; [Run]
 // returns early only with [ErrPermanent] (a relay that refuses the channel
