@@ -43,7 +43,9 @@
 // HTTP; Webhooks embeds an Emitter and adds the secret.
 //
 // How dispatch and the middleware work in detail, and what differs from
-// @octokit/webhooks and why, is in docs/WEBHOOKS.md.
+// @octokit/webhooks and why, is in docs/WEBHOOKS.md. Other senders'
+// signatures (Gitea, GitLab, Stripe, Standard Webhooks...) are package
+// webhooks/provider's.
 //
 // # Concurrency
 //
