@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,6 +86,7 @@ type replayOptions struct {
 	badSigHint  string           // deliveries only: what a bad signature means there
 	inspect     *inspect.Options // --inspect (nil: none), at inspectAddr
 	inspectAddr string
+	timing      float64                      // --timing: 0 none, else the speed-up of the gaps as received (1: original)
 	scheme      provider.Scheme              // --provider ("": auto)
 	tolerance   time.Duration                // --tolerance (negative: none)
 	schemeSec   map[provider.Scheme][]string // --secret PROVIDER=SECRET
@@ -130,6 +133,7 @@ checks a different secret than GitHub's.
 			insecureFlag(&o.insecure),
 			&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines", Destination: &o.jsonOut},
 			&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print the headers and the payload", Destination: &o.verbose},
+			&ucli.StringFlag{Name: "timing", Value: "none", Usage: "`HOW` to space the deliveries: none (back to back), original (the gaps they were received with), or 10x (ten times faster)", Destination: &f.timing},
 		), inspectFlags(&f.inspect, false)...),
 		Action: func(c *ucli.Context) error {
 			opts, err := parseReplay(c, o, &f)
@@ -146,6 +150,7 @@ checks a different secret than GitHub's.
 type replayFlags struct {
 	secret   secretFlagValues
 	provider providerFlagValues
+	timing   string
 	plugins  pluginFlagValues
 	inspect  inspectFlagValues
 	header   ucli.StringSlice
@@ -194,6 +199,22 @@ func parseReplay(c *ucli.Context, o replayOptions, f *replayFlags) (replayOption
 		return o, usageErrorf("--concurrency %d: must be at least 1", o.concurrency)
 	case o.timeout <= 0:
 		return o, usageErrorf("--timeout %v: must be positive", o.timeout)
+	}
+	switch t := strings.TrimSpace(f.timing); {
+	case t == "none" || t == "":
+	case t == "original":
+		o.timing = 1
+	case strings.HasSuffix(t, "x"):
+		n, err := strconv.ParseFloat(strings.TrimSuffix(t, "x"), 64)
+		if err != nil || n <= 0 || math.IsInf(n, 0) {
+			return o, usageErrorf("--timing %q: a speed-up is a positive number and x, such as 10x", t)
+		}
+		o.timing = n
+	default:
+		return o, usageErrorf("--timing %q: want none, original or a speed-up such as 10x", t)
+	}
+	if o.timing > 0 && o.concurrency > 1 {
+		return o, usageErrorf("--timing keeps the order and the gaps: it sends one at a time (drop --concurrency)")
 	}
 	if o.target != "" {
 		if err := checkTarget("--target", o.target); err != nil {
@@ -334,7 +355,11 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 		r.bar.draw()
 	}
 
-	_ = c.Replay(ctx, list) // interrupted: the summary counts what is left
+	if o.timing > 0 {
+		replayTimed(ctx, c, list, o.timing, s)
+	} else {
+		_ = c.Replay(ctx, list) // interrupted: the summary counts what is left
+	}
 	r.bar.clear()
 	err = r.summary(len(ds))
 	if ins != nil && ctx.Err() == nil {
@@ -502,4 +527,31 @@ func (p *progressBar) clear() {
 		return
 	}
 	io.WriteString(p.w, "\r\x1b[K")
+}
+
+// replayTimed sends list one at a time, each after the gap it was received
+// with (ReceivedAt) divided by speed, announcing a wait of a second or
+// more; it stops when ctx ends.
+func replayTimed(ctx context.Context, c *proxy.Client, list []*delivery.Delivery, speed float64, s *streams) {
+	for i, d := range list {
+		if i > 0 && !d.ReceivedAt.IsZero() && !list[i-1].ReceivedAt.IsZero() {
+			gap := time.Duration(float64(d.ReceivedAt.Sub(list[i-1].ReceivedAt)) / speed)
+			if gap >= time.Second {
+				fmt.Fprintf(s.err, "next delivery in %s (%d of %d)\n", gap.Round(time.Millisecond), i+1, len(list))
+			}
+			if gap > 0 {
+				t := time.NewTimer(gap)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		c.Handle(ctx, d)
+	}
 }

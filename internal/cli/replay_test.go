@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,6 +21,8 @@ import (
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/rest"
 )
 
 // runStdin is run with stdin.
@@ -529,3 +533,50 @@ func TestReplayInspect(t *testing.T) {
 		t.Fatal("replay --inspect did not end with its context")
 	}
 }
+
+// --timing original sends a scenario with the gaps it was received with,
+// and 10x ten times faster: replayTimed in a synctest bubble, the target
+// an in-memory transport (a loopback server's goroutines would keep the
+// bubble's clock from moving), so the gaps are exact.
+func TestReplayTiming(t *testing.T) {
+	at := time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+	var list []*delivery.Delivery
+	for i, offset := range []time.Duration{0, 5 * time.Second, 65 * time.Second} {
+		id := fmt.Sprint("t", i)
+		list = append(list, &delivery.Delivery{ID: id, Event: "ping", ReceivedAt: at.Add(offset), Headers: http.Header{"X-Github-Delivery": {id}}, Body: []byte(`{}`)})
+	}
+	for speed, want := range map[float64][]time.Duration{1: {0, 5 * time.Second, 65 * time.Second}, 10: {0, 500 * time.Millisecond, 6500 * time.Millisecond}} {
+		synctest.Test(t, func(t *testing.T) {
+			var times []time.Duration
+			start := time.Now()
+			target := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				times = append(times, time.Since(start))
+				return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("ok")), Header: http.Header{}, Request: r}, nil
+			})
+			c, err := proxy.New(proxy.Options{Target: "http://target.test/hook", HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: target}}, DedupSize: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var errOut bytes.Buffer
+			replayTimed(t.Context(), c, list, speed, &streams{err: &errOut})
+			if !slices.Equal(times, want) {
+				t.Errorf("speed %v: sent at %v, want %v", speed, times, want)
+			}
+			if speed == 1 && !strings.Contains(errOut.String(), "next delivery in 1m0s (3 of 3)") {
+				t.Errorf("the wait was not announced:\n%s", errOut.String())
+			}
+		})
+	}
+	for _, bad := range []string{"fast", "0x", "-2x"} {
+		if code, _, errOut := run(t, "replay", "--timing", bad, capturesDir); code != ExitUsage || !strings.Contains(errOut, "--timing") {
+			t.Errorf("--timing %s: exit %d, %q", bad, code, errOut)
+		}
+	}
+	if code, _, errOut := run(t, "replay", "--timing", "original", "--concurrency", "2", capturesDir); code != ExitUsage || !strings.Contains(errOut, "one at a time") {
+		t.Errorf("--timing with --concurrency: exit %d, %q", code, errOut)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
