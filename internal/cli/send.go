@@ -76,12 +76,13 @@ match the payload, User-Agent GitHub-Hookshot/hookline, Content-Type
 application/json, X-Hub-Signature-256 when a secret is given), sends it and
 prints the answer.
 
-The payload is --payload FILE (its exact bytes; - reads stdin) or one of the
-built-in examples (compact JSON, repository octo-org/hello-world, sender
-octocat). An event with one example needs no action (--event issues sends
-issues.opened); one with several needs it (--event pull_request.closed).
-Examples:
-` + wrapList(examples.Names(), 72) + `
+The payload is --payload FILE (its exact bytes; - reads stdin) or a
+built-in example of the event (compact JSON): hookline's own for ten
+(repository octo-org/hello-world, sender octocat), @octokit/webhooks-
+examples' for every other event and action it has (` + fmt.Sprint(len(examples.Names())) + ` in all: hookline
+events --examples lists them). An event with one example needs no action
+(--event issues sends issues.opened); one with several needs it (--event
+pull_request.closed).
 
 --target sends straight to your server; --url posts into a relay channel,
 so the delivery travels the way GitHub's do (relay → forward → server).
@@ -193,17 +194,43 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 
 // pickExample returns the built-in example for event[.action]: the one
 // named so, or the only example of an event given without an action.
+// nearestExample returns the example nearest name: of its event's when
+// there are any (issues.closed: an issues example), else of all; by edit
+// distance, with no bound (closest's is for typos).
+func nearestExample(name string) string {
+	event, _, _ := strings.Cut(name, ".")
+	var candidates []string
+	for _, n := range examples.Names() {
+		if e, _, _ := strings.Cut(n, "."); e == event {
+			candidates = append(candidates, n)
+		}
+	}
+	if candidates == nil {
+		candidates = examples.Names()
+	}
+	best, bestD := "", -1
+	for _, n := range candidates {
+		if d := editDistance(name, n); bestD < 0 || d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
 func pickExample(event, action string, hasAction bool) (string, error) {
-	all := strings.Join(examples.Names(), ", ")
 	// noExample explains a name without an example: a typo of a GitHub
-	// name, or a real event hookline has no sample of.
+	// name, or a real event with no example, naming the closest example.
 	noExample := func(name string) error {
 		if webhooks.ValidateEventName(name, webhooks.ValidateOptions{}) != nil {
 			if best := closest(name, webhooks.EmitterEventNames()); best != "" {
 				return usageErrorf("--event %s is not a GitHub event (did you mean %s?)", name, best)
 			}
 		}
-		return usageErrorf("no built-in example for %s; --payload FILE sends any event with its payload, or pick an example: %s", name, all)
+		hint := ""
+		if best := nearestExample(name); best != "" {
+			hint = "the closest example is " + best + "; "
+		}
+		return usageErrorf("no built-in example for %s; %s--payload FILE sends any event with its payload (hookline events --examples lists the examples)", name, hint)
 	}
 	if hasAction {
 		name := event + "." + action
@@ -432,28 +459,6 @@ func nobodySubscribed(answer []byte) bool {
 // Cookie): a server that echoes its request must not make send print them.
 func (o sendOptions) redact(text string) string {
 	return redactEcho(text, []string{o.secret}, o.header)
-}
-
-// wrapList joins names with commas into lines of at most width bytes.
-func wrapList(names []string, width int) string {
-	var b strings.Builder
-	line := 0
-	for i, n := range names {
-		if i > 0 {
-			b.WriteString(",")
-			line++
-			if line+1+len(n) > width {
-				b.WriteString("\n")
-				line = 0
-			} else {
-				b.WriteString(" ")
-				line++
-			}
-		}
-		b.WriteString(n)
-		line += len(n)
-	}
-	return b.String()
 }
 
 // newDeliveryID returns a random (version 4) UUID from crypto/rand, the

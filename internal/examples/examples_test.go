@@ -1,12 +1,17 @@
 package examples_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hookline/hookline/internal/examples"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -23,8 +28,20 @@ func TestNames(t *testing.T) {
 		"release.published",
 		"workflow_run.completed",
 	}
-	if got := examples.Names(); !slices.Equal(got, want) {
-		t.Errorf("Names() = %q, want %q", got, want)
+	var own []string
+	for _, n := range examples.Names() {
+		if examples.Source(n) == "hookline" {
+			own = append(own, n)
+		}
+	}
+	if !slices.Equal(own, want) {
+		t.Errorf("hookline's own examples = %q, want %q", own, want)
+	}
+	// And every name @octokit/webhooks-examples 7.6.1 has an api.github.com
+	// example of (161, counted from its index.json with Python), theirs
+	// where hookline has none.
+	if n, src := len(examples.Names()), examples.Source("deployment.created"); n != 161 || src != "@octokit/webhooks-examples 7.6.1" {
+		t.Errorf("%d names, deployment.created from %q; want 161, octokit's", n, src)
 	}
 }
 
@@ -37,7 +54,8 @@ func TestForEvent(t *testing.T) {
 		{"issues", []string{"issues.opened"}},
 		{"push", []string{"push"}},
 		{"issue", nil},
-		{"deployment", nil},
+		{"deployment", []string{"deployment.created"}}, // octokit's: hookline has none
+		{"not_an_event", nil},
 	}
 	for _, tt := range tests {
 		if got := examples.ForEvent(tt.event); !slices.Equal(got, tt.want) {
@@ -47,10 +65,12 @@ func TestForEvent(t *testing.T) {
 }
 
 // TestPayloads checks that every example is a compact JSON object whose
-// action matches its name, for a known event, in the one consistent story.
+// action matches its name, for a known event, and hookline's own in the
+// one consistent story.
 func TestPayloads(t *testing.T) {
 	for _, name := range examples.Names() {
 		t.Run(name, func(t *testing.T) {
+			ownStory := examples.Source(name) == "hookline"
 			p, ok := examples.Payload(name)
 			if !ok {
 				t.Fatalf("Payload(%q) not found", name)
@@ -73,7 +93,8 @@ func TestPayloads(t *testing.T) {
 			if err := json.Unmarshal(p, &v); err != nil {
 				t.Fatalf("Payload(%q) is not a JSON object: %v", name, err)
 			}
-			if err := webhooks.ValidateEventName(name, webhooks.ValidateOptions{}); err != nil {
+			// repository_dispatch's action is the sender's own event_type.
+			if err := webhooks.ValidateEventName(name, webhooks.ValidateOptions{}); err != nil && !strings.HasPrefix(name, "repository_dispatch.") {
 				t.Errorf("ValidateEventName(%q) = %v, want nil", name, err)
 			}
 			_, action, hasAction := strings.Cut(name, ".")
@@ -82,6 +103,9 @@ func TestPayloads(t *testing.T) {
 				t.Errorf("Payload(%q) action = %v, want %q", name, v.Action, action)
 			case !hasAction && v.Action != nil:
 				t.Errorf("Payload(%q) has action %q, want none", name, *v.Action)
+			}
+			if !ownStory {
+				return
 			}
 			if v.Sender.Login != "octocat" {
 				t.Errorf("Payload(%q) sender = %q, want octocat", name, v.Sender.Login)
@@ -97,9 +121,28 @@ func TestPayloads(t *testing.T) {
 }
 
 func TestPayloadUnknown(t *testing.T) {
-	for _, name := range []string{"", "issues.closed", "../examples", "payloads/push", "push.json"} {
+	for _, name := range []string{"", "issues.nothing", "../examples", "payloads/push", "push.json"} {
 		if p, ok := examples.Payload(name); ok {
 			t.Errorf("Payload(%q) = %d bytes, true; want false", name, len(p))
 		}
+	}
+}
+
+// octokit.json.gz is what genexamples makes of the pinned
+// @octokit/webhooks-examples (go generate ./internal/examples/).
+func TestOctokitExamplesAreGenerated(t *testing.T) {
+	in := filepath.Join("..", "..", "interop", "node_modules", "@octokit", "webhooks-examples")
+	if _, err := os.Stat(in); err != nil {
+		testenv.Missing(t, "@octokit/webhooks-examples", "run `make interop-deps`")
+	}
+	out := filepath.Join(t.TempDir(), "octokit.json.gz")
+	cmd := exec.Command("go", "run", "./genexamples", "-in", in, "-out", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("genexamples: %v\n%s", err, b)
+	}
+	want, _ := os.ReadFile(out)
+	have, _ := os.ReadFile("octokit.json.gz")
+	if !bytes.Equal(have, want) {
+		t.Error("octokit.json.gz is not what genexamples makes of the pinned package: run go generate ./internal/examples/")
 	}
 }
