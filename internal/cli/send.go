@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/fatih/color"
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/bytesize"
 	"github.com/hookline/hookline/internal/examples"
@@ -39,11 +41,13 @@ var eventHeader = map[provider.Scheme]string{
 
 // sendOptions are the parsed flags of `hookline send`.
 type sendOptions struct {
-	name        string // --event as given: event or event.action
-	event       string // the X-GitHub-Event value
-	action      string // the action asked for, if any
-	example     string // the built-in example used when payloadPath is ""
-	payloadPath string // a file, "-" for stdin, or "" for the example
+	name        string        // --event as given: event or event.action
+	event       string        // the X-GitHub-Event value
+	action      string        // the action asked for, if any
+	example     string        // the built-in example used when payloadPath is ""
+	payloadPath string        // a file, "-" for stdin, or "" for the example
+	from        *capture.File // --from: a capture file's delivery as the payload
+	overrides   []override    // --set, --set-json, --unset, in order
 	target      string
 	viaRelay    bool // target is a relay channel (--url)
 	secret      string
@@ -58,6 +62,9 @@ type sendOptions struct {
 
 // sendFlags are what send's flags hold that are not options yet.
 type sendFlags struct {
+	from            string
+	set, setJSON    ucli.StringSlice
+	unset           ucli.StringSlice
 	secret          secretFlagValues
 	provider        providerFlagValues
 	target, channel string
@@ -92,6 +99,10 @@ so the delivery travels the way GitHub's do (relay → forward → server).
 		Flags: append(append(secretFlags("sign with this webhook `SECRET`", &f.secret), providerFlags(&f.provider, "github", false)...),
 			&ucli.StringFlag{Name: "event", Aliases: []string{"e"}, Usage: "event `NAME[.ACTION]` to send, such as push or issues.opened (see hookline events)", Destination: &o.name},
 			&ucli.StringFlag{Name: "payload", Usage: "send the exact bytes of `FILE` (- for stdin) instead of the built-in example", TakesFile: true, Destination: &o.payloadPath},
+			&ucli.StringFlag{Name: "from", Usage: "send the payload of the capture `FILE` (forward --save writes them) as the event it was", TakesFile: true, Destination: &f.from},
+			&ucli.StringSliceFlag{Name: "set", Usage: "set the payload's field at `PATH=VALUE` (pull_request.number=7, commits.0.message=text), checked against GitHub's description; repeatable", Destination: &f.set},
+			&ucli.StringSliceFlag{Name: "set-json", Usage: "set a field to a JSON value, `PATH=JSON` (objects, lists, null where allowed); repeatable", Destination: &f.setJSON},
+			&ucli.StringSliceFlag{Name: "unset", Usage: "remove the payload's field at `PATH`; repeatable", Destination: &f.unset},
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send to this `URL` (your webhook server)", Destination: &f.target},
 			&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "post to this relay channel `URL` instead", Destination: &f.channel},
 			&ucli.StringSliceFlag{Name: "header", Usage: "set header `NAME=VALUE` or \"NAME: VALUE\" (replaces hookline's, the signature included; NAME= removes it); repeatable", Destination: &f.header},
@@ -117,6 +128,38 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 		return sendOptions{}, err
 	}
 	o.name = strings.TrimSpace(o.name)
+	if f.from != "" {
+		if o.payloadPath != "" {
+			return o, usageErrorf("give --payload or --from, not both")
+		}
+		cf, err := capture.Read(f.from)
+		if err != nil {
+			return o, usageErrorf("--from: %v", err)
+		}
+		o.from = &cf
+		if o.name == "" {
+			o.name = cf.Event
+			if cf.Action != "" {
+				o.name += "." + cf.Action
+			}
+		}
+	}
+	for _, flag := range []struct {
+		name   string
+		values []string
+	}{{"--set", f.set.Value()}, {"--set-json", f.setJSON.Value()}, {"--unset", f.unset.Value()}} {
+		for _, v := range flag.values {
+			ov := override{flag: flag.name, path: v}
+			if flag.name != "--unset" {
+				path, value, ok := strings.Cut(v, "=")
+				if !ok || path == "" {
+					return o, usageErrorf("%s %q: want PATH=VALUE, such as pull_request.number=7", flag.name, v)
+				}
+				ov.path, ov.raw, ov.value = path, value, []byte(value)
+			}
+			o.overrides = append(o.overrides, ov)
+		}
+	}
 	if c.NArg() > 0 {
 		return o, usageErrorf("send takes no arguments (got %q); give the payload with --payload FILE", c.Args().First())
 	}
@@ -129,7 +172,7 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 	if o.scheme != provider.GitHub {
 		// Another sender's delivery: its own payload, its event named or,
 		// for Standard Webhooks and Stripe, the payload's type.
-		if o.payloadPath == "" {
+		if o.payloadPath == "" && o.from == nil {
 			return o, usageErrorf("--provider %s: give the payload with --payload FILE (the built-in examples are GitHub's)", o.scheme)
 		}
 		if o.name == "" && o.scheme != provider.Standard && o.scheme != provider.Stripe {
@@ -152,7 +195,7 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 	case !header.IsValue(o.name):
 		return o, usageErrorf("--event: the name contains control characters")
 	}
-	if o.payloadPath == "" && o.scheme == provider.GitHub {
+	if o.payloadPath == "" && o.from == nil && o.scheme == provider.GitHub {
 		if o.example, err = pickExample(o.event, o.action, hasAction); err != nil {
 			return o, err
 		}
@@ -258,15 +301,34 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	}
 
 	var payload []byte
-	if o.payloadPath == "" {
+	switch {
+	case o.from != nil:
+		payload = o.from.Body
+	case o.payloadPath == "":
 		payload, _ = examples.Payload(o.example)
-	} else {
+	default:
 		var err error
 		if payload, err = readInput(o.payloadPath, s); err != nil {
 			return err
 		}
 		if o.scheme == provider.GitHub {
 			checkPayload(payload, o, warn)
+		}
+	}
+	if len(o.overrides) > 0 {
+		// Checked against the event's type from GitHub's description (the
+		// event.action's when the payload has an action); another
+		// sender's payload is not checked.
+		typeName := ""
+		if o.scheme == provider.GitHub {
+			typeName = o.event
+			if action, _ := jsonscan.StringMember(payload, "action"); len(action) > 0 {
+				typeName += "." + string(action)
+			}
+		}
+		var err error
+		if payload, err = applyOverrides(slices.Clone(payload), typeName, o.overrides); err != nil {
+			return err
 		}
 	}
 
