@@ -1,7 +1,8 @@
 // Package webhookstest builds signed GitHub webhook deliveries for an
 // App's own tests, as net/http/httptest builds requests: from hookline's
-// built-in examples, from a payload value or from bytes, with fields
-// overridden, and hands them to an http.Handler or a *webhooks.Webhooks.
+// built-in examples, a payload value, bytes or a recorded delivery (a
+// capture file's), with fields overridden, and hands them to an
+// http.Handler or a *webhooks.Webhooks.
 // No network, no relay, no hand-signed JSON.
 //
 //	d, _ := webhookstest.Example("issues.opened")
@@ -21,9 +22,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/examples"
 	"github.com/hookline/hookline/webhooks"
 )
@@ -42,7 +45,7 @@ type Delivery struct {
 func Example(name string) (*Delivery, error) {
 	body, ok := examples.Payload(name)
 	if !ok {
-		return nil, fmt.Errorf("webhookstest: no example %q; there are %s", name, strings.Join(examples.Names(), ", "))
+		return nil, fmt.Errorf("webhookstest: no example %q (Names lists the %d there are)", name, len(examples.Names()))
 	}
 	event, _, _ := strings.Cut(name, ".")
 	return FromBytes(event, body), nil
@@ -59,6 +62,21 @@ func FromPayload(event string, v any) (*Delivery, error) {
 		return nil, fmt.Errorf("webhookstest: encoding the payload: %w", err)
 	}
 	return FromBytes(event, body), nil
+}
+
+// FromDelivery returns a Delivery of a recorded one: a capture file's
+// (capture.Read(path) gives a capture.File, whose Delivery this takes), or
+// any delivery.Delivery. Its event, id and exact body are kept, and its
+// headers but the signatures, which Request makes again.
+func FromDelivery(rec *delivery.Delivery) *Delivery {
+	d := &Delivery{Event: rec.Event, ID: rec.ID, Body: slices.Clone(rec.Body), Header: rec.Headers.Clone()}
+	if d.ID == "" {
+		d.ID = newID()
+	}
+	for _, k := range []string{"X-Hub-Signature", "X-Hub-Signature-256", "Content-Length"} {
+		d.Header.Del(k)
+	}
+	return d
 }
 
 // FromBytes returns a Delivery of event with exactly body.
