@@ -9,6 +9,8 @@
 package delivery
 
 import (
+	"crypto/rand"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -49,6 +51,16 @@ type Delivery struct {
 	// by link (BodySource BodyLinked, Body nil until fetched): a URL
 	// reference relative to the stream's URL.
 	Link string
+}
+
+// NewID returns a new random delivery id in GitHub's shape: a version 4
+// UUID, as in X-GitHub-Delivery.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand.Read crashes the program instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // Identify sets ID and Event from the headers when they are empty.

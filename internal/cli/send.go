@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -340,7 +339,7 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 
 	id := o.deliveryID
 	if id == "" {
-		id = newDeliveryID()
+		id = delivery.NewID()
 	}
 	h := http.Header{}
 	h.Set("Accept", "*/*")
@@ -521,14 +520,4 @@ func nobodySubscribed(answer []byte) bool {
 // Cookie): a server that echoes its request must not make send print them.
 func (o sendOptions) redact(text string) string {
 	return redactEcho(text, []string{o.secret}, o.header)
-}
-
-// newDeliveryID returns a random (version 4) UUID from crypto/rand, the
-// form of GitHub's X-GitHub-Delivery.
-func newDeliveryID() string {
-	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand.Read crashes the program instead)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -17,7 +17,6 @@ package webhookstest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -71,7 +70,7 @@ func FromPayload(event string, v any) (*Delivery, error) {
 func FromDelivery(rec *delivery.Delivery) *Delivery {
 	d := &Delivery{Event: rec.Event, ID: rec.ID, Body: slices.Clone(rec.Body), Header: rec.Headers.Clone()}
 	if d.ID == "" {
-		d.ID = newID()
+		d.ID = delivery.NewID()
 	}
 	for _, k := range []string{"X-Hub-Signature", "X-Hub-Signature-256", "Content-Length"} {
 		d.Header.Del(k)
@@ -81,14 +80,7 @@ func FromDelivery(rec *delivery.Delivery) *Delivery {
 
 // FromBytes returns a Delivery of event with exactly body.
 func FromBytes(event string, body []byte) *Delivery {
-	return &Delivery{Event: event, ID: newID(), Body: body}
-}
-
-func newID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80 // a version 4 UUID, as GitHub's
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	return &Delivery{Event: event, ID: delivery.NewID(), Body: body}
 }
 
 // Set sets the field at path, a dotted path through objects and array
