@@ -244,10 +244,15 @@ func noColorSet(c *ucli.Context) bool {
 
 // closest returns the name in names closest to typed when it is close
 // enough to be a typo (at most two edits), "" otherwise.
-func closest(typed string, names []string) string {
-	best, bestD := "", 3
+func closest(typed string, names []string) string { return closestWithin(typed, names, 2) }
+
+// closestWithin returns the name in names (of two letters or more)
+// closest to typed by edit distance, when at most within edits away; ""
+// otherwise. A negative within has no bound.
+func closestWithin(typed string, names []string, within int) string {
+	best, bestD := "", within+1
 	for _, n := range names {
-		if d := editDistance(typed, n); d < bestD && len(n) > 1 {
+		if d := editDistance(typed, n); (within < 0 && best == "" || d < bestD) && len(n) > 1 {
 			best, bestD = n, d
 		}
 	}

@@ -14,12 +14,10 @@ import (
 )
 
 // An override is one --set, --set-json or --unset of send: a dotted path
-// ("pull_request.number", "commits.0.message") and the JSON to put there
-// (nil: remove the member).
+// ("pull_request.number", "commits.0.message") and the text given for it
+// (--set's, typed by the field it lands in; --set-json's JSON).
 type override struct {
-	flag, path string
-	value      []byte // JSON; nil for --unset
-	raw        string // --set's text, typed by the field it lands in
+	flag, path, text string
 }
 
 // applyOverrides checks each override against the Go type generated from
@@ -42,11 +40,12 @@ func applyOverrides(body []byte, typeName string, overrides []override) ([]byte,
 		if err != nil {
 			return nil, usageErrorf("%s %s: %v", o.flag, o.path, err)
 		}
-		value := o.value
+		var value []byte // nil: --unset
 		switch o.flag {
 		case "--set":
-			value, err = typedValue(o.raw, t, nullable)
+			value, err = typedValue(o.text, t, nullable)
 		case "--set-json":
+			value = []byte(o.text)
 			err = checkJSON(value, t, nullable)
 		}
 		if err != nil {
@@ -97,7 +96,7 @@ func fieldType(t reflect.Type, steps []string) (reflect.Type, bool, error) {
 			}
 			if !found {
 				hint := ""
-				if best := nearest(step, names); best != "" {
+				if best := closestWithin(step, names, len(step)/2); best != "" {
 					hint = " (did you mean " + best + "?)"
 				}
 				return nil, false, fmt.Errorf("%s has no field %q%s", at, step, hint)
@@ -114,18 +113,6 @@ func fieldType(t reflect.Type, steps []string) (reflect.Type, bool, error) {
 		}
 	}
 	return t, nullable, nil
-}
-
-// nearest returns the name closest to s by edit distance, "" when none is
-// within half of s's length.
-func nearest(s string, names []string) string {
-	best, bestD := "", len(s)/2+1
-	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
 }
 
 // kindName names t's JSON kind for messages.

@@ -154,7 +154,7 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 				if !ok || path == "" {
 					return o, usageErrorf("%s %q: want PATH=VALUE, such as pull_request.number=7", flag.name, v)
 				}
-				ov.path, ov.raw, ov.value = path, value, []byte(value)
+				ov.path, ov.text = path, value
 			}
 			o.overrides = append(o.overrides, ov)
 		}
@@ -250,13 +250,7 @@ func nearestExample(name string) string {
 	if candidates == nil {
 		candidates = examples.Names()
 	}
-	best, bestD := "", -1
-	for _, n := range candidates {
-		if d := editDistance(name, n); bestD < 0 || d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
+	return closestWithin(name, candidates, -1)
 }
 
 func pickExample(event, action string, hasAction bool) (string, error) {

@@ -86,7 +86,7 @@ func parseVerify(c *ucli.Context, sv *secretFlagValues, signature string) (verif
 	return o, err
 }
 
-func runVerify(ctx context.Context, o verifyOptions, s *streams) error {
+func runVerify(_ context.Context, o verifyOptions, s *streams) error {
 	if o.scheme != provider.GitHub {
 		return runVerifyScheme(o, s)
 	}
