@@ -291,13 +291,14 @@ func (f *forwarder) Forward(ctx context.Context, d *delivery.Delivery) *TargetRe
 	}
 	defer resp.Body.Close()
 	res.Status, res.Header = resp.StatusCode, resp.Header
-	res.Body, _ = io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBody))
-	// Drain a little more so the connection can be reused.
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 256<<10))
+	// The body is read through the attempt's answerTee, which keeps its
+	// first MaxAnswerBody bytes; a little more is drained so that the
+	// connection can be reused.
+	io.Copy(io.Discard, io.LimitReader(resp.Body, MaxAnswerBody+256<<10))
 	res.Duration = time.Since(start)
 	res.Attempts = log.done(true)
 	if n := len(res.Attempts); n > 0 {
-		res.Attempts[n-1].Body = res.Body // one copy of the last answer, not two
+		res.Body = res.Attempts[n-1].Body // one copy of the answer
 	}
 	return res
 }

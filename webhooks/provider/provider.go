@@ -169,11 +169,11 @@ func Verify(s Scheme, h http.Header, body []byte, c Check) error {
 	if len(c.Secrets) == 0 {
 		return fmt.Errorf("%w: no secret to check with", ErrSecretFormat)
 	}
-	sigs, signed, ts, err := parse(s, h, body)
+	p, err := parse(s, h, body)
 	if err != nil {
 		return err
 	}
-	if ts != nil {
+	if ts := p.ts; ts != nil {
 		now := c.Now
 		if now.IsZero() {
 			now = time.Now()
@@ -188,8 +188,8 @@ func Verify(s Scheme, h http.Header, body []byte, c Check) error {
 	}
 	for _, secret := range c.Secrets {
 		if s == GitLab {
-			for _, sig := range sigs {
-				if subtle.ConstantTimeCompare([]byte(sig), []byte(secret)) == 1 {
+			for _, sig := range p.sigs {
+				if subtle.ConstantTimeCompare(sig, []byte(secret)) == 1 {
 					return nil
 				}
 			}
@@ -199,8 +199,8 @@ func Verify(s Scheme, h http.Header, body []byte, c Check) error {
 		if err != nil {
 			return err
 		}
-		want := mac(s, sigs, key, signed)
-		for _, sig := range sigs {
+		want := mac(p.hash, key, p.msg)
+		for _, sig := range p.sigs {
 			if hmac.Equal(sig, want) {
 				return nil
 			}
@@ -216,9 +216,19 @@ func plural(n int, what string) string {
 	return strconv.Itoa(n) + " " + what + "s"
 }
 
-// parse reads s's signatures from h (raw bytes, or the token for GitLab),
-// the bytes they sign, and the signed timestamp if the scheme has one.
-func parse(s Scheme, h http.Header, body []byte) (sigs [][]byte, signed []byte, ts *time.Time, err error) {
+// signed is what parse reads of a delivery: its signatures (raw bytes, or
+// the token for GitLab), the bytes they sign, the signed timestamp if the
+// scheme has one, and the hash of their HMAC.
+type signed struct {
+	sigs [][]byte
+	msg  []byte
+	ts   *time.Time
+	hash func() hash.Hash
+}
+
+// parse reads s's signatures from h.
+func parse(s Scheme, h http.Header, body []byte) (signed, error) {
+	var sigs [][]byte
 	name := s.Header()
 	v := strings.TrimSpace(h.Get(name))
 	if v == "" && s == GitHub {
@@ -228,45 +238,45 @@ func parse(s Scheme, h http.Header, body []byte) (sigs [][]byte, signed []byte, 
 		}
 	}
 	if v == "" {
-		return nil, nil, nil, fmt.Errorf("%w: %s is absent (a %s delivery carries it)", ErrNoSignature, s.Header(), s)
+		return signed{}, fmt.Errorf("%w: %s is absent (a %s delivery carries it)", ErrNoSignature, s.Header(), s)
 	}
 	malformed := func(why string) error {
 		return fmt.Errorf("%w: %s %.80q: %s", ErrMalformed, name, v, why)
 	}
 	switch s {
 	case GitHub, Bitbucket:
-		prefix := "sha256="
+		prefix, hash := "sha256=", sha256.New
 		if name == "X-Hub-Signature" && s == GitHub {
-			prefix = "sha1="
+			prefix, hash = "sha1=", sha1.New // the legacy header
 		}
 		hexSig, ok := strings.CutPrefix(v, prefix)
 		b, err := hex.DecodeString(hexSig)
 		if !ok || err != nil {
-			return nil, nil, nil, malformed("want " + prefix + "<hex>")
+			return signed{}, malformed("want " + prefix + "<hex>")
 		}
-		return [][]byte{b}, body, nil, nil
+		return signed{sigs: [][]byte{b}, msg: body, hash: hash}, nil
 	case Gitea, Forgejo:
 		b, err := hex.DecodeString(v)
 		if err != nil {
-			return nil, nil, nil, malformed("want the hex HMAC")
+			return signed{}, malformed("want the hex HMAC")
 		}
-		return [][]byte{b}, body, nil, nil
+		return signed{sigs: [][]byte{b}, msg: body, hash: sha256.New}, nil
 	case GitLab:
-		return [][]byte{[]byte(v)}, nil, nil, nil
+		return signed{sigs: [][]byte{[]byte(v)}}, nil
 	case Shopify:
 		b, err := base64.StdEncoding.DecodeString(v)
 		if err != nil {
-			return nil, nil, nil, malformed("want the base64 HMAC")
+			return signed{}, malformed("want the base64 HMAC")
 		}
-		return [][]byte{b}, body, nil, nil
+		return signed{sigs: [][]byte{b}, msg: body, hash: sha256.New}, nil
 	case Standard:
 		id, tsText := h.Get("Webhook-Id"), h.Get("Webhook-Timestamp")
 		if id == "" || tsText == "" {
-			return nil, nil, nil, fmt.Errorf("%w: webhook-id and webhook-timestamp must come with webhook-signature", ErrMalformed)
+			return signed{}, fmt.Errorf("%w: webhook-id and webhook-timestamp must come with webhook-signature", ErrMalformed)
 		}
 		t, err := unixTime(tsText)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: webhook-timestamp %.40q is not Unix seconds", ErrMalformed, tsText)
+			return signed{}, fmt.Errorf("%w: webhook-timestamp %.40q is not Unix seconds", ErrMalformed, tsText)
 		}
 		for _, part := range strings.Fields(v) {
 			version, b64, ok := strings.Cut(part, ",")
@@ -278,9 +288,9 @@ func parse(s Scheme, h http.Header, body []byte) (sigs [][]byte, signed []byte, 
 			}
 		}
 		if len(sigs) == 0 {
-			return nil, nil, nil, malformed("no v1,<base64> signature")
+			return signed{}, malformed("no v1,<base64> signature")
 		}
-		return sigs, append([]byte(id+"."+tsText+"."), body...), &t, nil
+		return signed{sigs, append([]byte(id+"."+tsText+"."), body...), &t, sha256.New}, nil
 	case Stripe:
 		var tsText string
 		for _, part := range strings.Split(v, ",") {
@@ -296,26 +306,26 @@ func parse(s Scheme, h http.Header, body []byte) (sigs [][]byte, signed []byte, 
 		}
 		t, err := unixTime(tsText)
 		if err != nil {
-			return nil, nil, nil, malformed("want t=<unix seconds>,v1=<hex>")
+			return signed{}, malformed("want t=<unix seconds>,v1=<hex>")
 		}
 		if len(sigs) == 0 {
-			return nil, nil, nil, malformed("no v1 signature (only v1 is verified)")
+			return signed{}, malformed("no v1 signature (only v1 is verified)")
 		}
-		return sigs, append([]byte(tsText+"."), body...), &t, nil
+		return signed{sigs, append([]byte(tsText+"."), body...), &t, sha256.New}, nil
 	case Slack:
 		tsText := h.Get("X-Slack-Request-Timestamp")
 		t, err := unixTime(tsText)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: X-Slack-Request-Timestamp %.40q is not Unix seconds", ErrMalformed, tsText)
+			return signed{}, fmt.Errorf("%w: X-Slack-Request-Timestamp %.40q is not Unix seconds", ErrMalformed, tsText)
 		}
 		hexSig, ok := strings.CutPrefix(v, "v0=")
 		b, err := hex.DecodeString(hexSig)
 		if !ok || err != nil {
-			return nil, nil, nil, malformed("want v0=<hex>")
+			return signed{}, malformed("want v0=<hex>")
 		}
-		return [][]byte{b}, append([]byte("v0:"+tsText+":"), body...), &t, nil
+		return signed{[][]byte{b}, append([]byte("v0:"+tsText+":"), body...), &t, sha256.New}, nil
 	}
-	return nil, nil, nil, fmt.Errorf("%w %q", ErrUnknown, s)
+	return signed{}, fmt.Errorf("%w %q", ErrUnknown, s)
 }
 
 func unixTime(s string) (time.Time, error) {
@@ -342,15 +352,11 @@ func keyOf(s Scheme, secret string) ([]byte, error) {
 	return key, nil
 }
 
-// mac is the one HMAC routine: SHA-256 for every scheme, SHA-1 for
-// GitHub's legacy header (a 20-byte signature).
-func mac(s Scheme, sigs [][]byte, key, signed []byte) []byte {
-	var h func() hash.Hash = sha256.New
-	if s == GitHub && len(sigs) == 1 && len(sigs[0]) == sha1.Size {
-		h = sha1.New
-	}
+// mac is the one HMAC routine of every scheme: SHA-256, or the hash parse
+// found (SHA-1 for GitHub's legacy header).
+func mac(h func() hash.Hash, key, msg []byte) []byte {
 	m := hmac.New(h, key)
-	m.Write(signed)
+	m.Write(msg)
 	return m.Sum(nil)
 }
 
@@ -378,7 +384,7 @@ func Sign(s Scheme, secret string, body []byte, opts Signing) (http.Header, erro
 	}
 	ts := strconv.FormatInt(at.Unix(), 10)
 	h := http.Header{}
-	sum := func(signed []byte) []byte { return mac(s, nil, key, signed) }
+	sum := func(msg []byte) []byte { return mac(sha256.New, key, msg) }
 	switch s {
 	case GitHub, Bitbucket:
 		h.Set(s.Header(), "sha256="+hex.EncodeToString(sum(body)))
