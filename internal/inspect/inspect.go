@@ -145,7 +145,10 @@ func (in *Inspector) Add(r proxy.Result) {
 		in.items = in.items[1:]
 		in.evicted++
 	}
-	msg, _ := json.Marshal(summary(it))
+	var msg []byte
+	if len(in.subs) > 0 { // encoded only for a page that listens
+		msg, _ = json.Marshal(summary(it))
+	}
 	for ch := range in.subs {
 		select {
 		case ch <- msg:
