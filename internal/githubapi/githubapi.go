@@ -1,8 +1,11 @@
 // Package githubapi calls the part of GitHub's REST API that hookline
 // needs: a repository's or organisation's webhooks (list, create, update,
-// delete) and their deliveries (list, fetch, redeliver). It sends every
-// request through package rest, with a token, and turns GitHub's refusals
-// into one-line errors that say what to do.
+// delete), a GitHub App's one webhook (its configuration: TheApp), the
+// deliveries of either (list, fetch, redeliver), and the exchange of an App
+// manifest's code for the App's credentials. It sends every request through
+// package rest, with a token (a user's, or the App's JSON Web Token signed
+// by App), and turns GitHub's refusals into one-line errors that say what
+// to do.
 //
 //	c := &githubapi.Client{Token: token}
 //	hook, err := c.CreateHook(ctx, githubapi.Repo("octo/hello"), githubapi.HookConfig{URL: channel, Secret: secret}, []string{"*"})
@@ -50,10 +53,12 @@ var (
 	ErrUnexpected   = errors.New("GitHub answered something unexpected")
 )
 
-// Owner is whose webhooks: a repository ("owner/name") or an organisation.
+// Owner is whose webhooks: a repository ("owner/name"), an organisation, or
+// the GitHub App of the Client's App (TheApp), whose one webhook has no id.
 type Owner struct {
 	Repo string // "owner/name"
 	Org  string
+	App  bool
 }
 
 // Repo is the Owner for repository "owner/name".
@@ -68,8 +73,9 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 // form GitHub allows.
 func (o Owner) Check() error {
 	switch {
-	case o.Repo != "" && o.Org != "":
-		return errors.New("give a repository or an organisation, not both")
+	case o.Repo != "" && o.Org != "", o.App && (o.Repo != "" || o.Org != ""):
+		return errors.New("give a repository, an organisation or the App, one of them")
+	case o.App:
 	case o.Org != "":
 		if !nameRE.MatchString(o.Org) {
 			return fmt.Errorf("organisation %q: want a name such as my-org", o.Org)
@@ -86,6 +92,9 @@ func (o Owner) Check() error {
 }
 
 func (o Owner) String() string {
+	if o.App {
+		return "the GitHub App"
+	}
 	if o.Org != "" {
 		return "organisation " + o.Org
 	}
@@ -93,6 +102,9 @@ func (o Owner) String() string {
 }
 
 func (o Owner) path() string {
+	if o.App {
+		return "/app"
+	}
 	if o.Org != "" {
 		return "/orgs/" + url.PathEscape(o.Org)
 	}
@@ -100,8 +112,11 @@ func (o Owner) path() string {
 	return "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name)
 }
 
-// hookPath is the path of o's webhook id.
+// hookPath is the path of o's webhook id (the App's one webhook has none).
 func (o Owner) hookPath(id int64) string {
+	if o.App {
+		return "/app/hook"
+	}
 	return o.path() + "/hooks/" + strconv.FormatInt(id, 10)
 }
 
@@ -118,6 +133,7 @@ func (o Owner) scope() string {
 type Client struct {
 	BaseURL string       // if empty, DefaultBaseURL
 	Token   string       // sent as a bearer token, never printed
+	App     *App         // signs the token of TheApp's requests
 	REST    *rest.Client // if nil, one with a retry policy
 	// MaxWait is the longest rate-limit wait sat out before an error; if
 	// zero, 90 seconds.
@@ -169,8 +185,8 @@ func (c *Client) do(ctx context.Context, o Owner, method, path string, query map
 			"User-Agent":           "hookline",
 		},
 	}
-	if c.Token != "" {
-		req.Headers["Authorization"] = "Bearer " + c.Token
+	if o.App && c.App == nil {
+		return nil, errors.New("the App's endpoints need the App's ID and private key (Client.App)")
 	}
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -183,7 +199,12 @@ func (c *Client) do(ctx context.Context, o Owner, method, path string, query map
 	if rc == nil {
 		rc = defaultREST
 	}
+	adjusted := false
 	for waits := 0; ; waits++ {
+		sent := time.Now()
+		if err := c.authorize(o, req.Headers); err != nil {
+			return nil, err
+		}
 		resp, err := rc.SendWithContext(ctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", method, req.BaseURL, err)
@@ -197,6 +218,22 @@ func (c *Client) do(ctx context.Context, o Owner, method, path string, query map
 			return resp, nil
 		}
 		e := newError(method, path, o, resp)
+		if o.App {
+			e.Hint = appHint(resp.StatusCode, e.Message, c.App.ID)
+			if resp.StatusCode == http.StatusUnauthorized && timeClaimRefused(e.Message) {
+				skew, known := c.App.adjust(http.Header(resp.Headers).Get("Date"), sent)
+				if known && !adjusted {
+					adjusted = true
+					if c.Notify != nil {
+						c.Notify(fmt.Sprintf("%s: hookline signs the App's token on GitHub's time (set the clock: timedatectl set-ntp true)", describeSkew(skew)))
+					}
+					continue
+				}
+				if known || skew != 0 {
+					e.Hint = describeSkew(skew) + "; " + e.Hint
+				}
+			}
+		}
 		if wait, limited := rateLimited(resp, time.Now()); limited {
 			maxWait := c.MaxWait
 			if maxWait == 0 {
@@ -221,6 +258,22 @@ func (c *Client) do(ctx context.Context, o Owner, method, path string, query map
 		}
 		return resp, e
 	}
+}
+
+// authorize sets the Authorization header of a request for o: the App's
+// token for TheApp, else the Client's token, if any.
+func (c *Client) authorize(o Owner, h map[string]string) error {
+	switch {
+	case o.App:
+		token, err := c.App.JWT()
+		if err != nil {
+			return err
+		}
+		h["Authorization"] = "Bearer " + token
+	case c.Token != "":
+		h["Authorization"] = "Bearer " + c.Token
+	}
+	return nil
 }
 
 // rateLimited reports whether resp is a rate-limit refusal and how long to

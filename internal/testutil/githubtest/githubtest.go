@@ -124,7 +124,8 @@ type Refusal struct {
 
 // Server is the API. Its fields are read under its lock through the methods.
 type Server struct {
-	URL string // the API's base URL, with a path if New was given one
+	URL    string // the API's base URL, with a path if New was given one
+	WebURL string // GitHub's web pages (the App manifest form's target)
 
 	t      testing.TB
 	router routers.Router
@@ -137,6 +138,9 @@ type Server struct {
 	refusals   []Refusal
 	calls      []string
 	sending    sync.WaitGroup
+	skew       time.Duration // GitHub's clock minus the real one
+	manifests  map[string]*manifestApp
+	app        *manifestApp // the App made from a manifest, once converted
 }
 
 // New starts a server whose API is at base path prefix ("" for
@@ -145,9 +149,11 @@ type Server struct {
 func New(t testing.TB, prefix string) *Server {
 	t.Helper()
 	doc := document(t)
-	s := &Server{t: t, hooks: map[int64]*Hook{}, nextID: 1000, client: &http.Client{Timeout: 10 * time.Second}}
+	s := &Server{t: t, hooks: map[int64]*Hook{}, nextID: 1000, client: &http.Client{Timeout: 10 * time.Second}, manifests: map[string]*manifestApp{}}
+	s.hooks[AppHookID] = &Hook{ID: AppHookID, Owner: "/app", URL: AppHookURL, Secret: "the App's own secret", Active: true, Events: []string{"*"}}
 	hs := httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = hs.URL + prefix
+	s.WebURL = hs.URL
 	// The one loaded document, with this server's URL and the webhook
 	// operations only: GitHub's description has paths kin-openapi's router
 	// calls conflicting (/orgs/{org}/attestations/{subject_digest} and
@@ -156,7 +162,7 @@ func New(t testing.TB, prefix string) *Server {
 	served.Servers = openapi3.Servers{{URL: s.URL}}
 	served.Paths = openapi3.NewPaths()
 	for path, item := range doc.Paths.Map() {
-		if strings.Contains(path, "/hooks") {
+		if strings.Contains(path, "/hooks") || path == "/app" || strings.HasPrefix(path, "/app/hook") || strings.HasPrefix(path, "/app-manifests/") {
 			served.Paths.Set(path, item)
 		}
 	}
@@ -174,12 +180,16 @@ func New(t testing.TB, prefix string) *Server {
 	return s
 }
 
-// Hooks returns the hooks the server keeps, by id.
+// Hooks returns the repository and organisation hooks the server keeps,
+// by id (not the App's: AppHook).
 func (s *Server) Hooks() []Hook {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Hook
 	for _, id := range slices.Sorted(maps.Keys(s.hooks)) {
+		if id == AppHookID {
+			continue
+		}
 		out = append(out, *s.hooks[id])
 	}
 	return out
@@ -238,7 +248,7 @@ func (s *Server) Deliver(hookID int64, event string, payload []byte) (HookDelive
 		"X-GitHub-Event":                         event,
 		"X-GitHub-Hook-ID":                       strconv.FormatInt(hookID, 10),
 		"X-GitHub-Hook-Installation-Target-ID":   "1",
-		"X-GitHub-Hook-Installation-Target-Type": "repository",
+		"X-GitHub-Hook-Installation-Target-Type": targetType(hook.Owner),
 		"X-Hub-Signature-256":                    "sha256=" + hex.EncodeToString(mac.Sum(nil)),
 		"Content-Type":                           "application/json",
 	}
@@ -264,6 +274,11 @@ func (s *Server) Deliver(hookID int64, event string, payload []byte) (HookDelive
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Date", s.now().UTC().Format(http.TimeFormat))
+	if strings.HasSuffix(r.URL.Path, "/settings/apps/new") {
+		s.newAppForm(w, r)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.URL.Scheme, r.URL.Host = "http", r.Host // the router matches the server URL
@@ -292,7 +307,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			s.t.Errorf("githubtest: %s %s: header %s = %q, want %q (GitHub's REST API documentation)", r.Method, r.URL, name, got, want)
 		}
 	}
-	if r.Header.Get("Authorization") != "Bearer "+Token {
+	apiPath := strings.TrimPrefix(r.URL.Path, strings.TrimPrefix(s.URL, hostOf(s.URL)))
+	switch {
+	case strings.HasPrefix(apiPath, "/app-manifests/"): // no credentials
+	case apiPath == "/app" || strings.HasPrefix(apiPath, "/app/"):
+		if msg := s.checkJWT(r.Header.Get("Authorization")); msg != "" {
+			writeJSON(w, http.StatusUnauthorized, fmt.Sprintf(`{"message":%q,"documentation_url":"https://docs.github.com/rest"}`, msg))
+			return
+		}
+	case r.Header.Get("Authorization") != "Bearer "+Token:
 		writeJSON(w, http.StatusUnauthorized, `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest","status":"401"}`)
 		return
 	}
@@ -306,8 +329,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Unlock()
-	owner := strings.TrimPrefix(r.URL.Path, strings.TrimPrefix(s.URL, hostOf(s.URL)))
-	owner = owner[:strings.Index(owner, "/hooks")]
+	owner := apiPath
+	if i := strings.Index(owner, "/hooks"); i >= 0 {
+		owner = owner[:i]
+	} else if strings.HasPrefix(owner, "/app/") || owner == "/app" {
+		owner = "/app"
+	}
 	var then func() // what GitHub does after it has answered
 	status, fill, next := s.operate(op, owner, params, body, r.URL.Query(), &then)
 	if then != nil {
@@ -352,6 +379,9 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hookID, _ := strconv.ParseInt(params["hook_id"], 10, 64)
+	if owner == "/app" {
+		hookID = AppHookID
+	}
 	h := s.hooks[hookID]
 	if params["hook_id"] != "" && (h == nil || h.Owner != owner) {
 		return http.StatusNotFound, func(any) any {
@@ -365,6 +395,8 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 	}
 	_ = json.Unmarshal(body, &in)
 	switch op = op[strings.IndexByte(op, '/')+1:]; op {
+	case "get-authenticated", "get-webhook-config-for-app", "update-webhook-config-for-app", "create-from-manifest":
+		return s.operateApp(op, params, body)
 	case "list-webhooks":
 		var list []*Hook
 		for _, id := range slices.Sorted(maps.Keys(s.hooks)) {
