@@ -10,11 +10,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/hookline/hookline/internal/atomicfile"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/sse"
 )
@@ -105,38 +105,6 @@ func parseState(data []byte) (stateDoc, error) {
 	return doc, nil
 }
 
-// writeFileAtomic replaces path with data: a temporary file in the same
-// directory, written, synced (fsync) and renamed over path. After the
-// process dies at any point (kill -9), path holds the old or the new
-// content, never a mix; after a power loss too, since the data is synced
-// before the rename. The directory is not synced: a power loss may undo
-// the rename and leave the previous state, which makes a restart receive
-// some deliveries again, never fewer. Syncing it would cost a second fsync
-// per delivery (about 2 ms each on a cloud disk).
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, nothing to remove
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil && !errors.Is(err, errors.ErrUnsupported) {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
 
 // syncDir makes a rename in dir durable where the system allows it (not on
 // Windows, where a directory cannot be opened for syncing).
@@ -259,7 +227,7 @@ func (c *checkpoint) write(doc stateDoc, version uint64) {
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err == nil {
 		data = append(data, '\n')
-		err = writeFileAtomic(c.path, data, 0o600)
+		err = atomicfile.Write(c.path, data, 0o600)
 	}
 	if err != nil {
 		c.onWriteErr(fmt.Errorf("writing the state file %s: %w", c.path, err))
