@@ -131,6 +131,7 @@ func newApp(s *streams) *ucli.App {
 			sendCommand(s),
 			replayCommand(s),
 			deliveriesCommand(s),
+			appCommand(s),
 			serveCommand(s),
 			signCommand(s),
 			verifyCommand(s),
@@ -174,7 +175,11 @@ func newApp(s *streams) *ucli.App {
 	}
 	// --no-color is accepted after the command name too
 	// (`hookline forward --no-color`), where people put it.
+	commands := slices.Clone(app.Commands)
 	for _, cmd := range app.Commands {
+		commands = append(commands, cmd.Subcommands...) // app new
+	}
+	for _, cmd := range commands {
 		cmd.Flags = append(cmd.Flags, &ucli.BoolFlag{Name: "no-color", Usage: "never colour output"})
 		cmd.HideHelpCommand = true // no "help" subcommand: commands are leaves (and completion works)
 		// A usage error is one line on stderr and exit 2, never the help.

@@ -157,11 +157,14 @@ func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forw
 		o.inspectAddr = f.inspect.addr
 	}
 	o.sendHint[0], o.sendHint[1] = sendSecretHint(c, &f.secret)
-	if o.github, err = parseGitHub(&f.github); err != nil {
+	if o.github, err = parseGitHub(c, &f.github, false); err != nil {
 		return o, err
 	}
 	if o.keepHook && !o.github.set() {
-		return o, usageErrorf("--keep-hook keeps the webhook that --repo or --org creates: give one of them")
+		return o, usageErrorf("--keep-hook keeps the webhook that --repo, --org or --app points at the channel: give one of them")
+	}
+	if o.secret == "" && o.github.app.secret != "" {
+		o.secret = o.github.app.secret
 	}
 	if o.github.set() {
 		channel := o.url
@@ -367,9 +370,8 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		return err
 	}
 	defer stopRelay()
-	if o.github.set() && o.secret == "" {
-		o.secret = rand.Text() // 26 characters, 130 random bits
-		fmt.Fprintln(s.err, "webhook secret: a new random one for this run, not shown (give --secret to choose it)")
+	if err := chooseSecret(&o, access, s); err != nil {
+		return err
 	}
 	handlers, err := pluginHandlers(o.plugins, logger, s)
 	if err != nil {
@@ -404,7 +406,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	})()
 	if hook != nil {
 		defer hook.start(runCtx, stopRun, func(ctx context.Context) (func(), error) {
-			return o.github.setUpHook(ctx, access, channel, o.secret, hookEvents(o.events), o.keepHook, s)
+			return o.github.setUpHooks(ctx, access, channel, o.secret, hookEvents(o.events), o.keepHook, s)
 		})()
 	}
 	err = client.Run(runCtx)
@@ -430,6 +432,37 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		return fmt.Errorf("%w\nthe relay refused the channel; check --url (a channel URL looks like https://smee.io/AbCdEf123)", err)
 	}
 	return err
+}
+
+// chooseSecret settles the webhook secret when GitHub's webhooks are set
+// up: the one given (--secret, or --app-env's WEBHOOK_SECRET) is set on
+// each; without one, a new random one, except for a GitHub App that has a
+// secret already, which GitHub never returns: replacing it could not be
+// undone, so it is left as it is and deliveries go unverified.
+func chooseSecret(o *forwardOptions, access githubAccess, s *streams) error {
+	if !o.github.set() {
+		return nil
+	}
+	if o.secret != "" {
+		if o.github.hasApp() {
+			from := "the one given with --secret"
+			if o.github.app.secretFrom != "" && o.secret == o.github.app.secret {
+				from = o.github.app.secretFrom
+			}
+			fmt.Fprintf(s.err, "the App's webhook secret is now %s: GitHub never returns a secret, so the one before could not be read to put back\n", from)
+		}
+		return nil
+	}
+	if o.github.hasApp() && access.appConfig.Secret != "" {
+		if len(o.github.hooks()) > 0 {
+			return usageErrorf("the GitHub App has a webhook secret, which GitHub never returns, and --repo/--org need the same one to verify every delivery: give it with --secret (or --app-env)")
+		}
+		fmt.Fprintln(s.err, "the App's webhook secret is left as it is (GitHub never returns it): deliveries are forwarded unverified; give it with --secret or --app-env to verify them")
+		return nil
+	}
+	o.secret = rand.Text() // 26 characters, 130 random bits
+	fmt.Fprintln(s.err, "webhook secret: a new random one for this run, not shown (give --secret to choose it)")
+	return nil
 }
 
 // setUpChannel returns the channel forward subscribes to: --url, a new one
@@ -801,9 +834,10 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 		&ucli.DurationFlag{Name: "dedup-window", Value: dedupWindow, Usage: "skip a delivery whose id was seen within this `DURATION` (and among the last 10,000); 0 lets every repeat through", Destination: &o.dedupWindow},
 	}
 	githubFlagList := append(githubFlags("GitHub",
-		"create a webhook on GitHub repository `OWNER/NAME` that sends to the channel, with a new secret, deleted when forward ends",
-		"the same on GitHub organisation `ORG`", &f.github),
-		&ucli.BoolFlag{Name: "keep-hook", Usage: "keep the webhook --repo or --org created when forward ends", Destination: &o.keepHook})
+		"create a webhook on GitHub repository `OWNER/NAME` that sends to the channel, with a new secret, deleted when forward ends (repeatable)",
+		"the same on GitHub organisation `ORG` (repeatable)",
+		"point the GitHub App's webhook at the channel (--app-id and --app-key, or --app-env), put back when forward ends", &f.github),
+		&ucli.BoolFlag{Name: "keep-hook", Usage: "keep the webhooks --repo, --org or --app pointed at the channel when forward ends", Destination: &o.keepHook})
 	outputFlags := []ucli.Flag{
 		&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines", Destination: &o.jsonOut},
 		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers, the payload and the target's whole answer", Destination: &o.verbose},

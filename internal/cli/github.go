@@ -26,39 +26,75 @@ import (
 	"github.com/hookline/hookline/rest"
 )
 
-// githubOptions are the flags that name a GitHub repository or
-// organisation and the API that serves it.
+// githubOptions are the flags that name GitHub repositories,
+// organisations or the GitHub App of --app, and the API that serves them.
 type githubOptions struct {
-	owner githubapi.Owner
-	api   string
+	owners []githubapi.Owner // --repo and --org, in that order, then TheApp
+	api    string
+	app    appCredentials // with --app
 }
 
-func (g githubOptions) set() bool { return g.owner != (githubapi.Owner{}) }
+func (g githubOptions) set() bool { return len(g.owners) > 0 }
+
+// hasApp reports whether --app was given.
+func (g githubOptions) hasApp() bool { return slices.Contains(g.owners, githubapi.TheApp) }
+
+// hooks are the owners whose webhooks a token manages (not the App).
+func (g githubOptions) hooks() []githubapi.Owner {
+	return slices.DeleteFunc(slices.Clone(g.owners), func(o githubapi.Owner) bool { return o.App })
+}
 
 // githubFlagValues are what the flags of githubOptions hold.
-type githubFlagValues struct{ repo, org, api string }
+type githubFlagValues struct {
+	repos, orgs ucli.StringSlice
+	api         string
+	app         appFlagValues
+}
 
 // githubFlags are the flags of githubOptions, bound to v, under category,
-// with the usage of --repo and --org.
-func githubFlags(category, repoUsage, orgUsage string, v *githubFlagValues) []ucli.Flag {
-	flags := []ucli.Flag{
-		&ucli.StringFlag{Name: "repo", Usage: repoUsage + " (token: $GITHUB_TOKEN, $GH_TOKEN or gh auth token)", Destination: &v.repo},
-		&ucli.StringFlag{Name: "org", Usage: orgUsage, Destination: &v.org},
+// with the usage of --repo, --org and --app.
+func githubFlags(category, repoUsage, orgUsage, appUsage string, v *githubFlagValues) []ucli.Flag {
+	flags := append([]ucli.Flag{
+		&ucli.StringSliceFlag{Name: "repo", Usage: repoUsage + " (token: $GITHUB_TOKEN, $GH_TOKEN or gh auth token)", Destination: &v.repos},
+		&ucli.StringSliceFlag{Name: "org", Usage: orgUsage, Destination: &v.orgs},
 		&ucli.StringFlag{Name: "github-api", Value: githubapi.DefaultBaseURL, Usage: "GitHub's API `URL` (GitHub Enterprise Server: https://HOST/api/v3)", EnvVars: []string{"HOOKLINE_GITHUB_API"}, Destination: &v.api},
-	}
+	}, appFlags(appUsage, &v.app)...)
 	for _, f := range flags {
 		setCategory(f, category)
 	}
 	return flags
 }
 
-func parseGitHub(v *githubFlagValues) (githubOptions, error) {
-	g := githubOptions{owner: githubapi.Owner{Repo: v.repo, Org: v.org}, api: strings.TrimSuffix(v.api, "/")}
+// parseGitHub reads the flags of githubOptions; single says the command
+// takes one repository, organisation or App (deliveries).
+func parseGitHub(c *ucli.Context, v *githubFlagValues, single bool) (githubOptions, error) {
+	g := githubOptions{api: strings.TrimSuffix(v.api, "/")}
+	for _, r := range v.repos.Value() {
+		g.owners = append(g.owners, githubapi.Repo(r))
+	}
+	for _, o := range v.orgs.Value() {
+		g.owners = append(g.owners, githubapi.Org(o))
+	}
+	var err error
+	if g.app, err = v.app.parse(c); err != nil {
+		return g, err
+	}
+	if v.app.app {
+		g.owners = append(g.owners, githubapi.TheApp)
+	}
 	if !g.set() {
 		return g, nil
 	}
-	if err := g.owner.Check(); err != nil {
-		return g, usageErrorf("--repo/--org: %v", err)
+	for i, o := range g.owners {
+		if err := o.Check(); err != nil {
+			return g, usageErrorf("--repo/--org: %v", err)
+		}
+		if slices.Contains(g.owners[:i], o) {
+			return g, usageErrorf("%s is given twice", o)
+		}
+	}
+	if single && len(g.owners) > 1 {
+		return g, usageErrorf("give one of --repo, --org or --app: this command works on one webhook at a time")
 	}
 	u, err := url.Parse(g.api)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -67,17 +103,22 @@ func parseGitHub(v *githubFlagValues) (githubOptions, error) {
 	return g, nil
 }
 
-// client returns the API client, with a token from the environment or gh.
+// client returns the API client: with a token from the environment or gh
+// when a repository or organisation is named, with the App's key for --app.
 func (g githubOptions) client(ctx context.Context, s *streams, transport http.RoundTripper) (*githubapi.Client, error) {
-	token, err := githubToken(ctx, g.api)
-	if err != nil {
-		return nil, err
-	}
-	return &githubapi.Client{
-		BaseURL: g.api, Token: token,
+	c := &githubapi.Client{
+		BaseURL: g.api, App: g.app.app,
 		REST:   &rest.Client{HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: transport}, Retry: githubapi.RetryPolicy()},
 		Notify: func(msg string) { fmt.Fprintln(s.err, msg) },
-	}, nil
+	}
+	if len(g.hooks()) > 0 {
+		token, err := githubToken(ctx, g.api)
+		if err != nil {
+			return nil, err
+		}
+		c.Token = token
+	}
+	return c, nil
 }
 
 // githubToken finds a token as the gh CLI does: $GITHUB_TOKEN or $GH_TOKEN
@@ -151,56 +192,101 @@ func hookEvents(events []string) []string {
 	return out
 }
 
-// githubAccess is what checkAccess learnt: the API client, and the
-// webhooks g's owner had then.
+// githubAccess is what checkAccess learnt: the API client, the webhooks
+// each owner had then, and the App's webhook configuration.
 type githubAccess struct {
-	gh    *githubapi.Client
-	hooks []githubapi.Hook
+	gh        *githubapi.Client
+	hooks     map[githubapi.Owner][]githubapi.Hook
+	appConfig githubapi.HookConfig
 }
 
-// checkAccess asks GitHub for g's webhooks, so that a missing token, a
-// refused one or a missing scope is said before anything is made (a
-// channel on smee.io, say). setUpHook uses the list it got.
+// checkAccess asks GitHub for the webhooks of every owner in g (and the
+// App's configuration), so that a missing token, a refused one or a
+// missing scope is said before anything is made (a channel on smee.io,
+// say). setUpHooks uses what it got.
 func (g githubOptions) checkAccess(ctx context.Context, s *streams, transport http.RoundTripper) (githubAccess, error) {
 	gh, err := g.client(ctx, s, transport)
 	if err != nil {
 		return githubAccess{}, err
 	}
-	hooks, err := gh.Hooks(ctx, g.owner)
-	return githubAccess{gh, hooks}, err
+	access := githubAccess{gh: gh, hooks: map[githubapi.Owner][]githubapi.Hook{}}
+	for _, o := range g.owners {
+		if o.App {
+			if access.appConfig, err = gh.AppHookConfig(ctx); err != nil {
+				return access, err
+			}
+			continue
+		}
+		if access.hooks[o], err = gh.Hooks(ctx, o); err != nil {
+			return access, err
+		}
+	}
+	return access, nil
+}
+
+// setUpHooks points a webhook of every owner in g at channel, with
+// secret: a new one on each repository and organisation (or the one an
+// earlier run left with the same URL, taken over), and the App's own. It
+// returns what undoes them all when forward ends. When one fails, those
+// already made are undone before the error returns: none is left behind.
+func (g githubOptions) setUpHooks(ctx context.Context, access githubAccess, channel, secret string, events []string, keep bool, s *streams) (func(), error) {
+	var undo []func()
+	undoAll := func() {
+		for _, f := range slices.Backward(undo) {
+			f()
+		}
+	}
+	for _, o := range g.owners {
+		var end func()
+		var err error
+		if o.App {
+			end, err = g.app.point(ctx, access, channel, secret, g.api, keep, s)
+		} else {
+			end, err = setUpHook(ctx, access, o, channel, secret, events, keep, s)
+		}
+		if err != nil {
+			if len(undo) > 0 {
+				fmt.Fprintf(s.err, "%s failed: undoing the %s already set up\n", o, plural(len(undo), "webhook", "webhooks"))
+				undoAll()
+			}
+			return nil, err
+		}
+		undo = append(undo, end)
+	}
+	return undoAll, nil
 }
 
 // setUpHook creates (or takes over, when an earlier run left one with the
-// same URL) the webhook that sends g's deliveries to channel, with secret,
+// same URL) the webhook that sends o's deliveries to channel, with secret,
 // and returns what removes it when forward ends.
-func (g githubOptions) setUpHook(ctx context.Context, access githubAccess, channel, secret string, events []string, keep bool, s *streams) (func(), error) {
-	gh, hooks := access.gh, access.hooks
+func setUpHook(ctx context.Context, access githubAccess, o githubapi.Owner, channel, secret string, events []string, keep bool, s *streams) (func(), error) {
+	gh, hooks := access.gh, access.hooks[o]
 	cfg := githubapi.HookConfig{URL: channel, Secret: secret}
 	var hook githubapi.Hook
 	var err error
 	if i := slices.IndexFunc(hooks, func(h githubapi.Hook) bool { return h.Config.URL == channel }); i >= 0 {
-		if hook, err = gh.UpdateHook(ctx, g.owner, hooks[i].ID, cfg, events); err != nil {
+		if hook, err = gh.UpdateHook(ctx, o, hooks[i].ID, cfg, events); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(s.err, "took over webhook %d on %s (same URL, left by an earlier run): new secret, events %s\n", hook.ID, g.owner, strings.Join(events, ","))
+		fmt.Fprintf(s.err, "took over webhook %d on %s (same URL, left by an earlier run): new secret, events %s\n", hook.ID, o, strings.Join(events, ","))
 	} else {
-		if hook, err = gh.CreateHook(ctx, g.owner, cfg, events); err != nil {
+		if hook, err = gh.CreateHook(ctx, o, cfg, events); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(s.err, "created webhook %d on %s → %s (events %s)\n", hook.ID, g.owner, httpx.RedactURL(channel), strings.Join(events, ","))
+		fmt.Fprintf(s.err, "created webhook %d on %s → %s (events %s)\n", hook.ID, o, httpx.RedactURL(channel), strings.Join(events, ","))
 	}
 	return func() {
 		if keep {
-			fmt.Fprintf(s.err, "kept webhook %d on %s (--keep-hook); the next forward with this URL takes it over\n", hook.ID, g.owner)
+			fmt.Fprintf(s.err, "kept webhook %d on %s (--keep-hook); the next forward with this URL takes it over\n", hook.ID, o)
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if err := gh.DeleteHook(ctx, g.owner, hook.ID); err != nil && !errors.Is(err, githubapi.ErrNotFound) {
-			fmt.Fprintf(s.err, "could not delete webhook %d from %s (%v); delete it in its settings, Webhooks\n", hook.ID, g.owner, err)
+		if err := gh.DeleteHook(ctx, o, hook.ID); err != nil && !errors.Is(err, githubapi.ErrNotFound) {
+			fmt.Fprintf(s.err, "could not delete webhook %d from %s (%v); delete it in its settings, Webhooks\n", hook.ID, o, err)
 			return
 		}
-		fmt.Fprintf(s.err, "deleted webhook %d from %s\n", hook.ID, g.owner)
+		fmt.Fprintf(s.err, "deleted webhook %d from %s\n", hook.ID, o)
 	}, nil
 }
 
@@ -234,7 +320,8 @@ func deliveriesCommand(s *streams) *ucli.Command {
 		Name:  "deliveries",
 		Usage: "list a GitHub webhook's recent deliveries, and replay them here or have GitHub redeliver them",
 		Description: `Lists the deliveries GitHub made for a repository's or organisation's
-webhook (newest first; GitHub keeps them for 3 days), with --since,
+webhook, or a GitHub App's (--app, with --app-id and --app-key, or --app-env),
+newest first (GitHub keeps them for 3 days), with --since,
 --status and --events filters. With --target each one is fetched and sent
 through the pipeline of replay (signature check with --secret, plugins,
 --save, the failed folder); with --redeliver GitHub is asked to send each
@@ -251,8 +338,9 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
 
    hookline deliveries --repo octo/hello --status failed
    hookline deliveries --repo octo/hello --since 2h --target http://127.0.0.1:3000/api/github/webhooks --secret-file .secret
-   hookline deliveries --repo octo/hello --status failed --redeliver`,
-		Flags: append(append(append(githubFlags("", "the webhook's GitHub repository `OWNER/NAME`", "or its GitHub organisation `ORG`", &f.github),
+   hookline deliveries --repo octo/hello --status failed --redeliver
+   hookline deliveries --app --app-env .env --status failed --redeliver`,
+		Flags: append(append(append(githubFlags("", "the webhook's GitHub repository `OWNER/NAME`", "or its GitHub organisation `ORG`", "or the webhook of the GitHub App of --app-id and --app-key", &f.github),
 			&ucli.Int64Flag{Name: "hook", Usage: "the webhook's `ID` (default: the one whose URL is --url, or the only one)", Destination: &o.hookID},
 			&ucli.StringFlag{Name: "url", Usage: "find the webhook by its `URL` (a relay channel)", Destination: &o.hookURL},
 			&ucli.StringFlag{Name: "since", Usage: "only deliveries after `TIME`: a duration back from now (2h) or an RFC 3339 time", Destination: &f.since},
@@ -283,11 +371,14 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
 
 func parseDeliveries(c *ucli.Context, o deliveriesOptions, f *deliveriesFlags) (deliveriesOptions, error) {
 	var err error
-	if o.github, err = parseGitHub(&f.github); err != nil {
+	if o.github, err = parseGitHub(c, &f.github, true); err != nil {
 		return o, err
 	}
 	if !o.github.set() {
-		return o, usageErrorf("deliveries needs --repo OWNER/NAME or --org ORG")
+		return o, usageErrorf("deliveries needs --repo OWNER/NAME, --org ORG or --app (with --app-id and --app-key)")
+	}
+	if o.github.hasApp() && (o.hookID != 0 || o.hookURL != "") {
+		return o, usageErrorf("--hook and --url choose among a repository's webhooks; a GitHub App has one")
 	}
 	if c.NArg() > 0 {
 		return o, usageErrorf("deliveries takes no arguments (got %q)", c.Args().First())
@@ -347,9 +438,9 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 	if err != nil {
 		return err
 	}
-	owner := o.github.owner
+	owner := o.github.owners[0]
 	hookID := o.hookID
-	if hookID == 0 {
+	if hookID == 0 && !owner.App {
 		if hookID, err = findHook(ctx, gh, owner, o.hookURL); err != nil {
 			return err
 		}
@@ -368,7 +459,7 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 		return err
 	}
 	slices.Reverse(list) // oldest first, as they happened
-	fmt.Fprintf(s.err, "%s of webhook %d on %s\n", plural(len(list), "delivery", "deliveries"), hookID, owner)
+	fmt.Fprintf(s.err, "%s of %s\n", plural(len(list), "delivery", "deliveries"), hookName(owner, hookID))
 	switch {
 	case o.redeliver:
 		for _, d := range list {
@@ -397,6 +488,14 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 		return replayDeliveries(ctx, o.replay, ds, 0, s)
 	}
 	return printDeliveries(s, list, o.replay.jsonOut)
+}
+
+// hookName names a webhook in messages.
+func hookName(owner githubapi.Owner, hookID int64) string {
+	if owner.App {
+		return "the GitHub App's webhook"
+	}
+	return fmt.Sprintf("webhook %d on %s", hookID, owner)
 }
 
 // findHook is the webhook whose URL is url, or, without url, the only one.
@@ -456,8 +555,17 @@ func githubCapture(owner githubapi.Owner, hookID int64, d githubapi.HookDelivery
 			Method: http.MethodPost, Headers: h, Body: body.Bytes(), BodySource: delivery.BodyCapture,
 		},
 		Action: action,
-		Source: fmt.Sprintf("github:%s/hooks/%d/deliveries/%d", owner, hookID, d.ID),
+		Source: githubSource(owner, hookID, d.ID),
 	}, nil
+}
+
+// githubSource is where a capture came from: the API's path of the
+// delivery, without the host.
+func githubSource(owner githubapi.Owner, hookID, id int64) string {
+	if owner.App {
+		return fmt.Sprintf("github:app/hook/deliveries/%d", id)
+	}
+	return fmt.Sprintf("github:%s/hooks/%d/deliveries/%d", owner, hookID, id)
 }
 
 // printDeliveries lists deliveries as a table, or one JSON object each.

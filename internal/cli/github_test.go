@@ -126,8 +126,11 @@ func TestForwardRepoUsageErrors(t *testing.T) {
 		{[]string{"--repo", "octo/hello", "--url", "http://127.0.0.1:9/AbCdEf1234567890"}, "GitHub cannot reach http://127.0.0.1:9/AbCdEf1234567890: it is on this machine"},
 		{[]string{"--repo", "octo/hello"}, "GitHub cannot reach http://127.0.0.1:3333"},
 		{[]string{"--repo", "octo", "--new"}, `repository "octo": want OWNER/NAME`},
-		{[]string{"--keep-hook"}, "--keep-hook keeps the webhook that --repo or --org creates"},
-		{[]string{"--repo", "a/b", "--org", "c", "--new"}, "not both"},
+		{[]string{"--keep-hook"}, "--keep-hook keeps the webhook that --repo, --org or --app points at the channel"},
+		{[]string{"--repo", "a/b", "--org", "c", "--repo", "a/b", "--new"}, "a/b is given twice"},
+		{[]string{"--app", "--new"}, "--app needs the App's ID and private key: --app-id ID --app-key FILE.pem"},
+		{[]string{"--app-env", "x.env", "--new"}, "--app-env names a GitHub App: add --app"},
+		{[]string{"--app", "--app-id", "1", "--app-key", "/nonexistent/key.pem", "--new"}, "--app-key: open /nonexistent/key.pem: no such file"},
 		{[]string{"--repo", "a/b", "--new", "--github-api", "ftp://x"}, "--github-api"},
 	} {
 		code, _, errOut := run(t, append([]string{"forward", "--no-color"}, tc.args...)...)

@@ -23,11 +23,17 @@ type forwardRun struct {
 // end).
 func startForward(t *testing.T, args ...string) *forwardRun {
 	t.Helper()
+	return startCommand(t, append([]string{"forward", "--no-color"}, args...)...)
+}
+
+// startCommand runs `hookline args...` until stop (or the test's end).
+func startCommand(t *testing.T, args ...string) *forwardRun {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &forwardRun{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
-		f.code = Run(ctx, append([]string{"hookline", "forward", "--no-color"}, args...), strings.NewReader(""), &f.out, &f.err)
+		f.code = Run(ctx, append([]string{"hookline"}, args...), strings.NewReader(""), &f.out, &f.err)
 	}()
 	t.Cleanup(func() { f.stop(t) })
 	return f
@@ -54,6 +60,18 @@ func (f *forwardRun) waitOutLines(t testing.TB, n int) {
 			t.Fatalf("stdout has fewer than %d lines:\n%s\nstderr:\n%s", n, f.out.String(), f.err.String())
 		}
 		time.Sleep(5 * time.Millisecond) // polls the running command's output
+	}
+}
+
+// wait waits for the command to end by itself and returns its exit code.
+func (f *forwardRun) wait(t testing.TB) int {
+	t.Helper()
+	select {
+	case <-f.done:
+		return f.code
+	case <-time.After(hangGuard):
+		t.Fatalf("the command did not end; stderr:\n%s", f.err.String())
+		return -1
 	}
 }
 

@@ -136,6 +136,7 @@ type Server struct {
 	hooks      map[int64]*Hook
 	deliveries []*HookDelivery
 	refusals   []Refusal
+	refuseAt   []pathRefusal
 	calls      []string
 	sending    sync.WaitGroup
 	skew       time.Duration // GitHub's clock minus the real one
@@ -210,6 +211,19 @@ func (s *Server) Calls() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.calls)
+}
+
+// RefuseRequest makes the server give r to the next request with method
+// and path (the API's, without the base URL's path), once.
+func (s *Server) RefuseRequest(method, path string, r Refusal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuseAt = append(s.refuseAt, pathRefusal{method, path, r})
+}
+
+type pathRefusal struct {
+	method, path string
+	r            Refusal
 }
 
 // Refuse makes the server give r instead of its next answers, once each.
@@ -320,6 +334,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	if i := slices.IndexFunc(s.refuseAt, func(p pathRefusal) bool { return p.method == r.Method && p.path == apiPath }); i >= 0 {
+		s.refusals = slices.Insert(s.refusals, 0, s.refuseAt[i].r)
+		s.refuseAt = slices.Delete(s.refuseAt, i, i+1)
+	}
 	if len(s.refusals) > 0 {
 		ref := s.refusals[0]
 		s.refusals = s.refusals[1:]
