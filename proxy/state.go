@@ -105,7 +105,6 @@ func parseState(data []byte) (stateDoc, error) {
 	return doc, nil
 }
 
-
 // syncDir makes a rename in dir durable where the system allows it (not on
 // Windows, where a directory cannot be opened for syncing).
 func syncDir(dir string) {
