@@ -191,7 +191,7 @@ func parseAppNew(c *ucli.Context, o *appNewOptions, f *appNewFlags) error {
 
 // appNewPage is the page that posts the manifest to GitHub.
 var appNewPage = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>hookline: a new GitHub App</title>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>hookline: a new GitHub App</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}code{background:#f3f3f3;padding:0 .2em}button{font-size:1rem;padding:.5rem 1rem}</style></head>
 <body><h1>A new GitHub App</h1>
 <p>GitHub will ask you to confirm <strong>{{.Name}}</strong>{{if .Org}} in organisation <strong>{{.Org}}</strong>{{end}}, then send you back here.</p>
@@ -202,7 +202,7 @@ var appNewPage = template.Must(template.New("page").Parse(`<!doctype html>
 `))
 
 var appNewDone = template.Must(template.New("done").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>hookline: {{.Title}}</title>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>hookline: {{.Title}}</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}</style></head>
 <body><h1 id="result">{{.Title}}</h1><p>{{.Text}}</p><p>You can close this tab; the terminal says what next.</p></body></html>
 `))
