@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -191,7 +192,13 @@ func readHelp(t *testing.T, bin string) cliHelp {
 		for _, n := range names {
 			h.commands[n] = names[0]
 		}
-		_, h.flags[names[0]] = help(names[0])
+		var subs []string
+		subs, h.flags[names[0]] = help(names[0])
+		for _, sub := range subs { // app new
+			name := names[0] + " " + strings.Split(sub, ", ")[0]
+			h.commands[name] = name
+			_, h.flags[name] = help(strings.Fields(name)...)
+		}
 	}
 	if len(h.commands) < 5 {
 		t.Fatalf("hookline --help lists %d commands; the help format changed?", len(h.commands))
@@ -221,6 +228,11 @@ func TestReadmeCommandsAndFlagsExist(t *testing.T) {
 					break
 				}
 				if !strings.HasPrefix(w, "-") || w == "-" {
+					if sub := command + " " + w; command != "" && help.commands[sub] == sub {
+						command = sub
+						shown[sub] = true
+						continue
+					}
 					if command == "" {
 						name, ok := help.commands[w]
 						if !ok {
@@ -241,7 +253,8 @@ func TestReadmeCommandsAndFlagsExist(t *testing.T) {
 		}
 	}
 	for name, canonical := range help.commands {
-		if name == canonical && !shown[name] {
+		hasSubcommands := slices.ContainsFunc(slices.Collect(maps.Keys(help.commands)), func(c string) bool { return strings.HasPrefix(c, name+" ") })
+		if name == canonical && !shown[name] && !hasSubcommands {
 			t.Errorf("README.md shows no example of hookline %s", name)
 		}
 	}
