@@ -210,7 +210,11 @@ func TestForwardSeveralOwners(t *testing.T) {
 
 	// The second one is refused: the first is removed, none is left.
 	gh.RefuseRequest("POST", "/repos/octo/two/hooks", githubtest.Refusal{Status: 404, Body: `{"message":"Not Found"}`})
-	code, _, errOut := run(t, append([]string{"forward", "--no-color"}, args...)...)
+	// startCommand: its stderr is written by two goroutines (the trace and
+	// the webhooks' set-up), as a terminal is; run's buffer is not safe
+	// for that.
+	failed := startCommand(t, append([]string{"forward", "--no-color"}, args...)...)
+	code, errOut := failed.wait(t), failed.err.String()
 	if code == ExitOK || !strings.Contains(errOut, "octo/two failed: undoing the 1 webhook already set up") || !strings.Contains(errOut, "deleted webhook") {
 		t.Errorf("exit %d, stderr:\n%s", code, errOut)
 	}
@@ -300,7 +304,7 @@ func TestAppNewThenForward(t *testing.T) {
 	action, manifest := formOf(t, page)
 	resp, err := http.PostForm(action, url.Values{"manifest": {manifest}})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\napp new's stderr:\n%s", err, a.err.String())
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -279,6 +279,7 @@ func runAppNew(ctx context.Context, o appNewOptions, f appNewFlags, s *streams) 
 		} else {
 			page(http.StatusOK, "App "+creds.Name+" is made", "Its credentials are in "+o.out+".")
 		}
+		http.NewResponseController(w).Flush()
 		select {
 		case done <- result{creds, err}:
 		default:
@@ -288,7 +289,14 @@ func runAppNew(ctx context.Context, o appNewOptions, f appNewFlags, s *streams) 
 	// this run's state.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	defer srv.Close()
+	// Shutdown, not Close: the callback's page is still being written when
+	// the command learns the result, and a browser shown a reset connection
+	// would not see it.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}()
 
 	fmt.Fprintf(s.err, "open %s/ in your browser: it sends the App's manifest to %s for you to confirm (waiting up to %s)\n", base, o.web, o.timeout)
 	if !o.noBrowser {
