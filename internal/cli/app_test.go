@@ -53,6 +53,13 @@ func TestForwardApp(t *testing.T) {
 	target := newRecordingTarget(t, nil)
 	secret := "app webhook secret, long and random"
 
+	// A channel on this machine, with GitHub's own API: refused before
+	// anything is asked of GitHub.
+	code, _, errOut := run(t, "forward", "--no-color", "--app", "--app-id", githubtest.AppID, "--app-key", appKeyFile(t), "--url", "http://127.0.0.1:9/AbCdEf1234567890")
+	if code != ExitUsage || !strings.Contains(errOut, "GitHub cannot reach http://127.0.0.1:9/AbCdEf1234567890") {
+		t.Errorf("a loopback channel: exit %d, %q", code, errOut)
+	}
+
 	f := startForward(t, "--app", "--app-id", githubtest.AppID, "--app-key", appKeyFile(t), "--github-api", gh.URL,
 		"--url", rl.Channel, "--target", target.URL, "--secret", secret)
 	f.waitErr(t, "pointed the GitHub App's webhook at")
@@ -83,7 +90,7 @@ func TestForwardApp(t *testing.T) {
 	if h := gh.AppHook(); h.URL != githubtest.AppHookURL {
 		t.Errorf("after forward, the App's webhook URL is %s, want it put back to %s", h.URL, githubtest.AppHookURL)
 	}
-	errOut := f.err.String()
+	errOut = f.err.String()
 	for _, want := range []string{"the App's webhook secret is now the one given with --secret", "put the GitHub App's webhook back to " + githubtest.AppHookURL, "its secret stays the one this run set"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
@@ -263,15 +270,7 @@ func TestDeliveriesApp(t *testing.T) {
 		t.Errorf("--target: exit %d, target got %q\n%s%s", code, bodies(target), out, errOut)
 	}
 
-	before := len(bodies(hookURL))
-	code, out, _ = run(t, append(base, "--status", "failed", "--redeliver")...)
-	if code != ExitOK || !strings.Contains(out, "asked GitHub to redeliver") {
-		t.Errorf("--redeliver: exit %d:\n%s", code, out)
-	}
-	waitUntil(t, "the redelivery", func() bool { return len(bodies(hookURL)) > before })
-	if got := bodies(hookURL)[before]; got != payloads[1] {
-		t.Errorf("redelivered %s, want %s", got, payloads[1])
-	}
+	checkRedelivers(t, base, hookURL, payloads[1])
 	code, _, errOut = run(t, append(base, "--hook", "3")...)
 	if code != ExitUsage || !strings.Contains(errOut, "a GitHub App has one") {
 		t.Errorf("--app --hook: exit %d, %q", code, errOut)

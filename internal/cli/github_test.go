@@ -238,18 +238,26 @@ func TestDeliveries(t *testing.T) {
 	}
 
 	// GitHub redelivers the failed one to the webhook's URL.
+	checkRedelivers(t, base, hookURL, payloads[1])
+	want := "list-webhooks,list-webhook-deliveries"
+	if ops := strings.Join(opsOf(gh), ","); !strings.Contains(ops, want) || !strings.Contains(ops, "get-webhook-delivery") || !strings.HasSuffix(ops, "redeliver-webhook-delivery") {
+		t.Errorf("operations %s", ops)
+	}
+}
+
+// checkRedelivers runs `deliveries` with base and --status failed
+// --redeliver, and checks that GitHub sent want, the failed delivery, to
+// the webhook's URL again.
+func checkRedelivers(t *testing.T, base []string, hookURL *recordingTarget, want string) {
+	t.Helper()
 	before := len(bodies(hookURL))
-	code, out, _ = run(t, append(base, "--status", "failed", "--redeliver")...)
+	code, out, _ := run(t, append(base, "--status", "failed", "--redeliver")...)
 	if code != ExitOK || !strings.Contains(out, "asked GitHub to redeliver") {
 		t.Errorf("--redeliver: exit %d:\n%s", code, out)
 	}
 	waitUntil(t, "the redelivery", func() bool { return len(bodies(hookURL)) > before })
-	if got := bodies(hookURL)[before]; got != payloads[1] {
-		t.Errorf("redelivered %s, want %s", got, payloads[1])
-	}
-	want := "list-webhooks,list-webhook-deliveries"
-	if ops := strings.Join(opsOf(gh), ","); !strings.Contains(ops, want) || !strings.Contains(ops, "get-webhook-delivery") || !strings.HasSuffix(ops, "redeliver-webhook-delivery") {
-		t.Errorf("operations %s", ops)
+	if got := bodies(hookURL)[before]; got != want {
+		t.Errorf("redelivered %s, want %s", got, want)
 	}
 }
 
