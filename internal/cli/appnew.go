@@ -51,7 +51,6 @@ type appNewFlags struct {
 	name, url, homepage, manifestFile, server string
 	newChannel, public                        bool
 	events, permissions                       ucli.StringSlice
-	github                                    githubFlagValues
 }
 
 func appCommand(s *streams) *ucli.Command {
