@@ -162,6 +162,23 @@ func TestAppRefusals(t *testing.T) {
 			t.Errorf("error %v, want one line with %q", err, tc.want)
 		}
 	}
+	// Refusals after the token is accepted (githubtest cannot suspend an
+	// App or take a permission away: GitHub's answers, given as they come).
+	for _, tc := range []struct {
+		status   int
+		body     string
+		sentinel error
+		want     string
+	}{
+		{403, `{"message":"This GitHub App is suspended."}`, ErrForbidden, "unsuspend it in its settings (Advanced)"},
+		{403, `{"message":"Resource not accessible by integration"}`, ErrForbidden, "add it in the App's settings (Permissions & events)"},
+	} {
+		gh.Refuse(githubtest.Refusal{Status: tc.status, Body: tc.body})
+		_, err := (&Client{BaseURL: gh.URL, App: testApp(t)}).AppHookConfig(context.Background())
+		if !errors.Is(err, tc.sentinel) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("answer %s: error %v, want %q", tc.body, err, tc.want)
+		}
+	}
 	if _, err := ParseKey([]byte("ghp_not a key")); err == nil || !strings.Contains(err.Error(), "Private keys") {
 		t.Errorf("ParseKey of a token: %v", err)
 	}
