@@ -130,6 +130,10 @@ type Options struct {
 	// Target, if not empty, is the URL each delivery is replayed to, with
 	// its exact body, method, content type and headers (see forwardRequest).
 	Target string
+	// Targets, instead of Target, are several targets, each a lane of its
+	// own, some of them routes taking only some events (see Target and
+	// the lanes' notes in lanes.go). Concurrency is then each lane's.
+	Targets []Target
 	// NoQuery drops the delivery's query string instead of adding it to
 	// Target's.
 	NoQuery bool
@@ -295,6 +299,11 @@ type Result struct {
 	// Target is the forwarding outcome; nil when there is no Target or
 	// the delivery was not forwarded.
 	Target *TargetResult
+	// Targets are the outcomes with Options.Targets, one per target the
+	// routes chose, in Targets' order; Unrouted is true when no route took
+	// the delivery and there is no default target.
+	Targets  []*TargetResult
+	Unrouted bool
 
 	// Saved is the capture file written; SaveErr why saving failed.
 	Saved   string
@@ -310,6 +319,11 @@ type Result struct {
 
 // OK reports whether the delivery was handled without any failure.
 func (r Result) OK() bool {
+	for _, t := range r.Targets {
+		if !t.Skipped && !t.OK() {
+			return false
+		}
+	}
 	return r.Filtered || r.Duplicate || (r.Verification != VerificationFailed && r.HandlerErr == nil &&
 		(r.Target == nil || r.Target.OK()) && r.SaveErr == nil)
 }
@@ -318,11 +332,17 @@ func (r Result) OK() bool {
 // file keeps it for a replay (no FailedDir, or writing there failed). The
 // relay may still have it.
 func (r Result) Lost() bool {
+	for _, t := range r.Targets {
+		if !t.Skipped && !t.OK() && t.FailedFile == "" && r.Saved == "" {
+			return true
+		}
+	}
 	return r.Target != nil && !r.Target.OK() && r.FailedFile == "" && r.Saved == ""
 }
 
 // TargetResult is the outcome of forwarding one delivery.
 type TargetResult struct {
+	Name     string        // the target's name (Options.Targets); "" for Options.Target
 	URL      string        // the URL the delivery was sent to, credentials redacted
 	Status   int           // the final HTTP status; 0 when none came back
 	Duration time.Duration // from the first attempt to the final answer, its body read
@@ -335,6 +355,14 @@ type TargetResult struct {
 	// Attempts are the requests made, retries included, in order; the
 	// last one's answer is Status, Header and Body.
 	Attempts []Attempt
+	// Skipped: a state file says this target had the delivery before a
+	// restart; it was not sent again (Options.Targets).
+	Skipped bool
+	// FailedFile and FailedErr are the target's capture file in its
+	// subfolder of the failed folder (Options.Targets; Result.FailedFile
+	// for Target).
+	FailedFile string
+	FailedErr  error
 }
 
 // MaxAnswerBody is how much of the target's answer body a TargetResult
@@ -401,6 +429,9 @@ type Stats struct {
 	Lost         int64 // deliveries the target did not take and nothing saved (Result.Lost)
 	StateFails   int64 // failed writes of the state file
 	InFlight     int64 // deliveries being handled now (not a count of the past)
+	Unrouted     int64 // no route took them and there is no default target (Options.Targets)
+	// Targets count each target's deliveries, by name (Options.Targets).
+	Targets map[string]TargetStats
 }
 
 // Client subscribes to a relay channel and handles every delivery:
@@ -408,7 +439,10 @@ type Stats struct {
 // start it with Run; it is used once.
 type Client struct {
 	opts      Options
-	fwd       *forwarder // nil without a Target
+	fwd       *forwarder                 // nil without a Target
+	lanes     []*lane                    // Options.Targets
+	laneSkip  map[string]map[string]bool // event id → lanes a state file says had it
+	lanesBusy sync.WaitGroup             // deliveries in lanes
 	filter    filter
 	logger    *slog.Logger
 	source    string
@@ -427,7 +461,7 @@ type Client struct {
 	stats struct {
 		received, filtered, verified, verifyFailed, unverified, handlerFails,
 		forwarded, targetFails, githubFailed, slow, saved, saveFails, malformed, gaps,
-		duplicates, redeliveries, failedSaved, lost, stateFails, inFlight atomic.Int64
+		duplicates, redeliveries, failedSaved, lost, stateFails, inFlight, unrouted atomic.Int64
 	}
 	warnings loglimit.Limit                     // for malformed messages: warnBurst a minute
 	loops    loopGuard                          // deliveries forwarded lately, to see them come back
@@ -492,25 +526,42 @@ func New(opts Options) (*Client, error) {
 		return nil, err
 	}
 	if target != nil {
-		hc := opts.HTTPClient
-		if hc == nil {
-			timeout := opts.TargetTimeout
-			if timeout <= 0 {
-				timeout = defaultTargetTimeout
-			}
-			retry := opts.Retry
-			if retry == nil {
-				retry = SafeRetry()
-			}
-			// No compression: net/http would add an Accept-Encoding the
-			// sender never sent to every replayed request.
-			t := http.DefaultTransport.(*http.Transport).Clone()
-			t.DisableCompression = true
-			hc = &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: t}, Retry: retry}
+		c.fwd = newForwarder(target, c.targetClient(), forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Scheme: opts.Provider, Header: opts.TargetHeader})
+	}
+	if len(opts.Targets) > 0 {
+		if target != nil {
+			return nil, fmt.Errorf("%w: give Target or Targets, not both", ErrInvalidOptions)
 		}
-		c.fwd = newForwarder(target, hc, forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Scheme: opts.Provider, Header: opts.TargetHeader})
+		if err := c.newLanes(c.targetClient); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
+}
+
+// targetClient is the client that sends to a target: Options.HTTPClient,
+// or one with TargetTimeout and Retry (one per target: each its own
+// connections).
+func (c *Client) targetClient() *rest.Client {
+	if c.opts.HTTPClient != nil {
+		return c.opts.HTTPClient
+	}
+	timeout := c.opts.TargetTimeout
+	if timeout <= 0 {
+		timeout = defaultTargetTimeout
+	}
+	retry := c.opts.Retry
+	if retry == nil {
+		retry = SafeRetry()
+		if len(c.opts.Targets) > 0 {
+			retry = laneRetry()
+		}
+	}
+	// No compression: net/http would add an Accept-Encoding the sender
+	// never sent to every replayed request.
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableCompression = true
+	return &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: t}, Retry: retry}
 }
 
 // SafeRetry returns the retry policy for a target whose handler must not
@@ -555,7 +606,7 @@ func parseTarget(s string) (*url.URL, error) {
 // Stats returns the counts so far. It is safe to call while Run runs.
 func (c *Client) Stats() Stats {
 	s := &c.stats
-	return Stats{
+	st := Stats{
 		Received: s.received.Load(), Filtered: s.filtered.Load(), Verified: s.verified.Load(),
 		VerifyFailed: s.verifyFailed.Load(), Unverified: s.unverified.Load(),
 		HandlerFails: s.handlerFails.Load(), Forwarded: s.forwarded.Load(),
@@ -563,8 +614,15 @@ func (c *Client) Stats() Stats {
 		Malformed: s.malformed.Load(), Gaps: s.gaps.Load(),
 		Duplicates: s.duplicates.Load(), Redeliveries: s.redeliveries.Load(),
 		FailedSaved: s.failedSaved.Load(), Lost: s.lost.Load(), StateFails: s.stateFails.Load(),
-		InFlight: s.inFlight.Load(),
+		InFlight: s.inFlight.Load(), Unrouted: s.unrouted.Load(),
 	}
+	if len(c.lanes) > 0 {
+		st.Targets = map[string]TargetStats{}
+		for _, l := range c.lanes {
+			st.Targets[l.name] = TargetStats{Forwarded: l.forwarded.Load(), Failed: l.fails.Load(), Waiting: l.waiting.Load()}
+		}
+	}
+	return st
 }
 
 // Stop cuts short the drain Run does once its context is done: deliveries
@@ -681,6 +739,7 @@ func (c *Client) Run(ctx context.Context) error {
 	})
 	close(queue)
 	wg.Wait()
+	c.lanesBusy.Wait()
 	if cause := context.Cause(subCtx); errors.Is(cause, ErrLoop) {
 		return cause
 	}
@@ -888,18 +947,25 @@ func (c *Client) classify(d *delivery.Delivery, durable bool) item {
 // returns it. It is safe for concurrent use, and needs no URL.
 func (c *Client) Handle(ctx context.Context, d *delivery.Delivery) Result {
 	dup, redelivery := c.dedup.check(d.ID, d.EventID, false, time.Now())
-	r := c.process(ctx, d, dup, redelivery)
-	c.report(r)
-	return r
+	return c.processAndReport(ctx, item{d: d, duplicate: dup, redelivery: redelivery})
+}
+
+// processAndReport runs it through the pipeline, reports the Result and
+// returns it once every target is done with it.
+func (c *Client) processAndReport(ctx context.Context, it item) Result {
+	done := make(chan Result, 1)
+	c.process(ctx, it, func(r Result) {
+		c.report(r)
+		done <- r
+	})
+	return <-done
 }
 
 // Resend runs d through the pipeline again on purpose, as Handle does but
 // without the duplicate check: a replay the user asked for (the
 // inspector's), reported as a redelivery. It is safe for concurrent use.
 func (c *Client) Resend(ctx context.Context, d *delivery.Delivery) Result {
-	r := c.process(ctx, d, false, true)
-	c.report(r)
-	return r
+	return c.processAndReport(ctx, item{d: d, redelivery: true})
 }
 
 // Replay runs ds (from capture files, say) through Handle, Concurrency at
@@ -945,16 +1011,38 @@ func workers[T any](n int, queue <-chan T, do func(T)) *sync.WaitGroup {
 // the Result.
 func (c *Client) handle(ctx context.Context, it item) {
 	c.stats.inFlight.Add(1)
-	defer c.stats.inFlight.Add(-1)
 	waited := time.Since(it.read)
-	r := c.process(ctx, it.d, it.duplicate, it.redelivery)
-	r.Waited = waited
-	c.state.finish(it.seq, it.d.EventID, it.durable)
-	c.report(r)
+	c.process(ctx, it, func(r Result) {
+		r.Waited = waited
+		c.state.finish(it.seq, it.d.EventID, it.durable)
+		c.report(r)
+		c.stats.inFlight.Add(-1)
+	})
 }
 
-// process is the pipeline: filter, verify, handlers ∥ forward, save.
-func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, redelivery bool) (r Result) {
+// process is the pipeline: filter, verify, handlers ∥ forward, save; then
+// is given the Result, once every target is done with it (with several
+// targets, after process returns: see fanOut).
+func (c *Client) process(ctx context.Context, it item, then func(Result)) {
+	if c.lanes == nil {
+		then(c.processOne(ctx, it.d, it.duplicate, it.redelivery, nil))
+		return
+	}
+	fanned := false
+	r := c.processOne(ctx, it.d, it.duplicate, it.redelivery, func(r Result, handlers func() ([]HandlerResult, error)) {
+		fanned = true
+		c.fanOut(ctx, it.d, r, it, handlers, then)
+	})
+	if !fanned { // a duplicate, filtered, or its signature failed
+		then(r)
+	}
+}
+
+// processOne is the pipeline for one target, or, with fan (several
+// targets), its part before the targets: it then ends by calling fan with
+// the Result so far and what runs the handlers, and returns nothing of
+// use.
+func (c *Client) processOne(ctx context.Context, d *delivery.Delivery, duplicate, redelivery bool, fan func(Result, func() ([]HandlerResult, error))) (r Result) {
 	r = Result{Delivery: d, Received: time.Now(), Duplicate: duplicate, Redelivery: redelivery}
 	if d.BodySource == delivery.BodyCapture && !d.ReceivedAt.IsZero() {
 		r.Received = d.ReceivedAt
@@ -1003,6 +1091,17 @@ func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, r
 	if r.Verification == VerificationSkipped && c.opts.Handlers != nil && !c.opts.AllowUnverified {
 		r.VerifyNote = "handlers not run on an unverified delivery: set Options.Secret (or AllowUnverified)"
 	}
+	if r.Verification != VerificationFailed && fan != nil {
+		if c.opts.SaveDir != "" {
+			c.save(&r, c.captureOf(d, r))
+		}
+		var handlers func() ([]HandlerResult, error)
+		if c.opts.Handlers != nil && (r.Verification == VerificationPassed || c.opts.AllowUnverified) {
+			handlers = func() ([]HandlerResult, error) { return c.dispatch(ctx, d, payload) }
+		}
+		fan(r, handlers)
+		return r
+	}
 	if r.Verification != VerificationFailed {
 		var wg sync.WaitGroup
 		if c.opts.Handlers != nil && (r.Verification == VerificationPassed || c.opts.AllowUnverified) {
@@ -1022,17 +1121,7 @@ func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, r
 			c.stats.handlerFails.Add(1)
 		}
 		if r.Target != nil {
-			if r.Target.OK() {
-				c.stats.forwarded.Add(1)
-			} else {
-				c.stats.targetFails.Add(1)
-			}
-			if r.Target.GitHubWouldFail() && !r.Target.Interrupted {
-				c.stats.githubFailed.Add(1)
-				if r.Target.OK() {
-					c.stats.slow.Add(1)
-				}
-			}
+			c.countTarget(r.Target)
 		}
 	}
 
@@ -1048,18 +1137,9 @@ func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, r
 		c.noteLost(r, d)
 		return r
 	}
-	cd := capture.File{Delivery: *d, Action: r.Action, Source: c.source}
-	cd.Event, cd.ReceivedAt, cd.Headers = captureEvent(d), r.Received, saveableHeader(d.Headers)
-	if c.opts.SaveDir != "" {
-		r.Saved, r.SaveErr = c.writeCapture(c.opts.SaveDir, cd)
-		if r.SaveErr == nil && c.opts.SaveScripts {
-			_, r.SaveErr = capture.WriteScript(r.Saved, &cd.Delivery, c.opts.Target)
-		}
-		if r.SaveErr != nil {
-			c.stats.saveFails.Add(1)
-		} else {
-			c.stats.saved.Add(1)
-		}
+	cd := c.captureOf(d, r)
+	if c.opts.SaveDir != "" && fan == nil {
+		c.save(&r, cd)
 	}
 	cd.Note = note
 	if cd.Note != "" && c.failedDir != "" {
@@ -1072,6 +1152,45 @@ func (c *Client) process(ctx context.Context, d *delivery.Delivery, duplicate, r
 	}
 	c.noteLost(r, d)
 	return r
+}
+
+// countTarget counts one target's outcome in Stats.
+func (c *Client) countTarget(t *TargetResult) {
+	if t.OK() {
+		c.stats.forwarded.Add(1)
+	} else {
+		c.stats.targetFails.Add(1)
+	}
+	if t.GitHubWouldFail() && !t.Interrupted {
+		c.stats.githubFailed.Add(1)
+		if t.OK() {
+			c.stats.slow.Add(1)
+		}
+	}
+}
+
+// captureOf is d as a capture file, with what r read of it.
+func (c *Client) captureOf(d *delivery.Delivery, r Result) capture.File {
+	cd := capture.File{Delivery: *d, Action: r.Action, Source: c.source}
+	cd.Event, cd.ReceivedAt, cd.Headers = captureEvent(d), r.Received, saveableHeader(d.Headers)
+	return cd
+}
+
+// save writes cd to SaveDir (and its script, with SaveScripts), into r.
+func (c *Client) save(r *Result, cd capture.File) {
+	r.Saved, r.SaveErr = c.writeCapture(c.opts.SaveDir, cd)
+	if r.SaveErr == nil && c.opts.SaveScripts {
+		target := c.opts.Target
+		if len(c.opts.Targets) > 0 {
+			target = c.opts.Targets[0].URL
+		}
+		_, r.SaveErr = capture.WriteScript(r.Saved, &cd.Delivery, target)
+	}
+	if r.SaveErr != nil {
+		c.stats.saveFails.Add(1)
+	} else {
+		c.stats.saved.Add(1)
+	}
 }
 
 // noteLost counts and logs d when r says it was lost.
@@ -1139,11 +1258,22 @@ func (c *Client) loadState() error {
 		switch {
 		case err != nil && c.opts.LastEventID == "":
 			c.logger.Warn("ignoring the state file; starting from new deliveries", "err", err)
-		case err == nil && c.opts.LastEventID == "" && doc.LastEventID != "":
-			c.state.start(doc.LastEventID)
+		case err == nil && c.opts.LastEventID == "" && (doc.LastEventID != "" || len(doc.LanesDone) > 0):
+			// With lanes_done alone (no delivery done by every target
+			// yet), the stream starts from the relay's history as before.
+			if doc.LastEventID != "" {
+				c.state.start(doc.LastEventID)
+			}
 			c.skip = map[string]bool{}
 			for _, id := range doc.DoneAfter {
 				c.skip[id] = true
+			}
+			c.laneSkip = map[string]map[string]bool{}
+			for id, names := range doc.LanesDone {
+				c.laneSkip[id] = map[string]bool{}
+				for _, n := range names {
+					c.laneSkip[id][n] = true
+				}
 			}
 		}
 	}

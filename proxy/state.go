@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -34,15 +35,21 @@ const maxStateFile = 4 << 20
 //	  "channel_sha256": "…",                    of the full stream URL
 //	  "last_event_id": "41",                    everything up to it is done
 //	  "done_after": ["43", "44"],               done, above last_event_id
+//	  "lanes_done": {"45": ["worker"]},         with several targets: the
+//	                                            targets done with a delivery
+//	                                            others are still sending
 //	  "updated_at": "2026-11-22T10:00:00Z"
 //	}
 type stateDoc struct {
-	Version     int       `json:"version"`
-	Channel     string    `json:"channel"`
-	ChannelHash string    `json:"channel_sha256"`
-	LastEventID string    `json:"last_event_id"`
-	DoneAfter   []string  `json:"done_after,omitempty"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	Version     int      `json:"version"`
+	Channel     string   `json:"channel"`
+	ChannelHash string   `json:"channel_sha256"`
+	LastEventID string   `json:"last_event_id"`
+	DoneAfter   []string `json:"done_after,omitempty"`
+	// LanesDone: event id → the targets (Options.Targets) that have it,
+	// for a delivery not every target has yet.
+	LanesDone map[string][]string `json:"lanes_done,omitempty"`
+	UpdatedAt time.Time           `json:"updated_at"`
 }
 
 // channelHash identifies a channel in a state file without storing its
@@ -102,6 +109,11 @@ func parseState(data []byte) (stateDoc, error) {
 			return stateDoc{}, errors.New("done_after holds an unusable event id")
 		}
 	}
+	for id := range doc.LanesDone {
+		if id == "" || !sse.UsableEventID(id) {
+			return stateDoc{}, errors.New("lanes_done holds an unusable event id")
+		}
+	}
 	return doc, nil
 }
 
@@ -130,10 +142,11 @@ type checkpoint struct {
 	onWriteErr func(error) // called after a failed write; nil after a good one
 
 	mu      sync.Mutex
-	next    uint64            // the lowest seq not done
-	done    map[uint64]string // seqs done above next, with their event ids
-	mark    string            // the watermark's event id
-	version uint64            // bumped whenever mark or done changes
+	next    uint64                // the lowest seq not done
+	done    map[uint64]string     // seqs done above next, with their event ids
+	lanes   map[uint64]*lanesMark // seqs some targets are done with
+	mark    string                // the watermark's event id
+	version uint64                // bumped whenever mark or done changes
 
 	wmu     sync.Mutex // serialises writes
 	written uint64     // the version on disk
@@ -142,7 +155,31 @@ type checkpoint struct {
 func newCheckpoint(path, streamURL string, now func() time.Time, onWriteErr func(error)) *checkpoint {
 	return &checkpoint{
 		path: path, streamURL: streamURL, shownURL: httpx.RedactURL(streamURL), now: now,
-		onWriteErr: onWriteErr, done: map[uint64]string{},
+		onWriteErr: onWriteErr, done: map[uint64]string{}, lanes: map[uint64]*lanesMark{},
+	}
+}
+
+// lanesMark is a delivery some targets are done with.
+type lanesMark struct {
+	id    string
+	names []string
+}
+
+// laneDone records that target name is done with delivery seq (event id
+// id) while others are not, and writes the state file.
+func (c *checkpoint) laneDone(seq uint64, id, name string) {
+	c.mu.Lock()
+	m := c.lanes[seq]
+	if m == nil {
+		m = &lanesMark{id: id}
+		c.lanes[seq] = m
+	}
+	m.names = append(m.names, name)
+	c.version++
+	doc, version := c.snapshotLocked()
+	c.mu.Unlock()
+	if c.path != "" {
+		c.write(doc, version)
 	}
 }
 
@@ -159,6 +196,7 @@ func (c *checkpoint) start(mark string) {
 func (c *checkpoint) finish(seq uint64, id string, store bool) {
 	c.mu.Lock()
 	c.done[seq] = id
+	delete(c.lanes, seq)
 	changed := false
 	for {
 		id, ok := c.done[c.next]
@@ -209,6 +247,12 @@ func (c *checkpoint) snapshotLocked() (stateDoc, uint64) {
 			doc.DoneAfter = append(doc.DoneAfter, c.done[s])
 		}
 	}
+	for _, m := range c.lanes {
+		if doc.LanesDone == nil {
+			doc.LanesDone = map[string][]string{}
+		}
+		doc.LanesDone[m.id] = slices.Sorted(slices.Values(m.names))
+	}
 	return doc, c.version
 }
 
@@ -219,7 +263,7 @@ func (c *checkpoint) write(doc stateDoc, version uint64) {
 	if version <= c.written {
 		return
 	}
-	if doc.LastEventID == "" && len(doc.DoneAfter) == 0 {
+	if doc.LastEventID == "" && len(doc.DoneAfter) == 0 && len(doc.LanesDone) == 0 {
 		return // nothing worth resuming from yet
 	}
 	doc.UpdatedAt = c.now().UTC()

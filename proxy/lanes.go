@@ -1,0 +1,318 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/rest"
+	"github.com/hookline/hookline/webhooks"
+)
+
+// Several targets (Options.Targets): every target is a lane of its own, so
+// that a slow or unreachable one never holds back another's deliveries.
+//
+// The pipeline's first part (duplicate check, filter, verification, local
+// handlers, --save) runs once per delivery, as for one target; then the
+// delivery is handed to each lane its routes choose, and the worker goes
+// on to the next delivery. A lane sends in the order deliveries were read
+// (or up to LaneConcurrency at once, unordered), with the target's own
+// retries, and keeps what its target did not take in its own subfolder of
+// the failed folder. When every lane is done with a delivery, its Result
+// (Targets: one TargetResult per lane) is reported and the state file may
+// move past it: a restart resumes without losing a lane's work, and the
+// lanes already done with a delivery are recorded, so that they do not get
+// it twice.
+//
+// A lane holds at most laneBacklog deliveries waiting for their target;
+// beyond that, reading waits (memory is bounded; a target down for long
+// enough holds the others back then, and the trace says why).
+
+// laneRetry is a lane's retry policy when Options.Retry is not set:
+// SafeRetry's rule (only what surely did not reach the handler), but
+// without a count: a target that is down (its port refuses connections)
+// is asked again every 2 s at most while it is down, and its lane holds
+// its deliveries meanwhile, then sends them in order once it is back. The
+// run's end (the drain) stops the wait; those deliveries go to the lane's
+// failed folder.
+func laneRetry() *rest.RetryPolicy {
+	return &rest.RetryPolicy{MaxAttempts: math.MaxInt32, BaseDelay: 250 * time.Millisecond, MaxDelay: 2 * time.Second, Retryable: retryUnsent}
+}
+
+// laneBacklog bounds the deliveries waiting in one lane.
+const laneBacklog = 4096
+
+// Target is one of several targets (Options.Targets).
+type Target struct {
+	// Name names the target in the trace, Stats and the failed folder
+	// (its subfolder). If empty, the URL's host and port, made unique.
+	Name string
+	// URL is where deliveries are sent (as Options.Target).
+	URL string
+	// Events makes the target a route: it gets only the deliveries whose
+	// event or event.action is listed ("*" for all, "event.*" for every
+	// action of event). Targets without Events get every delivery that no
+	// route takes.
+	Events []string
+	// Header is set on this target's requests, after Options.TargetHeader.
+	Header http.Header
+}
+
+// lane is one target's queue and sender.
+type lane struct {
+	name   string
+	route  map[string]bool // nil: a default target
+	fwd    *forwarder
+	admit  chan struct{} // a slot per waiting delivery (laneBacklog)
+	sem    chan struct{} // concurrent sends
+	order  bool          // in read order
+	mu     sync.Mutex
+	last   chan struct{} // closed when the previous delivery is sent (nil: none yet)
+	failed string        // the lane's failed folder, "" for none
+
+	forwarded, fails, waiting atomic.Int64
+}
+
+// TargetStats count one target's deliveries (Stats.Targets).
+type TargetStats struct {
+	Forwarded int64 // the target answered 2xx
+	Failed    int64 // it answered otherwise or could not be reached
+	Waiting   int64 // deliveries in its lane now
+}
+
+// newLanes makes a lane per target of c.opts.Targets, each sending with
+// its own copy of the target client hc makes.
+func (c *Client) newLanes(hc func() *rest.Client) error {
+	opts := c.opts
+	names, err := laneNames(opts.Targets)
+	if err != nil {
+		return err
+	}
+	for i, t := range opts.Targets {
+		target, err := parseTarget(t.URL)
+		if err != nil {
+			return fmt.Errorf("%w (Targets[%d])", err, i)
+		}
+		header := opts.TargetHeader.Clone()
+		for k, v := range t.Header {
+			if header == nil {
+				header = http.Header{}
+			}
+			header[k] = v
+		}
+		l := &lane{
+			name: names[i], order: opts.Concurrency <= 1,
+			admit: make(chan struct{}, laneBacklog), sem: make(chan struct{}, max(1, opts.Concurrency)),
+			fwd:    newForwarder(target, hc(), forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Scheme: opts.Provider, Header: header}),
+			failed: laneFailedDir(c.failedDir, names[i]),
+		}
+		if len(t.Events) > 0 {
+			l.route = map[string]bool{}
+			for _, e := range t.Events {
+				e = strings.TrimSpace(e)
+				if e == "" {
+					continue
+				}
+				if !strings.Contains(e, "*") {
+					if err := webhooks.ValidateEventName(e, webhooks.ValidateOptions{}); err != nil {
+						c.logger.Warn("a route names an event GitHub is not known to send; keeping it", "target", l.name, "name", e)
+					}
+				} else if e != "*" && !strings.HasSuffix(e, ".*") {
+					return fmt.Errorf("%w: Targets[%d] (%s): %q: a route takes event, event.action, event.* or *", ErrInvalidOptions, i, l.name, e)
+				}
+				l.route[e] = true
+			}
+		}
+		c.lanes = append(c.lanes, l)
+	}
+	return nil
+}
+
+// matches reports whether the lane's route takes a delivery of event with
+// action.
+func (l *lane) matches(event, action string) bool {
+	return l.route["*"] || l.route[event] || l.route[event+".*"] || (action != "" && l.route[event+"."+action])
+}
+
+// laneNames gives each target its name: Name, or the URL's host:port, with
+// "-2", "-3"… for repeats. Names are folder names too: anything but
+// letters, digits, '.', '-' and '_' becomes '_'.
+func laneNames(targets []Target) ([]string, error) {
+	seen := map[string]int{}
+	var names []string
+	for i, t := range targets {
+		name := t.Name
+		if name == "" {
+			u, err := url.Parse(t.URL)
+			if err != nil || u.Host == "" {
+				return nil, fmt.Errorf("%w: Targets[%d]: %q is not a URL", ErrInvalidTarget, i, t.URL)
+			}
+			name = u.Host
+		}
+		name = strings.Map(func(r rune) rune {
+			switch {
+			case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+				return r
+			}
+			return '_'
+		}, name)
+		if name == "" || name == "." || name == ".." {
+			name = "target" + strconv.Itoa(i+1)
+		}
+		seen[name]++
+		if n := seen[name]; n > 1 {
+			name += "-" + strconv.Itoa(n)
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// fanOut hands d (whose first part of the pipeline r holds) to the lanes
+// its routes choose, except those a state file lists as done with it, and
+// calls then with the Result once every lane is done (at once when none
+// takes it: r.Unrouted). handlers, if not nil, runs the local handlers:
+// beside the lanes, and waited for too.
+func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it item, handlers func() ([]HandlerResult, error), then func(Result)) {
+	var chosen []*lane
+	for _, l := range c.lanes {
+		if l.route != nil && l.matches(d.Event, r.Action) {
+			chosen = append(chosen, l)
+		}
+	}
+	if len(chosen) == 0 {
+		for _, l := range c.lanes {
+			if l.route == nil {
+				chosen = append(chosen, l)
+			}
+		}
+	}
+	if len(chosen) == 0 {
+		r.Unrouted = true
+		c.stats.unrouted.Add(1)
+	}
+	var doneBefore map[string]bool
+	if it.durable {
+		doneBefore = c.laneSkip[d.EventID]
+	}
+	r.Targets = make([]*TargetResult, len(chosen))
+	var left atomic.Int32
+	left.Store(int32(len(chosen)) + 1)
+	c.lanesBusy.Add(1)
+	finish := func() {
+		if left.Add(-1) == 0 {
+			c.afterLanes(&r, d, chosen)
+			then(r)
+			c.lanesBusy.Done()
+		}
+	}
+	for i, l := range chosen {
+		if doneBefore[l.name] {
+			r.Targets[i] = &TargetResult{Name: l.name, URL: l.fwd.shown, Skipped: true}
+			finish()
+			continue
+		}
+		l.waiting.Add(1)
+		select {
+		case l.admit <- struct{}{}:
+		case <-ctx.Done():
+		}
+		var prev, mine chan struct{}
+		if l.order {
+			mine = make(chan struct{})
+			l.mu.Lock()
+			prev, l.last = l.last, mine
+			l.mu.Unlock()
+		}
+		c.loops.forwarding(d.ID, d.EventID, time.Now())
+		go func() {
+			if prev != nil {
+				<-prev
+			}
+			l.sem <- struct{}{}
+			tr := l.fwd.Forward(ctx, d)
+			<-l.sem
+			if mine != nil {
+				close(mine)
+			}
+			select {
+			case <-l.admit:
+			default:
+			}
+			l.waiting.Add(-1)
+			tr.Name = l.name
+			tr.Interrupted = tr.Err != nil && ctx.Err() != nil
+			c.afterLane(l, tr, d, r)
+			if it.durable && d.EventID != "" && left.Load() > 1 {
+				// Other lanes still have it: a restart must not send it
+				// here again. (The last lane's done is the delivery's.)
+				c.state.laneDone(it.seq, d.EventID, l.name)
+			}
+			r.Targets[i] = tr // each lane its own index; read after all are done
+			finish()
+		}()
+	}
+	// The handlers run here, beside the lanes: the next delivery's wait
+	// for them, so that they see deliveries in order, as with one target.
+	if handlers != nil {
+		r.Handlers, r.HandlerErr = handlers()
+	}
+	finish()
+}
+
+// afterLanes counts what all lanes' outcomes make of r.
+func (c *Client) afterLanes(r *Result, d *delivery.Delivery, chosen []*lane) {
+	if r.HandlerErr != nil {
+		c.stats.handlerFails.Add(1)
+	}
+	if r.Lost() {
+		c.stats.lost.Add(1)
+	}
+}
+
+// afterLane counts lane l's outcome tr for d (read as r before the lanes)
+// and keeps d in the lane's failed folder when its target did not take it.
+func (c *Client) afterLane(l *lane, tr *TargetResult, d *delivery.Delivery, r Result) {
+	c.countTarget(tr)
+	if tr.OK() {
+		l.forwarded.Add(1)
+		return
+	}
+	l.fails.Add(1)
+	if l.failed != "" {
+		cd := c.captureOf(d, r)
+		cd.Note = "the target " + l.name + " answered " + tr.Summary()
+		if err := os.MkdirAll(l.failed, 0o700); err != nil {
+			tr.FailedErr = err
+		} else if tr.FailedFile, tr.FailedErr = c.writeCapture(l.failed, cd); tr.FailedErr == nil {
+			syncDir(l.failed)
+		}
+		if tr.FailedErr != nil {
+			c.stats.saveFails.Add(1)
+		} else {
+			c.stats.failedSaved.Add(1)
+		}
+	}
+	if tr.FailedFile == "" && r.Saved == "" {
+		c.logger.Warn("the target "+l.name+" did not take a delivery and it was not saved; the relay may still have it",
+			"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
+	}
+}
+
+// laneFailedDir is lane name's subfolder of the failed folder.
+func laneFailedDir(failedDir, name string) string {
+	if failedDir == "" {
+		return ""
+	}
+	return filepath.Join(failedDir, name)
+}

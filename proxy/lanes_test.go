@@ -1,0 +1,232 @@
+package proxy_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookline/hookline/proxy"
+)
+
+// laneTarget records what one target received, checking each signature
+// with the secret on its own (hmacSHA256), and answers 200.
+type laneTarget struct {
+	mu     sync.Mutex
+	ids    []string
+	bodies [][]byte
+	bad    int // deliveries whose signature did not match their bytes
+}
+
+func (lt *laneTarget) handler(secret string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		lt.mu.Lock()
+		defer lt.mu.Unlock()
+		lt.ids = append(lt.ids, r.Header.Get("X-GitHub-Delivery"))
+		lt.bodies = append(lt.bodies, body)
+		if r.Header.Get("X-Hub-Signature-256") != hmacSHA256(secret, body) {
+			lt.bad++
+		}
+	})
+}
+
+func (lt *laneTarget) got() []string {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	return slices.Clone(lt.ids)
+}
+
+func (lt *laneTarget) waitFor(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(lt.got()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("target got %v, want %d deliveries", lt.got(), n)
+		}
+		time.Sleep(5 * time.Millisecond) // polls real servers
+	}
+}
+
+func newLaneTarget(t *testing.T, secret string) (*laneTarget, string) {
+	lt := &laneTarget{}
+	return lt, httptestServer(t, lt.handler(secret))
+}
+
+// TestTargetsFanOutAndRoutes: two default targets get every delivery no
+// route takes, byte for byte and verifiable; a route by event.action and
+// one by event.* get theirs alone; without a default target, a delivery no
+// route takes is reported as unrouted.
+func TestTargetsFanOutAndRoutes(t *testing.T) {
+	const secret = "lanes-secret"
+	a, aURL := newLaneTarget(t, secret)
+	b, bURL := newLaneTarget(t, secret)
+	opened, openedURL := newLaneTarget(t, secret)
+	prs, prsURL := newLaneTarget(t, secret)
+	relay := newPushRelay(t)
+	res := newResults()
+	c := startConnected(t, proxy.Options{URL: relay.URL + "/c", Secret: secret, OnResult: res.add, Targets: []proxy.Target{
+		{Name: "a", URL: aURL}, {Name: "b", URL: bURL},
+		{Name: "opened", URL: openedURL, Events: []string{"issues.opened"}},
+		{Name: "prs", URL: prsURL, Events: []string{"pull_request.*"}},
+	}})
+	deliveries := []struct{ id, event, body string }{
+		{"d1", "push", `{"ref":"refs/heads/main",  "x":"\u00e9"}`},
+		{"d2", "issues", `{"action":"opened","n":2}`},
+		{"d3", "issues", `{"action":"closed","n":3}`},
+		{"d4", "pull_request", `{"action":"synchronize","n":4}`},
+	}
+	for i, d := range deliveries {
+		relay.push(i+1, githubHeaders(d.id, d.event, secret, []byte(d.body)), nil, []byte(d.body))
+	}
+	all := res.wait(t, len(deliveries))
+	for lt, want := range map[*laneTarget][]string{a: {"d1", "d3"}, b: {"d1", "d3"}, opened: {"d2"}, prs: {"d4"}} {
+		if got := lt.got(); !slices.Equal(got, want) || lt.bad != 0 {
+			t.Errorf("a target got %v (%d bad signatures), want %v", got, lt.bad, want)
+		}
+	}
+	if !bytes.Equal(a.bodies[0], []byte(deliveries[0].body)) || !bytes.Equal(b.bodies[0], []byte(deliveries[0].body)) {
+		t.Errorf("bodies %q %q, want the exact bytes %q", a.bodies[0], b.bodies[0], deliveries[0].body)
+	}
+	for _, r := range all {
+		var names []string
+		for _, tr := range r.Targets {
+			names = append(names, tr.Name)
+			if !tr.OK() {
+				t.Errorf("%s → %s: %s", r.Delivery.ID, tr.Name, tr.Summary())
+			}
+		}
+		want := map[string][]string{"d1": {"a", "b"}, "d2": {"opened"}, "d3": {"a", "b"}, "d4": {"prs"}}[r.Delivery.ID]
+		if !slices.Equal(names, want) || !r.OK() || r.Target != nil {
+			t.Errorf("%s: targets %v, want %v", r.Delivery.ID, names, want)
+		}
+	}
+	st := c.Stats()
+	if st.Forwarded != 6 || st.Targets["a"].Forwarded != 2 || st.Targets["opened"].Forwarded != 1 || st.Targets["prs"].Forwarded != 1 {
+		t.Errorf("stats %+v", st)
+	}
+
+	// Routes only: a push no route takes is reported, not lost silently.
+	relay2 := newPushRelay(t)
+	res2 := newResults()
+	c2 := startConnected(t, proxy.Options{URL: relay2.URL + "/c", OnResult: res2.add, Targets: []proxy.Target{{URL: openedURL, Events: []string{"issues.opened"}}}})
+	relay2.push(1, githubHeaders("u1", "push", "", []byte(`{}`)), nil, []byte(`{}`))
+	if r := res2.wait(t, 1)[0]; !r.Unrouted || len(r.Targets) != 0 || c2.Stats().Unrouted != 1 {
+		t.Errorf("unrouted: %+v, stats %+v", r, c2.Stats())
+	}
+}
+
+// TestTargetsLaneCatchesUp: one target is down while the other keeps
+// receiving in order; when it comes back, it gets every delivery from its
+// lane, in order; nothing is lost and the healthy one gets nothing twice.
+// A delivery is reported once both targets are done with it.
+func TestTargetsLaneCatchesUp(t *testing.T) {
+	healthy, healthyURL := newLaneTarget(t, "")
+	flakyRec := &laneTarget{}
+	flaky := newSwitchableTarget(t, flakyRec.handler(""))
+	flaky.down()
+	relay := newPushRelay(t)
+	res := newResults()
+	c := startConnected(t, proxy.Options{URL: relay.URL + "/c", OnResult: res.add, Targets: []proxy.Target{
+		{Name: "healthy", URL: healthyURL}, {Name: "flaky", URL: flaky.url()},
+	}})
+	var want []string
+	for i := 1; i <= 6; i++ {
+		id := fmt.Sprintf("d%d", i)
+		want = append(want, id)
+		relay.push(i, githubHeaders(id, "push", "", []byte(`{}`)), nil, []byte(`{}`))
+	}
+	healthy.waitFor(t, 6)
+	if got := flakyRec.got(); len(got) != 0 {
+		t.Fatalf("the down target got %v", got)
+	}
+	// The target has the sixth before the client has its answer.
+	deadline := time.Now().Add(20 * time.Second)
+	for c.Stats().Targets["healthy"].Forwarded != 6 {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v, want 6 forwarded to healthy", c.Stats().Targets)
+		}
+		time.Sleep(5 * time.Millisecond) // polls the running client
+	}
+	if st := c.Stats(); st.Targets["flaky"].Waiting != 6 || st.Targets["flaky"].Forwarded != 0 {
+		t.Errorf("while down: stats %+v", st.Targets)
+	}
+	flaky.up()
+	all := res.wait(t, 6)
+	if got := flakyRec.got(); !slices.Equal(got, want) {
+		t.Errorf("the target back up got %v, want %v in order", got, want)
+	}
+	if got := healthy.got(); !slices.Equal(got, want) {
+		t.Errorf("the healthy target got %v, want %v once each, in order", got, want)
+	}
+	for _, r := range all {
+		if !r.OK() || len(r.Targets) != 2 {
+			t.Errorf("%s: %+v", r.Delivery.ID, r.Targets)
+		}
+	}
+}
+
+// TestTargetsStateFileResumesEachLane: while one target is down, the state
+// file records which deliveries the other has (lanes_done); a run started
+// from that file (as after a crash) sends them to the target that lacks
+// them and not again to the one that has them.
+func TestTargetsStateFileResumesEachLane(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state.json")
+	healthy, healthyURL := newLaneTarget(t, "")
+	flakyRec := &laneTarget{}
+	flaky := newSwitchableTarget(t, flakyRec.handler(""))
+	flaky.down()
+	relay := newPushRelay(t)
+	targets := []proxy.Target{{Name: "healthy", URL: healthyURL}, {Name: "flaky", URL: flaky.url()}}
+	res1 := newResults()
+	cw := newConnWatch()
+	_, stop, wait := startClient(t, proxy.Options{URL: relay.URL + "/c", StateFile: state, Targets: targets, OnState: cw.on, OnResult: res1.add, DrainTimeout: 50 * time.Millisecond})
+	cw.waitConnected(t)
+	for i := 1; i <= 3; i++ {
+		relay.push(i, githubHeaders(fmt.Sprintf("d%d", i), "push", "", []byte(`{}`)), nil, []byte(`{}`))
+	}
+	healthy.waitFor(t, 3)
+	var crashed []byte
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(string(crashed), `"3": [`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the state file never listed delivery 3 as the healthy target's:\n%s", crashed)
+		}
+		time.Sleep(5 * time.Millisecond) // polls the file the client writes
+		crashed, _ = os.ReadFile(state)
+	}
+	// What a crash would leave: the file as it is now.
+	if err := os.WriteFile(state, crashed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	wait()
+	if err := os.WriteFile(state, crashed, 0o600); err != nil { // the first run's end wrote it again
+		t.Fatal(err)
+	}
+	flaky.up()
+	res := newResults()
+	startConnected(t, proxy.Options{URL: relay.URL + "/c", StateFile: state, OnResult: res.add, Targets: targets})
+	for i := 1; i <= 3; i++ { // the relay sends them again after the watermark
+		relay.push(i, githubHeaders(fmt.Sprintf("d%d", i), "push", "", []byte(`{}`)), nil, []byte(`{}`))
+	}
+	all := res.wait(t, 3)
+	if got := flakyRec.got(); !slices.Equal(got, []string{"d1", "d2", "d3"}) {
+		t.Errorf("the target that lacked them got %v", got)
+	}
+	if got := healthy.got(); len(got) != 3 {
+		t.Errorf("the target that had them got %v: some twice", got)
+	}
+	for _, r := range all {
+		if len(r.Targets) != 2 || !r.Targets[0].Skipped || r.Targets[1].Skipped || !r.OK() {
+			t.Errorf("%s: targets %+v, want healthy skipped and flaky sent", r.Delivery.ID, r.Targets)
+		}
+	}
+}
