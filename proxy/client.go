@@ -554,7 +554,7 @@ func (c *Client) targetClient() *rest.Client {
 	if retry == nil {
 		retry = SafeRetry()
 		if len(c.opts.Targets) > 0 {
-			retry = laneRetry()
+			retry = LaneRetry()
 		}
 	}
 	// No compression: net/http would add an Accept-Encoding the sender

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -38,14 +39,14 @@ import (
 // beyond that, reading waits (memory is bounded; a target down for long
 // enough holds the others back then, and the trace says why).
 
-// laneRetry is a lane's retry policy when Options.Retry is not set:
+// LaneRetry is a lane's retry policy when Options.Retry is not set:
 // SafeRetry's rule (only what surely did not reach the handler), but
 // without a count: a target that is down (its port refuses connections)
 // is asked again every 2 s at most while it is down, and its lane holds
 // its deliveries meanwhile, then sends them in order once it is back. The
 // run's end (the drain) stops the wait; those deliveries go to the lane's
 // failed folder.
-func laneRetry() *rest.RetryPolicy {
+func LaneRetry() *rest.RetryPolicy {
 	return &rest.RetryPolicy{MaxAttempts: math.MaxInt32, BaseDelay: 250 * time.Millisecond, MaxDelay: 2 * time.Second, Retryable: retryUnsent}
 }
 
@@ -94,7 +95,7 @@ type TargetStats struct {
 // its own copy of the target client hc makes.
 func (c *Client) newLanes(hc func() *rest.Client) error {
 	opts := c.opts
-	names, err := laneNames(opts.Targets)
+	names, err := TargetNames(opts.Targets)
 	if err != nil {
 		return err
 	}
@@ -144,10 +145,11 @@ func (l *lane) matches(event, action string) bool {
 	return l.route["*"] || l.route[event] || l.route[event+".*"] || (action != "" && l.route[event+"."+action])
 }
 
-// laneNames gives each target its name: Name, or the URL's host:port, with
-// "-2", "-3"… for repeats. Names are folder names too: anything but
-// letters, digits, '.', '-' and '_' becomes '_'.
-func laneNames(targets []Target) ([]string, error) {
+// TargetNames gives each target the name a Client gives it: Name, or the
+// URL's port for a target on this machine (3000), its host name for
+// another, with "-2", "-3"… for repeats. Names are folder names
+// too: anything but letters, digits, '.', '-' and '_' becomes '_'.
+func TargetNames(targets []Target) ([]string, error) {
 	seen := map[string]int{}
 	var names []string
 	for i, t := range targets {
@@ -157,7 +159,15 @@ func laneNames(targets []Target) ([]string, error) {
 			if err != nil || u.Host == "" {
 				return nil, fmt.Errorf("%w: Targets[%d]: %q is not a URL", ErrInvalidTarget, i, t.URL)
 			}
-			name = u.Host
+			// On this machine the port tells targets apart; elsewhere the
+			// host does.
+			name = u.Hostname()
+			if ip := net.ParseIP(name); (ip != nil && ip.IsLoopback()) || name == "localhost" {
+				name = u.Port()
+				if name == "" {
+					name = "localhost"
+				}
+			}
 		}
 		name = strings.Map(func(r rune) rune {
 			switch {

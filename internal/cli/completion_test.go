@@ -82,10 +82,10 @@ func TestCompletionBash(t *testing.T) {
 		{"commands", []string{"hookline", "s"}, "send serve sign"},
 		{"alias", []string{"hookline", "cl"}, "client"},
 		{"global flags", []string{"hookline", "--no"}, "--no-color"},
-		{"command flags", []string{"hookline", "forward", "--ta"}, "--target --target-secret"},
+		{"command flags", []string{"hookline", "forward", "--ta"}, "--target --target-header --target-secret"},
 		// A flag typed whole is offered too: urfave/cli's own completion
 		// left it out, and bash completed --target to --target-secret.
-		{"a flag typed whole", []string{"hookline", "forward", "--target"}, "--target --target-secret"},
+		{"a flag typed whole", []string{"hookline", "forward", "--target"}, "--target --target-header --target-secret"},
 		{"after another flag", []string{"hookline", "--no-color", "send", "--pay"}, "--payload"},
 		{"shells", []string{"hookline", "completion", ""}, "bash zsh fish powershell"},
 		{"a flag value falls back to files", []string{"hookline", "send", "--payload", ""}, ""},

@@ -26,6 +26,8 @@ const configEnv = "HOOKLINE_CONFIG"
 //	  target: http://127.0.0.1:3000/api/github/webhooks
 //	  secret-file: ~/.config/hookline/secret
 //	  events: [push, pull_request]
+//	  routes:                     # --route, as a map: EVENTS: URL
+//	    push,create: http://127.0.0.1:4000/ci
 //	serve:
 //	  history: 500
 //
@@ -130,6 +132,19 @@ func applyConfig(c *ucli.Context, s *streams) error {
 	}
 	values := map[any]any{}
 	for key, v := range section {
+		if key == "routes" && slices.Contains(names, "route") {
+			// stripe-cli#1133's "map in the config file": EVENTS: URL.
+			m, ok := v.(map[string]any)
+			if !ok {
+				return usageErrorf("config %s: %s: routes: want a section of EVENTS: URL lines, such as '  push,pull_request.*: http://127.0.0.1:4000/ci'", path, c.Command.Name)
+			}
+			var list []any
+			for _, events := range slices.Sorted(maps.Keys(m)) {
+				list = append(list, events+"="+fmt.Sprint(m[events]))
+			}
+			values["route"] = list
+			continue
+		}
 		switch {
 		case key == "secret":
 			return usageErrorf("config %s: %s: keep the secret out of the config file; put it in a file and give secret-file: PATH", path, c.Command.Name)

@@ -40,7 +40,8 @@ type forwardOptions struct {
 	newChannel   bool
 	server       string
 	format       delivery.Format
-	target       string
+	target       string         // one target (--target once)
+	targets      []proxy.Target // several (--target twice, --route)
 	secret       string
 	schemeSecret map[provider.Scheme][]string // --secret PROVIDER=SECRET
 	scheme       provider.Scheme              // --provider ("": auto)
@@ -125,6 +126,7 @@ type forwardFlagValues struct {
 	plugins                pluginFlagValues
 	inspect                inspectFlagValues
 	github                 githubFlagValues
+	targets                targetFlagValues
 	format, path           string
 	port, retries          int
 	events, ignore, header ucli.StringSlice
@@ -191,9 +193,12 @@ func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forw
 	if c.NArg() > 0 {
 		return o, usageErrorf("forward takes no arguments (got %q); did you mean --url %s?", c.Args().First(), c.Args().First())
 	}
+	if o.target, o.targets, err = f.targets.parse(); err != nil {
+		return o, err
+	}
 	if c.IsSet("port") || c.IsSet("path") {
 		// smee-client's -p/-P, so its users' scripts work unchanged.
-		if o.target != "" {
+		if o.target != "" || o.targets != nil {
 			return o, usageErrorf("--target and --port/--path cannot be used together: --port %d --path P is --target http://127.0.0.1:%d/P", f.port, f.port)
 		}
 		port := f.port
@@ -209,11 +214,6 @@ func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forw
 	case "", delivery.FormatSmee, delivery.FormatGosmee, delivery.FormatHookline:
 	default:
 		return o, usageErrorf("--format %q: want smee, gosmee or hookline", o.format)
-	}
-	if o.target != "" {
-		if err := checkTarget("--target", o.target); err != nil {
-			return o, err
-		}
 	}
 	if o.url != "" {
 		if _, err := sse.StreamURL(o.url, o.format); err != nil {
@@ -276,7 +276,7 @@ func (o *forwardOptions) defaultPaths(channel string, s *streams) {
 	if o.failedDir == "" && o.saveDir != "" {
 		o.failedDir = filepath.Join(o.saveDir, "failed")
 	}
-	needFailed := o.failedDir == "" && o.target != ""
+	needFailed := o.failedDir == "" && (o.target != "" || o.targets != nil)
 	// The position is kept by default for a channel given with --url, so
 	// that a restart gets what arrived while forward was down (a --new
 	// channel is new every run; the embedded relay's history is in memory).
@@ -487,9 +487,11 @@ func setUpChannel(ctx context.Context, o *forwardOptions, s *streams, transport 
 		}
 		keep(channel[strings.LastIndexByte(channel, '/')+1:])
 	}
-	if o.target != "" && sameChannel(channel, o.target) {
-		stop()
-		return "", func() {}, usageErrorf("--target %s is the relay channel itself: every delivery would come back and be forwarded again, for ever; give your server's URL (http://127.0.0.1:PORT/PATH)", httpx.RedactURL(o.target))
+	for _, target := range targetURLs(o.target, o.targets) {
+		if sameChannel(channel, target) {
+			stop()
+			return "", func() {}, usageErrorf("--target %s is the relay channel itself: every delivery would come back and be forwarded again, for ever; give your server's URL (http://127.0.0.1:PORT/PATH)", httpx.RedactURL(target))
+		}
 	}
 	return channel, stop, nil
 }
@@ -518,7 +520,7 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 	var ins *inspect.Inspector
 	if o.inspect != nil {
 		iopts := *o.inspect
-		iopts.Secret, iopts.SchemeSecrets, iopts.Target = o.secret, o.schemeSecret, o.target
+		iopts.Secret, iopts.SchemeSecrets, iopts.Target = o.secret, o.schemeSecret, firstOf(targetURLs(o.target, o.targets))
 		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Resend(ctx, d) }
 		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
 			return nil, closeFn, err
@@ -528,8 +530,8 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
 		RelayClient: &http.Client{Transport: transport},
 		Secret:      o.secret, SchemeSecrets: o.schemeSecret, Provider: o.scheme, Tolerance: o.tolerance,
-		Target: o.target, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
-		HTTPClient: targetClient(o.timeout, o.retries, transport, tr.note), DrainTimeout: drainTimeout,
+		Target: o.target, Targets: o.targets, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
+		HTTPClient: targetClient(o.timeout, o.retries, o.targets != nil, transport, tr.note), DrainTimeout: drainTimeout,
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
 		FailedDir: o.failedDir, DedupWindow: dedupWindow, SaveScripts: o.saveScripts,
 		Logger: logger,
@@ -577,11 +579,11 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		fmt.Fprintln(s.err, "no --secret: deliveries are not verified (set HOOKLINE_SECRET to the webhook's secret)")
 	}
 	fmt.Fprintf(s.err, "forwarding %s", httpx.RedactURL(channel))
-	if o.target != "" {
-		fmt.Fprintf(s.err, " → %s%s", httpx.RedactURL(o.target), headerNote(o.header))
+	if o.target != "" || o.targets != nil {
+		fmt.Fprintf(s.err, " → %s%s", describeTargets(o.target, o.targets), headerNote(o.header))
 	}
 	fmt.Fprintln(s.err)
-	if o.target == "" && handlers == nil {
+	if o.target == "" && o.targets == nil && handlers == nil {
 		fmt.Fprintln(s.err, "no --target and no plugins: deliveries are only shown here (and saved with --save), not sent anywhere")
 	}
 	if o.stateFile != "" {
@@ -810,8 +812,7 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 		insecureFlag(&o.insecure),
 	}
 	verifyFlags := append(secretFlags("webhook `SECRET`: verify every delivery (failed ones are never passed on)", &f.secret), providerFlags(&f.provider, "auto", true)...)
-	forwardingFlags := []ucli.Flag{
-		&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "replay each delivery to this `URL`", EnvVars: []string{"HOOKLINE_TARGET"}, Destination: &o.target},
+	forwardingFlags := append(targetFlags("replay each delivery to this URL", []string{"HOOKLINE_TARGET"}, &f.targets),
 		&ucli.IntFlag{Name: "port", Aliases: []string{"p"}, Usage: "smee-client's shortcut: the target is http://127.0.0.1:`PORT` (with --path)", Destination: &f.port},
 		&ucli.StringFlag{Name: "path", Aliases: []string{"P"}, Usage: "smee-client's shortcut: the target's `PATH` on --port (default /)", Destination: &f.path},
 		&ucli.StringFlag{Name: "target-secret", Usage: "re-sign deliveries with this `SECRET` for the target (implies --resign)", EnvVars: []string{"HOOKLINE_TARGET_SECRET"}, Destination: &o.targetSecret},
@@ -820,10 +821,10 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 		targetHeaderFlag(&f.header),
 		&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)", Destination: &f.events},
 		&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)", Destination: &f.ignore},
-		&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "`N` deliveries handled at once; above 1 the order is not kept", Destination: &o.concurrency},
+		&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "`N` deliveries handled at once (with several targets: by each); above 1 the order is not kept", Destination: &o.concurrency},
 		&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit (`DURATION`) of one request to the target", Destination: &o.timeout},
 		retriesFlag(&f.retries),
-	}
+	)
 	stateFlags := []ucli.Flag{
 		&ucli.StringFlag{Name: "save", Usage: "save every delivery as a capture file in `DIR`", Destination: &o.saveDir},
 		&ucli.BoolFlag{Name: "save-scripts", Usage: "with --save, also write a shell script per delivery that re-sends its exact bytes with curl (and its body, as NAME.body)", Destination: &o.saveScripts},

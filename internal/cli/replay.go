@@ -23,7 +23,6 @@ import (
 
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
-	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/inspect"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
@@ -69,7 +68,8 @@ func parseRetries(c *ucli.Context, n int) (int, error) {
 // replayOptions are the parsed flags of `hookline replay`.
 type replayOptions struct {
 	paths       []string
-	target      string
+	target      string         // one target
+	targets     []proxy.Target // several (--target twice, --route)
 	secret      string
 	resign      bool
 	noQuery     bool
@@ -121,9 +121,9 @@ checks a different secret than GitHub's.
 
    hookline replay --target http://127.0.0.1:3000/api/github/webhooks ./captures
    hookline replay ./captures/20260115T094500.000Z-push-*.json          # dry run`,
-		Flags: append(append(append(append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it", &f.secret), providerFlags(&f.provider, "auto", true)...), pluginFlags(&f.plugins)...),
+		Flags: append(append(append(append(append(secretFlags("webhook `SECRET`: check the saved signatures, or with --resign sign with it", &f.secret), providerFlags(&f.provider, "auto", true)...), pluginFlags(&f.plugins)...),
+			targetFlags("send the deliveries to this URL (without it: dry run)", nil, &f.targets)...),
 			&ucli.StringFlag{Name: "failed-dir", Usage: "save deliveries the target did not take again in `DIR`, to replay them later", Destination: &o.failedDir},
-			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "send the deliveries to this `URL` (without it: dry run)", Destination: &o.target},
 			&ucli.BoolFlag{Name: "resign", Usage: "replace each signature with one made with the secret", Destination: &o.resign},
 			&ucli.BoolFlag{Name: "no-query", Usage: "do not add the deliveries' query strings to the target URL", Destination: &o.noQuery},
 			targetHeaderFlag(&f.header),
@@ -155,6 +155,7 @@ type replayFlags struct {
 	inspect  inspectFlagValues
 	header   ucli.StringSlice
 	retries  int
+	targets  targetFlagValues // replay's --target, --route (deliveries has its own --target)
 }
 
 // parse fills o's secret, plugins, inspector, header and retries from f.
@@ -216,23 +217,27 @@ func parseReplay(c *ucli.Context, o replayOptions, f *replayFlags) (replayOption
 	if o.timing > 0 && o.concurrency > 1 {
 		return o, usageErrorf("--timing keeps the order and the gaps: it sends one at a time (drop --concurrency)")
 	}
-	if o.target != "" {
-		if err := checkTarget("--target", o.target); err != nil {
-			return o, err
-		}
+	var err error
+	if o.target, o.targets, err = f.targets.parse(); err != nil {
+		return o, err
 	}
 	return o, nil
 }
 
 // targetClient returns the rest client forward, replay and send send to
 // the target with: timeout per attempt, retries (safeRetries:
-// proxy.SafeRetry), over transport (nil for net/http's default). note, if
+// proxy.SafeRetry, or with several targets, lanes, proxy.LaneRetry), over transport (nil for net/http's default). note, if
 // not nil, is told of each retry before its wait: a countdown the user sees
 // while the target is not up yet.
-func targetClient(timeout time.Duration, retries int, transport http.RoundTripper, note func(string)) *rest.Client {
+func targetClient(timeout time.Duration, retries int, lanes bool, transport http.RoundTripper, note func(string)) *rest.Client {
 	policy := proxy.SafeRetry()
-	if retries != safeRetries {
+	switch {
+	case retries != safeRetries:
 		policy = &rest.RetryPolicy{MaxAttempts: retries + 1}
+	case lanes:
+		// Each target's lane waits for its target to be up, holding its
+		// deliveries; --health and the summary count them as waiting.
+		policy, note = proxy.LaneRetry(), nil
 	}
 	if note != nil {
 		max := policy.MaxAttempts - 1
@@ -296,19 +301,19 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 	}
 	popts := proxy.Options{
 		Secret: o.secret, SchemeSecrets: o.schemeSec, Provider: o.scheme, Tolerance: o.tolerance,
-		Target: o.target, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
-		HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
+		Target: o.target, Targets: o.targets, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
+		HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
 		FailedDir:  o.failedDir, SaveDir: o.saveDir, DedupSize: -1,
 		Logger:      slog.New(slog.DiscardHandler), // every delivery gets its own line
 		Concurrency: o.concurrency, OnResult: r.report,
 	}
 	var ins *inspect.Inspector
 	if o.inspect != nil {
-		if o.target == "" {
+		if o.target == "" && o.targets == nil {
 			return usageErrorf("--inspect shows what the target answered: give --target too")
 		}
 		iopts := *o.inspect
-		iopts.Secret, iopts.Target = o.secret, o.target
+		iopts.Secret, iopts.Target = o.secret, firstOf(targetURLs(o.target, o.targets))
 		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return r.c.Resend(ctx, d) }
 		var err error
 		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
@@ -327,7 +332,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 		// signature is replaced, not checked.
 		popts.Secret, popts.SchemeSecrets, popts.ResignSecret = "", nil, o.secret
 	}
-	r.dry = o.target == ""
+	r.dry = o.target == "" && o.targets == nil
 	if !r.dry {
 		handlers, err := pluginHandlers(o.plugins, newLogger(s.err), s)
 		if err != nil {
@@ -337,7 +342,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 			popts.Handlers = handlers
 			popts.AllowUnverified = true // without --secret the trace says "unverified"; the user chose it
 		}
-		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), httpx.RedactURL(o.target))
+		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), describeTargets(o.target, o.targets))
 	} else {
 		fmt.Fprintf(s.err, "no --target: a dry run of %s, nothing is sent\n", plural(len(ds), "delivery", "deliveries"))
 	}

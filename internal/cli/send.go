@@ -382,7 +382,7 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 		Headers: h, Body: body,
 	}
 	c, err := proxy.New(proxy.Options{
-		Target: o.target, HTTPClient: targetClient(o.timeout, o.retries, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
+		Target: o.target, HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
 		DedupSize: -1, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -51,7 +52,9 @@ type tracer struct {
 	lastFailure time.Time   // when the last connection failure was printed
 	silent      *time.Timer // says so when a connection attempt has no answer yet
 	failedCount int
-	failedWhy   map[string]int // why each was kept: a status, "no answer", "bad signature"
+	failedWhy   map[string]int    // why each was kept: a status, "no answer", "bad signature"
+	laneFailed  map[string]string // several targets: name → URL of those with deliveries kept
+	topFailed   int               // kept in the failed folder itself (one target, or a bad signature)
 	// forward is set by forward, whose deliveries exist nowhere else: a
 	// delivery neither forwarded nor saved is shown as lost (replay's are
 	// still in their capture files), and an answer GitHub would record as
@@ -186,21 +189,21 @@ func (t *tracer) result(r proxy.Result) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r.FailedFile != "" {
-		t.failedCount++
-		if len(t.failed) < maxListedFailed {
-			t.failed = append(t.failed, r.FailedFile)
-		}
 		why := "bad signature"
-		if tr := r.Target; r.Verification != proxy.VerificationFailed && tr != nil {
-			why = strconv.Itoa(tr.Status)
-			if tr.Err != nil {
-				why = "no answer"
+		if r.Verification != proxy.VerificationFailed && r.Target != nil {
+			why = failedWhy(r.Target)
+		}
+		t.keptFailed(r.FailedFile, why)
+		t.topFailed++
+	}
+	for _, tr := range r.Targets {
+		if tr.FailedFile != "" {
+			t.keptFailed(tr.FailedFile, tr.Name+" "+failedWhy(tr))
+			if t.laneFailed == nil {
+				t.laneFailed = map[string]string{}
 			}
+			t.laneFailed[tr.Name] = tr.URL
 		}
-		if t.failedWhy == nil {
-			t.failedWhy = map[string]int{}
-		}
-		t.failedWhy[why]++
 	}
 	if t.json {
 		t.writeJSON(r)
@@ -248,32 +251,28 @@ func (t *tracer) result(r proxy.Result) {
 	if r.HandlerErr != nil && len(r.Handlers) == 0 {
 		b.WriteString(" " + t.red.Sprint("handlers failed"))
 	}
-	if tr := r.Target; tr != nil {
+	if r.Target != nil || len(r.Targets) > 0 {
 		b.WriteString(" → ")
 		if m := r.Delivery.Method; m != "" && m != http.MethodPost {
 			b.WriteString(t.yellow.Sprint(m) + " ") // a gosmee relay recorded another method
 		}
-		switch {
-		case tr.Interrupted:
-			b.WriteString(t.yellow.Sprint("interrupted"))
-		case tr.Err != nil:
-			b.WriteString(t.red.Sprint("unreachable"))
-		case tr.Status >= 500:
-			b.WriteString(t.red.Sprintf("%d", tr.Status))
-		case tr.Status >= 400:
-			b.WriteString(t.yellow.Sprintf("%d", tr.Status))
-		case tr.Status >= 200 && tr.Status < 300:
-			b.WriteString(t.green.Sprintf("%d", tr.Status))
-		default:
-			b.WriteString(t.yellow.Sprintf("%d", tr.Status))
+	}
+	if tr := r.Target; tr != nil {
+		t.writeVerdict(&b, tr)
+	}
+	for i, tr := range r.Targets {
+		if i > 0 {
+			b.WriteString(t.dim.Sprint(" · "))
 		}
-		b.WriteString(" " + formatDuration(tr.Duration))
-		if n := len(tr.Attempts); n > 1 {
-			fmt.Fprintf(&b, " after %d attempts", n)
+		b.WriteString(termSafe(tr.Name) + " ")
+		if tr.Skipped {
+			b.WriteString(t.dim.Sprint("had it"))
+			continue
 		}
-		if t.forward && tr.OK() && tr.GitHubWouldFail() {
-			b.WriteString(" " + t.yellow.Sprint("⚠ too slow for GitHub"))
-		}
+		t.writeVerdict(&b, tr)
+	}
+	if r.Unrouted {
+		b.WriteString(" " + t.yellow.Sprint("→ unrouted: no --route takes it and there is no --target"))
 	}
 	if r.Waited >= waitedShown {
 		b.WriteString(" " + t.yellow.Sprintf("(waited %s behind the one before)", formatDuration(r.Waited)))
@@ -305,55 +304,151 @@ func (t *tracer) result(r proxy.Result) {
 			fmt.Fprintf(&b, "    %s\n", t.red.Sprint(termSafe(line)))
 		}
 	}
-	if tr := r.Target; tr != nil && tr.Err == nil && !tr.OK() && len(tr.Body) > 0 {
-		// A target may echo the request: no secret, no credential.
-		body := []byte(redactEcho(string(tr.Body[:min(len(tr.Body), traceAnswerBytes)]), t.secrets, r.Delivery.Headers))
-		said := termSafe(firstLine(body, 120)) // -v: the whole (first 4 KiB)
-		if t.verbose {
-			said = strings.ReplaceAll(termSafeLines(strings.TrimSpace(string(body))), "\n", "\n    ")
-		}
-		fmt.Fprintf(&b, "    %s %s\n", t.dim.Sprint("the target said:"), said)
-	}
-	if tr := r.Target; tr != nil && tr.Err == nil && tr.Status == http.StatusNotFound && !t.hinted404 {
-		// Once a run: the usual cause is the path of --target.
-		t.hinted404 = true
-		path := "/"
-		if u, err := url.Parse(tr.URL); err == nil && u.Path != "" {
-			path = u.Path
-		}
-		fmt.Fprintf(&b, "    %s\n", t.yellow.Sprintf("hint: the target has nothing at %s: check the path in --target (Probot and @octokit/webhooks' middleware listen on /api/github/webhooks)", termSafe(path)))
-	}
-	if tr := r.Target; tr != nil && tr.Err != nil {
-		fmt.Fprintf(&b, "    %s\n", t.red.Sprint(termSafe(tr.Err.Error())))
-		if hint := certHint(tr.Err, "target"); hint != "" {
-			fmt.Fprintf(&b, "    %s\n", t.yellow.Sprint(hint))
-		}
-	}
-	if why := githubVerdict(r.Target); why != "" && t.forward {
-		fmt.Fprintf(&b, "    %s\n", t.yellow.Sprint("GitHub would mark this delivery failed: "+why))
+	for _, tr := range targetsOf(r) {
+		t.writeTargetDetails(&b, r, tr)
 	}
 	if r.SaveErr != nil {
 		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("not saved: "+termSafe(r.SaveErr.Error())))
 	}
-	switch {
-	case r.FailedFile != "":
-		fmt.Fprintf(&b, "    %s %s\n", t.yellow.Sprint("saved for replay:"), termSafe(r.FailedFile))
-	case r.FailedErr != nil:
-		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("not saved for replay: "+termSafe(r.FailedErr.Error())))
+	t.writeFailedFile(&b, r.FailedFile, r.FailedErr)
+	for _, tr := range r.Targets {
+		t.writeFailedFile(&b, tr.FailedFile, tr.FailedErr)
 	}
 	if t.forward && r.Lost() {
 		fmt.Fprintf(&b, "    %s\n", t.red.Sprint("LOST: the target did not take it and no capture file keeps it (the relay may still have it)"))
 	}
 	if t.verbose {
 		t.writeDetails(&b, r)
-		if tr := r.Target; tr != nil && tr.Err == nil {
-			// The target's answer: status and headers (its body is above).
-			fmt.Fprintf(&b, "    %s %d %s\n", t.dim.Sprint("the target answered"), tr.Status, http.StatusText(tr.Status))
-			writeHeaders(&b, t.dim, tr.Header, "      ")
+		for _, tr := range targetsOf(r) {
+			if tr.Err == nil && !tr.Skipped {
+				// The target's answer: status and headers (its body is above).
+				fmt.Fprintf(&b, "    %s %d %s\n", t.dim.Sprint(targetLabel(tr)+" answered"), tr.Status, http.StatusText(tr.Status))
+				writeHeaders(&b, t.dim, tr.Header, "      ")
+			}
 		}
 	}
 	io.WriteString(t.out, b.String())
 	t.written()
+}
+
+// targetsOf is r's target outcomes: Target's, or Targets'.
+func targetsOf(r proxy.Result) []*proxy.TargetResult {
+	if r.Target != nil {
+		return []*proxy.TargetResult{r.Target}
+	}
+	return r.Targets
+}
+
+// targetLabel names a target in the detail lines: "the target", or
+// "the target worker" among several.
+func targetLabel(tr *proxy.TargetResult) string {
+	if tr.Name == "" {
+		return "the target"
+	}
+	return "the target " + termSafe(tr.Name)
+}
+
+// failedWhy is why a target's delivery was kept for a replay: its status,
+// or "no answer".
+func failedWhy(tr *proxy.TargetResult) string {
+	if tr.Err != nil {
+		return "no answer"
+	}
+	return strconv.Itoa(tr.Status)
+}
+
+// keptFailed counts a delivery kept in the failed folder, for the summary.
+func (t *tracer) keptFailed(file, why string) {
+	t.failedCount++
+	if len(t.failed) < maxListedFailed {
+		t.failed = append(t.failed, file)
+	}
+	if t.failedWhy == nil {
+		t.failedWhy = map[string]int{}
+	}
+	t.failedWhy[why]++
+}
+
+// writeVerdict writes a target's outcome on the trace line: its status and
+// time, with the attempts and GitHub's verdict.
+func (t *tracer) writeVerdict(b *strings.Builder, tr *proxy.TargetResult) {
+	switch {
+	case tr.Interrupted:
+		b.WriteString(t.yellow.Sprint("interrupted"))
+	case tr.Err != nil:
+		b.WriteString(t.red.Sprint("unreachable"))
+	case tr.Status >= 500:
+		b.WriteString(t.red.Sprintf("%d", tr.Status))
+	case tr.Status >= 400:
+		b.WriteString(t.yellow.Sprintf("%d", tr.Status))
+	case tr.Status >= 200 && tr.Status < 300:
+		b.WriteString(t.green.Sprintf("%d", tr.Status))
+	default:
+		b.WriteString(t.yellow.Sprintf("%d", tr.Status))
+	}
+	b.WriteString(" " + formatDuration(tr.Duration))
+	if n := len(tr.Attempts); n > 1 {
+		fmt.Fprintf(b, " after %d attempts", n)
+	}
+	if t.forward && tr.OK() && tr.GitHubWouldFail() {
+		b.WriteString(" " + t.yellow.Sprint("⚠ too slow for GitHub"))
+	}
+}
+
+// writeTargetDetails writes the lines below the trace line about one
+// target's answer: what it said when it refused, a hint for a 404, why it
+// could not be reached, GitHub's verdict.
+func (t *tracer) writeTargetDetails(b *strings.Builder, r proxy.Result, tr *proxy.TargetResult) {
+	if tr.Skipped {
+		return
+	}
+	label := targetLabel(tr)
+	if tr.Err == nil && !tr.OK() && len(tr.Body) > 0 {
+		// A target may echo the request: no secret, no credential.
+		body := []byte(redactEcho(string(tr.Body[:min(len(tr.Body), traceAnswerBytes)]), t.secrets, r.Delivery.Headers))
+		said := termSafe(firstLine(body, 120)) // -v: the whole (first 4 KiB)
+		if t.verbose {
+			said = strings.ReplaceAll(termSafeLines(strings.TrimSpace(string(body))), "\n", "\n    ")
+		}
+		fmt.Fprintf(b, "    %s %s\n", t.dim.Sprint(label+" said:"), said)
+	}
+	if tr.Err == nil && tr.Status == http.StatusNotFound && !t.hinted404 {
+		// Once a run: the usual cause is the path of --target.
+		t.hinted404 = true
+		path := "/"
+		if u, err := url.Parse(tr.URL); err == nil && u.Path != "" {
+			path = u.Path
+		}
+		fmt.Fprintf(b, "    %s\n", t.yellow.Sprintf("hint: %s has nothing at %s: check the path in --target (Probot and @octokit/webhooks' middleware listen on /api/github/webhooks)", label, termSafe(path)))
+	}
+	if tr.Err != nil {
+		prefix := ""
+		if tr.Name != "" {
+			prefix = termSafe(tr.Name) + ": "
+		}
+		fmt.Fprintf(b, "    %s\n", t.red.Sprint(prefix+termSafe(tr.Err.Error())))
+		if hint := certHint(tr.Err, "target"); hint != "" {
+			fmt.Fprintf(b, "    %s\n", t.yellow.Sprint(hint))
+		}
+	}
+	if why := githubVerdict(tr); why != "" && t.forward {
+		what := "GitHub would mark this delivery failed: "
+		if tr.Name != "" {
+			what = "GitHub would mark this delivery failed at " + termSafe(tr.Name) + ": "
+		}
+		fmt.Fprintf(b, "    %s\n", t.yellow.Sprint(what+why))
+	}
+}
+
+// writeFailedFile writes where a delivery was kept for a replay, or why it
+// could not be.
+func (t *tracer) writeFailedFile(b *strings.Builder, file string, err error) {
+	switch {
+	case file != "":
+		fmt.Fprintf(b, "    %s %s\n", t.yellow.Sprint("saved for replay:"), termSafe(file))
+	case err != nil:
+		fmt.Fprintf(b, "    %s\n", t.red.Sprint("not saved for replay: "+termSafe(err.Error())))
+	}
 }
 
 // waitedShown is the least queue wait the trace line mentions: below it,
@@ -365,7 +460,7 @@ const waitedShown = time.Second
 // it would not, or nothing was sent.
 func githubVerdict(tr *proxy.TargetResult) string {
 	switch {
-	case tr == nil || tr.Interrupted || !tr.GitHubWouldFail():
+	case tr == nil || tr.Interrupted || tr.Skipped || !tr.GitHubWouldFail():
 		return ""
 	case tr.Err != nil:
 		return "no answer"
@@ -444,6 +539,8 @@ type jsonResult struct {
 	Handlers     []jsonHandler       `json:"handlers,omitempty"`
 	HandlerError string              `json:"handler_error,omitempty"`
 	Target       *jsonTarget         `json:"target,omitempty"`
+	Targets      []*jsonTarget       `json:"targets,omitempty"`  // several targets: one per target the routes chose
+	Unrouted     bool                `json:"unrouted,omitempty"` // no route took it and there is no default target
 	Saved        string              `json:"saved,omitempty"`
 	SaveError    string              `json:"save_error,omitempty"`
 	FailedFile   string              `json:"failed_file,omitempty"`
@@ -461,6 +558,9 @@ type jsonHandler struct {
 }
 
 type jsonTarget struct {
+	Name       string  `json:"name,omitempty"`    // among several targets
+	Skipped    bool    `json:"skipped,omitempty"` // it had the delivery before a restart
+	FailedFile string  `json:"failed_file,omitempty"`
 	Method     string  `json:"method,omitempty"` // when not POST
 	URL        string  `json:"url"`
 	Status     int     `json:"status,omitempty"`
@@ -498,19 +598,12 @@ func (t *tracer) writeJSON(r proxy.Result) {
 		j.HandlerError = r.HandlerErr.Error()
 	}
 	if tr := r.Target; tr != nil {
-		j.Target = &jsonTarget{URL: tr.URL, Status: tr.Status, DurationMS: ms(tr.Duration)}
-		if m := r.Delivery.Method; m != http.MethodPost {
-			j.Target.Method = m
-		}
-		j.Target.Interrupted = tr.Interrupted
-		if why := githubVerdict(tr); why != "" && t.forward {
-			j.Target.GitHubFailed, j.Target.GitHubNote = true, why
-		}
-		if tr.Err != nil {
-			j.Target.Error = tr.Err.Error()
-			j.Target.Hint = certHint(tr.Err, "target")
-		}
+		j.Target = t.jsonTargetOf(tr, r.Delivery.Method)
 	}
+	for _, tr := range r.Targets {
+		j.Targets = append(j.Targets, t.jsonTargetOf(tr, r.Delivery.Method))
+	}
+	j.Unrouted = r.Unrouted
 	if r.SaveErr != nil {
 		j.SaveError = r.SaveErr.Error()
 	}
@@ -530,6 +623,22 @@ func (t *tracer) writeJSON(r proxy.Result) {
 	enc.SetEscapeHTML(false)
 	enc.Encode(j)
 	t.written()
+}
+
+// jsonTargetOf is a target's outcome for --json.
+func (t *tracer) jsonTargetOf(tr *proxy.TargetResult, method string) *jsonTarget {
+	j := &jsonTarget{Name: tr.Name, Skipped: tr.Skipped, FailedFile: tr.FailedFile, URL: tr.URL, Status: tr.Status, DurationMS: ms(tr.Duration), Interrupted: tr.Interrupted}
+	if method != http.MethodPost {
+		j.Method = method
+	}
+	if why := githubVerdict(tr); why != "" && t.forward {
+		j.GitHubFailed, j.GitHubNote = true, why
+	}
+	if tr.Err != nil {
+		j.Error = tr.Err.Error()
+		j.Hint = certHint(tr.Err, "target")
+	}
+	return j
 }
 
 // state prints a connection state change.
@@ -648,6 +757,7 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 		{s.SaveFails, "not saved", t.red},
 		{s.Lost, "LOST (not delivered, not saved)", t.red},
 		{s.StateFails, "state file write failure(s)", t.red},
+		{s.Unrouted, "unrouted (no route, no --target)", t.yellow},
 	}
 	for _, p := range parts {
 		if p.n > 0 {
@@ -658,6 +768,21 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 		fmt.Fprintf(t.info, "; %d saved in %s", s.Saved, in.saveDir)
 	}
 	fmt.Fprintln(t.info)
+	if len(s.Targets) > 0 {
+		var per []string
+		for _, name := range slices.Sorted(maps.Keys(s.Targets)) {
+			ts := s.Targets[name]
+			line := fmt.Sprintf("%s %d forwarded", termSafe(name), ts.Forwarded)
+			if ts.Failed > 0 {
+				line += ", " + t.red.Sprintf("%d failed", ts.Failed)
+			}
+			if ts.Waiting > 0 {
+				line += ", " + t.yellow.Sprintf("%d still waiting", ts.Waiting)
+			}
+			per = append(per, line)
+		}
+		fmt.Fprintf(t.info, "%s %s\n", t.bold.Sprint("targets:"), strings.Join(per, "; "))
+	}
 	if s.GitHubFailed > 0 {
 		fmt.Fprintf(t.info, "%s\n", t.yellow.Sprintf("GitHub would have marked %s failed (answers slower than %s or not 2xx): GitHub does not retry them",
 			plural(int(s.GitHubFailed), "delivery", "deliveries"), proxy.GitHubTimeout))
@@ -688,14 +813,24 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 		// Never a command that would send on what failed verification: a
 		// run that verified suggests a replay that verifies again.
 		badSigs := t.failedWhy["bad signature"]
+		secretFile := ""
 		if in.verified || badSigs > 0 {
+			secretFile = "--secret-file FILE "
+		}
+		for _, name := range slices.Sorted(maps.Keys(t.laneFailed)) {
+			fmt.Fprintf(t.info, "send %s's again with: hookline replay %s--target %s %s\n", termSafe(name), secretFile, httpx.RedactURL(t.laneFailed[name]), filepath.Join(in.failedDir, name))
+		}
+		switch {
+		case t.topFailed == 0:
+			// every one is in a target's subfolder: said above
+		case in.verified || badSigs > 0:
 			fmt.Fprintf(t.info, "send them again with: hookline replay --secret-file FILE --target %s %s\n", target, in.failedDir)
 			note := "  FILE holds the webhook's secret: replay verifies each delivery again and sends only those that match"
 			if badSigs > 0 {
 				note += fmt.Sprintf(" (the %d with a bad signature are sent only if they match the secret you give)", badSigs)
 			}
 			fmt.Fprintln(t.info, note)
-		} else {
+		default:
 			fmt.Fprintf(t.info, "send them again with: hookline replay --target %s %s\n", target, in.failedDir)
 		}
 	}
