@@ -978,9 +978,13 @@ func (c *Client) Replay(ctx context.Context, ds []*delivery.Delivery) error {
 		// The loop below may hand one more over after ctx ended (select
 		// picks at random among ready cases): it is not started.
 		if ctx.Err() == nil {
-			c.Handle(ctx, d)
+			// As Handle, without waiting for the targets' lanes: a slow
+			// target holds back only its own lane.
+			dup, redelivery := c.dedup.check(d.ID, d.EventID, false, time.Now())
+			c.process(ctx, item{d: d, duplicate: dup, redelivery: redelivery}, c.report)
 		}
 	})
+	defer c.lanesBusy.Wait()
 	defer wg.Wait()
 	defer close(queue)
 	for _, d := range ds {

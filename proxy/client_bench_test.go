@@ -23,8 +23,17 @@ import (
 //	go test -run '^$' -bench BenchmarkClient -benchmem -count 6 ./proxy/
 func BenchmarkClient(b *testing.B) {
 	for _, size := range []int{4 << 10, 1 << 20} {
-		b.Run(sizeName(size), func(b *testing.B) { benchmarkClient(b, size) })
+		b.Run(sizeName(size), func(b *testing.B) { benchmarkClient(b, size, 1) })
 	}
+}
+
+// BenchmarkClientTargets compares one target with two (fan-out, each its
+// lane), 4 KiB in order; a delivery counts when every target has it:
+//
+//	go test -run '^$' -bench BenchmarkClientTargets -count 6 ./proxy/
+func BenchmarkClientTargets(b *testing.B) {
+	b.Run("one", func(b *testing.B) { benchmarkClient(b, 4<<10, 1) })
+	b.Run("two", func(b *testing.B) { benchmarkClient(b, 4<<10, 2) })
 }
 
 func sizeName(n int) string {
@@ -34,7 +43,7 @@ func sizeName(n int) string {
 	return strconv.Itoa(n>>10) + "KiB"
 }
 
-func benchmarkClient(b *testing.B, size int) {
+func benchmarkClient(b *testing.B, size, targets int) {
 	const secret = "bench-secret"
 	body := bytes.Repeat([]byte("a"), size)
 	copy(body, `{"action":"opened","x":"`)
@@ -66,13 +75,20 @@ func benchmarkClient(b *testing.B, size int) {
 		<-r.Context().Done()
 	}))
 	defer source.Close()
-	got := make(chan struct{}, n)
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		got <- struct{}{}
-	}))
-	defer target.Close()
-	c, err := proxy.New(proxy.Options{URL: source.URL + "/c", Secret: secret, Target: target.URL, Logger: slog.New(slog.DiscardHandler)})
+	got := make(chan struct{}, n*targets)
+	opts := proxy.Options{URL: source.URL + "/c", Secret: secret, Logger: slog.New(slog.DiscardHandler)}
+	for range targets {
+		target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			got <- struct{}{}
+		}))
+		defer target.Close()
+		opts.Targets = append(opts.Targets, proxy.Target{URL: target.URL})
+	}
+	if targets == 1 {
+		opts.Target, opts.Targets = opts.Targets[0].URL, nil
+	}
+	c, err := proxy.New(opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,7 +98,7 @@ func benchmarkClient(b *testing.B, size int) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	go c.Run(ctx)
-	for i := 0; i < n; i++ {
+	for i := 0; i < n*targets; i++ {
 		<-got
 	}
 	b.StopTimer()

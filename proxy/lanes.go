@@ -69,19 +69,66 @@ type Target struct {
 	Header http.Header
 }
 
-// lane is one target's queue and sender.
+// lane is one target's queue and senders: up to workers goroutines
+// take the queue's sends in order (one: the order deliveries were read);
+// a sender idle for laneIdle ends, and the next send starts one again, so
+// that a lane costs nothing once its Client is done with.
 type lane struct {
-	name   string
-	route  map[string]bool // nil: a default target
-	fwd    *forwarder
-	admit  chan struct{} // a slot per waiting delivery (laneBacklog)
-	sem    chan struct{} // concurrent sends
-	order  bool          // in read order
-	mu     sync.Mutex
-	last   chan struct{} // closed when the previous delivery is sent (nil: none yet)
-	failed string        // the lane's failed folder, "" for none
+	name    string
+	route   map[string]bool // nil: a default target
+	fwd     *forwarder
+	queue   chan func() // sends waiting (laneBacklog)
+	workers int
+	failed  string // the lane's failed folder, "" for none
+
+	mu      sync.Mutex
+	running int // senders running
 
 	forwarded, fails, waiting atomic.Int64
+}
+
+// laneIdle is how long a lane's sender waits for work before it ends.
+const laneIdle = time.Second
+
+// submit queues send (waiting while the lane holds laneBacklog sends,
+// unless ctx ends: then it runs at once, and sees ctx's end) and makes
+// sure a sender runs.
+func (l *lane) submit(ctx context.Context, send func()) {
+	select {
+	case l.queue <- send:
+	case <-ctx.Done():
+		go send()
+		return
+	}
+	l.mu.Lock()
+	if l.running < l.workers {
+		l.running++
+		go l.sender()
+	}
+	l.mu.Unlock()
+}
+
+// sender runs the lane's sends until it has been idle for laneIdle.
+func (l *lane) sender() {
+	idle := time.NewTimer(laneIdle)
+	defer idle.Stop()
+	for {
+		select {
+		case send := <-l.queue:
+			send()
+			idle.Reset(laneIdle)
+		case <-idle.C:
+			l.mu.Lock()
+			if len(l.queue) > 0 { // a send came as the timer fired
+				l.mu.Unlock()
+				idle.Reset(laneIdle)
+				continue
+			}
+			l.running--
+			l.mu.Unlock()
+			return
+		}
+	}
 }
 
 // TargetStats count one target's deliveries (Stats.Targets).
@@ -112,8 +159,7 @@ func (c *Client) newLanes(hc func() *rest.Client) error {
 			header[k] = v
 		}
 		l := &lane{
-			name: names[i], order: opts.Concurrency <= 1,
-			admit: make(chan struct{}, laneBacklog), sem: make(chan struct{}, max(1, opts.Concurrency)),
+			name: names[i], queue: make(chan func(), laneBacklog), workers: max(1, opts.Concurrency),
 			fwd:    newForwarder(target, hc(), forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Scheme: opts.Provider, Header: header}),
 			failed: laneFailedDir(c.failedDir, names[i]),
 		}
@@ -233,32 +279,9 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 			continue
 		}
 		l.waiting.Add(1)
-		select {
-		case l.admit <- struct{}{}:
-		case <-ctx.Done():
-		}
-		var prev, mine chan struct{}
-		if l.order {
-			mine = make(chan struct{})
-			l.mu.Lock()
-			prev, l.last = l.last, mine
-			l.mu.Unlock()
-		}
 		c.loops.forwarding(d.ID, d.EventID, time.Now())
-		go func() {
-			if prev != nil {
-				<-prev
-			}
-			l.sem <- struct{}{}
+		l.submit(ctx, func() {
 			tr := l.fwd.Forward(ctx, d)
-			<-l.sem
-			if mine != nil {
-				close(mine)
-			}
-			select {
-			case <-l.admit:
-			default:
-			}
 			l.waiting.Add(-1)
 			tr.Name = l.name
 			tr.Interrupted = tr.Err != nil && ctx.Err() != nil
@@ -270,7 +293,7 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 			}
 			r.Targets[i] = tr // each lane its own index; read after all are done
 			finish()
-		}()
+		})
 	}
 	// The handlers run here, beside the lanes: the next delivery's wait
 	// for them, so that they see deliveries in order, as with one target.

@@ -4,16 +4,22 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	hldelivery "github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/rest"
 )
 
 // laneTarget records what one target received, checking each signature
@@ -229,4 +235,81 @@ func TestTargetsStateFileResumesEachLane(t *testing.T) {
 			t.Errorf("%s: targets %+v, want healthy skipped and flaky sent", r.Delivery.ID, r.Targets)
 		}
 	}
+}
+
+// memTargets are targets in memory, by host, for a synctest bubble (a
+// loopback server would stall its clock): down.test refuses connections
+// until downUntil, as a stopped server does.
+type memTargets struct {
+	mu        sync.Mutex
+	downUntil time.Time
+	got       map[string][]string    // host → delivery ids, in the order sent
+	at        map[string][]time.Time // when each arrived
+}
+
+func (m *memTargets) RoundTrip(req *http.Request) (*http.Response, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if req.URL.Host == "down.test" && time.Now().Before(m.downUntil) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	io.Copy(io.Discard, req.Body)
+	m.got[req.URL.Host] = append(m.got[req.URL.Host], req.Header.Get("X-GitHub-Delivery"))
+	m.at[req.URL.Host] = append(m.at[req.URL.Host], time.Now())
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+}
+
+// TestTargetsDownForAMinute, in simulated time: one target refuses
+// connections for a minute; the other gets every delivery at once, in
+// order; the first gets them all from its lane, in order, once it is back;
+// each target gets each delivery once.
+func TestTargetsDownForAMinute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		mem := &memTargets{downUntil: start.Add(time.Minute), got: map[string][]string{}, at: map[string][]time.Time{}}
+		res := newResults()
+		c, err := proxy.New(proxy.Options{
+			Targets:    []proxy.Target{{Name: "healthy", URL: "http://healthy.test/"}, {Name: "down", URL: "http://down.test/"}},
+			HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: mem}, Retry: proxy.LaneRetry()},
+			OnResult:   res.add, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ds []*hldelivery.Delivery
+		var want []string
+		for i := 1; i <= 5; i++ {
+			id := fmt.Sprintf("d%d", i)
+			want = append(want, id)
+			ds = append(ds, &hldelivery.Delivery{ID: id, Event: "push", Method: http.MethodPost,
+				Headers: http.Header{"X-Github-Delivery": {id}, "X-Github-Event": {"push"}, "Content-Type": {"application/json"}}, Body: []byte(`{}`)})
+		}
+		if err := c.Replay(t.Context(), ds); err != nil {
+			t.Fatal(err)
+		}
+		if got := mem.got["healthy.test"]; !slices.Equal(got, want) {
+			t.Errorf("healthy got %v, want %v", got, want)
+		}
+		for _, at := range mem.at["healthy.test"] {
+			if at.Sub(start) > time.Second {
+				t.Errorf("healthy got one at +%v: the down target held it back", at.Sub(start))
+			}
+		}
+		if got := mem.got["down.test"]; !slices.Equal(got, want) {
+			t.Errorf("down got %v, want %v, once each, in order", got, want)
+		}
+		if at := mem.at["down.test"]; len(at) == 0 || at[0].Sub(start) < time.Minute || at[0].Sub(start) > time.Minute+3*time.Second {
+			t.Errorf("down got its first at %v, want within its lane's 2 s retry after the minute", at)
+		}
+		all := res.wait(t, 5)
+		for _, r := range all {
+			if !r.OK() || len(r.Targets) != 2 {
+				t.Errorf("%s: %+v", r.Delivery.ID, r.Targets)
+			}
+		}
+		if st := c.Stats(); st.Targets["down"].Forwarded != 5 || st.Targets["healthy"].Forwarded != 5 || st.Lost != 0 {
+			t.Errorf("stats %+v", st)
+		}
+		time.Sleep(2 * time.Second) // the lanes' idle senders end
+	})
 }

@@ -168,6 +168,9 @@ type lanesMark struct {
 // laneDone records that target name is done with delivery seq (event id
 // id) while others are not, and writes the state file.
 func (c *checkpoint) laneDone(seq uint64, id, name string) {
+	if c.path == "" {
+		return // nothing is stored: nothing to remember
+	}
 	c.mu.Lock()
 	m := c.lanes[seq]
 	if m == nil {
@@ -178,9 +181,7 @@ func (c *checkpoint) laneDone(seq uint64, id, name string) {
 	c.version++
 	doc, version := c.snapshotLocked()
 	c.mu.Unlock()
-	if c.path != "" {
-		c.write(doc, version)
-	}
+	c.write(doc, version)
 }
 
 // start sets the watermark read from a state file.
@@ -216,11 +217,13 @@ func (c *checkpoint) finish(seq uint64, id string, store bool) {
 	if changed {
 		c.version++
 	}
+	if !store || !changed || c.path == "" {
+		c.mu.Unlock()
+		return
+	}
 	doc, version := c.snapshotLocked()
 	c.mu.Unlock()
-	if store && changed && c.path != "" {
-		c.write(doc, version)
-	}
+	c.write(doc, version)
 }
 
 // Mark returns the watermark.

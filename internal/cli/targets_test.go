@@ -37,7 +37,7 @@ func TestForwardSeveralTargets(t *testing.T) {
 	ci := newRecordingTarget(t, nil)
 	relay := newTestRelay(t)
 	failed := t.TempDir()
-	f := startForward(t, "--url", relay.URL+"/chan", "--no-state", "--secret", secret, "--failed-dir", failed,
+	f := startForward(t, "--url", relay.URL+"/chan", "--no-state", "--secret", secret, "--failed-dir", failed, "--health", "127.0.0.1:0",
 		"--target", "app="+app.URL, "--target", "worker="+worker.URL, "--route", "push,pull_request.*=ci="+ci.URL,
 		"--target-header", "ci:X-Ci-Token=abc")
 	f.waitErr(t, "forwarding ")
@@ -46,6 +46,22 @@ func TestForwardSeveralTargets(t *testing.T) {
 	relay.send("p2", "push", secret, bodies["p2"])
 	relay.send("r3", "pull_request", secret, bodies["r3"])
 	f.waitOutLines(t, 3)
+	// --health counts per target.
+	healthURL := strings.Fields(lineWith(f.err.String(), "health: "))[1]
+	resp, err := http.Get(healthURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct {
+		Stats struct {
+			Targets map[string]struct{ Forwarded, Failed int }
+		} `json:"stats"`
+	}
+	json.NewDecoder(resp.Body).Decode(&health)
+	resp.Body.Close()
+	if tg := health.Stats.Targets; tg["ci"].Forwarded != 2 || tg["worker"].Failed != 1 || tg["app"].Forwarded != 1 {
+		t.Errorf("--health targets %+v", tg)
+	}
 	f.stop(t)
 	if got := idsOf(app); !slices.Equal(got, []string{"i1"}) {
 		t.Errorf("app got %v, want [i1]", got)
