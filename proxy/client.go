@@ -1147,7 +1147,7 @@ func (c *Client) processOne(ctx context.Context, d *delivery.Delivery, duplicate
 	}
 	cd.Note = note
 	if cd.Note != "" && c.failedDir != "" {
-		r.FailedFile, r.FailedErr = c.saveFailed(cd)
+		r.FailedFile, r.FailedErr = c.saveFailed(c.failedDir, cd)
 		if r.FailedErr != nil {
 			c.stats.saveFails.Add(1)
 		} else {
@@ -1234,17 +1234,18 @@ func (c *Client) keepSkipped(ev sse.Event, why string, cause error) {
 	c.logger.Error("a delivery "+why+" was skipped; a note about it is in the failed folder", "event_id", ev.ID, "file", path)
 }
 
-// saveFailed writes a delivery the target did not take to the failed
-// folder, creating the folder (owner-only) the first time.
-func (c *Client) saveFailed(cd capture.File) (string, error) {
-	if err := os.MkdirAll(c.failedDir, 0o700); err != nil {
+// saveFailed writes a delivery a target did not take to dir, the failed
+// folder (or a target's subfolder of it), creating dir (owner-only) the
+// first time.
+func (c *Client) saveFailed(dir string, cd capture.File) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("saving delivery %s for a replay: %w", cd.ID, err)
 	}
-	path, err := c.writeCapture(c.failedDir, cd)
+	path, err := c.writeCapture(dir, cd)
 	if err == nil {
 		// The file is synced by capture.Write; sync its name too, before
 		// the state file moves past the delivery: this copy is the only one.
-		syncDir(c.failedDir)
+		syncDir(dir)
 	}
 	return path, err
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -325,11 +324,7 @@ func (c *Client) afterLane(l *lane, tr *TargetResult, d *delivery.Delivery, r Re
 	if l.failed != "" {
 		cd := c.captureOf(d, r)
 		cd.Note = "the target " + l.name + " answered " + tr.Summary()
-		if err := os.MkdirAll(l.failed, 0o700); err != nil {
-			tr.FailedErr = err
-		} else if tr.FailedFile, tr.FailedErr = c.writeCapture(l.failed, cd); tr.FailedErr == nil {
-			syncDir(l.failed)
-		}
+		tr.FailedFile, tr.FailedErr = c.saveFailed(l.failed, cd)
 		if tr.FailedErr != nil {
 			c.stats.saveFails.Add(1)
 		} else {
