@@ -164,7 +164,7 @@ func (in *Inspector) Add(r proxy.Result) {
 // answer and the headers of both.
 func resultSize(r proxy.Result) int64 {
 	n := int64(len(r.Delivery.Body)) + headerSize(r.Delivery.Headers) + 512
-	if t := r.Target; t != nil {
+	for _, t := range targetsOf(r) {
 		n += int64(len(t.Body)) + headerSize(t.Header)
 		for _, a := range t.Attempts[:max(len(t.Attempts)-1, 0)] { // the last one's are t's
 			n += int64(len(a.Body)) + headerSize(a.Header)
@@ -288,7 +288,7 @@ func outcome(r proxy.Result) string {
 		return OutcomeSkipped
 	case r.Verification == proxy.VerificationFailed:
 		return OutcomeBadSignature
-	case r.Target != nil && !r.Target.OK():
+	case slices.ContainsFunc(targetsOf(r), func(t *proxy.TargetResult) bool { return !t.Skipped && !t.OK() }):
 		return OutcomeTargetFailed
 	case r.Verification == proxy.VerificationPassed:
 		return OutcomeVerified
@@ -314,16 +314,25 @@ type Summary struct {
 	Size         int           `json:"size"`
 	Target       *TargetView   `json:"target,omitempty"`
 	Attempts     []AttemptView `json:"attempts"`
+	// Targets are the answers of several targets (forward --target twice,
+	// --route), each with its own attempts; Unrouted: no route took it.
+	Targets  []TargetView `json:"targets,omitempty"`
+	Unrouted bool         `json:"unrouted,omitempty"`
 	Handlers     []HandlerView `json:"handlers,omitempty"`
 }
 
 // TargetView is the target's final answer.
 type TargetView struct {
+	Name         string  `json:"name,omitempty"` // among several targets
+	Skipped      bool    `json:"skipped,omitempty"` // it had the delivery before a restart
 	URL          string  `json:"url"`
 	Status       int     `json:"status"`
 	DurationMS   float64 `json:"duration_ms"`
 	Error        string  `json:"error,omitempty"`
 	GitHubFailed bool    `json:"github_failed"` // GitHub would record a failed delivery (non-2xx, none, or over 10 s)
+	// Attempts are the target's, among several targets (Summary.Attempts
+	// are the one target's).
+	Attempts []AttemptView `json:"attempts,omitempty"`
 }
 
 // AttemptView is one request to the target, with its answer in the
@@ -400,19 +409,52 @@ func summary(it *item) Summary {
 		s.Handlers = append(s.Handlers, hv)
 	}
 	if t := r.Target; t != nil {
-		s.Target = &TargetView{URL: t.URL, Status: t.Status, DurationMS: ms(t.Duration), GitHubFailed: t.GitHubWouldFail() && !t.Interrupted}
-		if t.Err != nil {
-			s.Target.Error = t.Err.Error()
-		}
-		for _, a := range t.Attempts {
-			av := AttemptView{Status: a.Status, DurationMS: ms(a.Duration), FirstByteMS: ms(a.FirstByte)}
-			if a.Err != nil {
-				av.Error = a.Err.Error()
-			}
-			s.Attempts = append(s.Attempts, av)
-		}
+		v := targetView(t)
+		s.Attempts, v.Attempts = v.Attempts, nil
+		s.Target = &v
 	}
+	for _, t := range r.Targets {
+		s.Targets = append(s.Targets, targetView(t))
+	}
+	s.Unrouted = r.Unrouted
 	return s
+}
+
+// targetsOf is r's target outcomes: Target's, or Targets'.
+func targetsOf(r proxy.Result) []*proxy.TargetResult {
+	if r.Target != nil {
+		return []*proxy.TargetResult{r.Target}
+	}
+	return r.Targets
+}
+
+// targetView is a target's answer and attempts.
+func targetView(t *proxy.TargetResult) TargetView {
+	v := TargetView{Name: t.Name, Skipped: t.Skipped, URL: t.URL, Status: t.Status, DurationMS: ms(t.Duration),
+		GitHubFailed: t.GitHubWouldFail() && !t.Interrupted && !t.Skipped, Attempts: []AttemptView{}}
+	if t.Err != nil {
+		v.Error = t.Err.Error()
+	}
+	for _, a := range t.Attempts {
+		av := AttemptView{Status: a.Status, DurationMS: ms(a.Duration), FirstByteMS: ms(a.FirstByte)}
+		if a.Err != nil {
+			av.Error = a.Err.Error()
+		}
+		v.Attempts = append(v.Attempts, av)
+	}
+	return v
+}
+
+// answers puts the attempts' answers of t into views.
+func answers(t *proxy.TargetResult, views []AttemptView) {
+	for i, a := range t.Attempts {
+		if a.Header == nil || i >= len(views) {
+			continue // no answer came
+		}
+		v := bodyView(a.Header, a.Body)
+		v.Cap, v.Truncated = proxy.MaxAnswerBody, len(a.Body) >= proxy.MaxAnswerBody // the cap, always: the page states it
+		views[i].Response = v
+	}
 }
 
 func detail(it *item) Detail {
@@ -425,14 +467,10 @@ func detail(it *item) Detail {
 	d.Request.Query, d.Request.BodySource = del.Query, string(del.BodySource)
 	d.Request.BodyView = *bodyView(del.Headers, del.Body)
 	if t := it.r.Target; t != nil {
-		for i, a := range t.Attempts {
-			if a.Header == nil || i >= len(d.Attempts) {
-				continue // no answer came
-			}
-			v := bodyView(a.Header, a.Body)
-			v.Cap, v.Truncated = proxy.MaxAnswerBody, len(a.Body) >= proxy.MaxAnswerBody // the cap, always: the page states it
-			d.Attempts[i].Response = v
-		}
+		answers(t, d.Attempts)
+	}
+	for i, t := range it.r.Targets {
+		answers(t, d.Targets[i].Attempts)
 	}
 	return d
 }

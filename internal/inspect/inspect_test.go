@@ -418,3 +418,36 @@ func TestInspectorShowsEveryAttemptsAnswer(t *testing.T) {
 		t.Errorf("attempts = %+v", a)
 	}
 }
+
+// TestInspectorShowsEveryTarget: with several targets, the list shows each
+// target's verdict, a target that refused makes the outcome "target
+// failed", and the detail holds each target's answer.
+func TestInspectorShowsEveryTarget(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "fine") }))
+	t.Cleanup(ok.Close)
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, "boom")
+	}))
+	t.Cleanup(refusing.Close)
+	in := inspect.New(inspect.Options{})
+	client, err := proxy.New(proxy.Options{Targets: []proxy.Target{{Name: "app", URL: ok.URL}, {Name: "worker", URL: refusing.URL}}, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go in.Serve(t.Context(), ln)
+	client.Handle(t.Context(), &delivery.Delivery{ID: "m1", Event: "ping", Body: []byte(`{}`), Headers: http.Header{}})
+	s := &setup{in: in, client: client, base: "http://" + ln.Addr().String()}
+	var list listAnswer
+	s.get(t, "/api/deliveries", &list)
+	if len(list.Deliveries) != 1 || list.Deliveries[0].Outcome != inspect.OutcomeTargetFailed || len(list.Deliveries[0].Targets) != 2 {
+		t.Fatalf("list %+v", list.Deliveries)
+	}
+	var d inspect.Detail
+	s.get(t, "/api/deliveries/1", &d)
+	if len(d.Targets) != 2 || d.Targets[0].Name != "app" || d.Targets[1].Status != 500 ||
+		d.Targets[0].Attempts[0].Response == nil || d.Targets[0].Attempts[0].Response.Body != "fine" || d.Targets[1].Attempts[0].Response.Body != "boom" {
+		t.Errorf("detail targets %+v", d.Targets)
+	}
+}

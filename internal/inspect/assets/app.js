@@ -49,14 +49,48 @@ const outcomeText = { "verified": "verified", "unverified": "unverified", "bad-s
 
 function statusClass(status) { return "s" + String(status || 0)[0]; }
 
-function targetCell(d) {
-  if (!d.target) return "";
-  const t = d.target;
+// targetVerdict is one target's status, time and attempts.
+function targetVerdict(t, attempts) {
+  if (t.skipped) return el("span", {}, "had it");
   const status = t.error ? "no answer" : String(t.status);
   const cell = el("span", {}, el("span", { class: statusClass(t.status) }, status), " " + t.duration_ms.toFixed(1) + " ms");
-  if (d.attempts.length > 1) cell.append(" (" + d.attempts.length + " attempts)");
+  if (attempts.length > 1) cell.append(" (" + attempts.length + " attempts)");
   if (t.github_failed) cell.append(" ", el("span", { class: "gh", title: "GitHub would record this delivery as failed: not 2xx, no answer, or over 10 s" }, "⚠ GitHub: failed"));
   return cell;
+}
+
+function targetCell(d) {
+  if (d.unrouted) return el("span", { class: "s4" }, "unrouted");
+  if (d.targets) {
+    const cell = el("span", {});
+    d.targets.forEach((t, i) => cell.append(i ? " · " : "", t.name + " ", targetVerdict(t, t.attempts)));
+    return cell;
+  }
+  if (!d.target) return "";
+  return targetVerdict(d.target, d.attempts);
+}
+
+// targetAnswer is a target's URL, attempts and answer, for the detail;
+// suffix keeps the ids of several targets' blocks apart.
+function targetAnswer(t, attempts, heading, suffix) {
+  const parts = [el("h3", {}, heading), el("p", {}, t.url)];
+  const at = el("table", {}, el("tr", {}, el("th", {}, "attempt"), el("th", {}, "status"), el("th", {}, "first byte"), el("th", {}, "total"), el("th", {}, "error")));
+  attempts.forEach((a, i) => at.append(el("tr", {}, el("td", {}, i + 1), el("td", { class: statusClass(a.status) }, a.status || "—"), el("td", {}, a.first_byte_ms.toFixed(1) + " ms"), el("td", {}, a.duration_ms.toFixed(1) + " ms"), el("td", {}, a.error || ""))));
+  parts.push(at);
+  attempts.slice(0, -1).forEach((a, i) => {
+    if (!a.response) return;
+    const earlier = el("details", { class: "earlier-answer" }, el("summary", {}, "attempt " + (i + 1) + "'s answer " + a.status));
+    earlier.append(headerTable(a.response.headers), bodyBlock(a.response, "earlier-body" + suffix));
+    parts.push(earlier);
+  });
+  const last = attempts[attempts.length - 1];
+  if (last && last.response) {
+    parts.push(el("h3", {}, "answer " + last.status), headerTable(last.response.headers, "answer-headers" + suffix), bodyBlock(last.response, "answer-body" + suffix),
+      el("p", { class: "hint" }, "Answers are kept up to " + (last.response.cap >> 10) + " KiB."));
+  } else if (t.error) {
+    parts.push(el("p", { class: "s0" }, t.error));
+  }
+  return parts;
 }
 
 // refresh shows the list for the filters as they are: a reply that comes
@@ -178,7 +212,7 @@ async function show(id) {
   if (d.replay_of) title.append(" replay of #" + d.replay_of);
   const parts = [title, el("p", {}, "delivery " + (d.delivery_id || "(no id)") + " · " + new Date(d.at).toLocaleString() + (d.repository ? " · " + d.repository : "") + (d.sender ? " · " + d.sender : ""))];
   if (d.verify_note) parts.push(el("p", { class: "note" }, d.verify_note));
-  if (d.target && d.target.github_failed) parts.push(el("p", { class: "gh" }, "GitHub would record this delivery as failed (not 2xx, no answer, or over 10 s)."));
+  if ((d.target && d.target.github_failed) || (d.targets || []).some((t) => t.github_failed)) parts.push(el("p", { class: "gh" }, "GitHub would record this delivery as failed (not 2xx, no answer, or over 10 s)."));
 
   const actions = el("div", { class: "actions" });
   if (canReplay) {
@@ -189,26 +223,11 @@ async function show(id) {
   actions.append(el("a", { href: "api/deliveries/" + d.id + "/capture", download: "" }, "download capture"));
   parts.push(actions, el("div", { id: "action-out" }));
 
-  if (d.target) {
-    parts.push(el("h3", {}, "target answer"));
-    parts.push(el("p", {}, d.target.url));
-    const at = el("table", {}, el("tr", {}, el("th", {}, "attempt"), el("th", {}, "status"), el("th", {}, "first byte"), el("th", {}, "total"), el("th", {}, "error")));
-    d.attempts.forEach((a, i) => at.append(el("tr", {}, el("td", {}, i + 1), el("td", { class: statusClass(a.status) }, a.status || "—"), el("td", {}, a.first_byte_ms.toFixed(1) + " ms"), el("td", {}, a.duration_ms.toFixed(1) + " ms"), el("td", {}, a.error || ""))));
-    parts.push(at);
-    d.attempts.slice(0, -1).forEach((a, i) => {
-      if (!a.response) return;
-      const earlier = el("details", { class: "earlier-answer" }, el("summary", {}, "attempt " + (i + 1) + "'s answer " + a.status));
-      earlier.append(headerTable(a.response.headers), bodyBlock(a.response, "earlier-body"));
-      parts.push(earlier);
-    });
-    const last = d.attempts[d.attempts.length - 1];
-    if (last && last.response) {
-      parts.push(el("h3", {}, "answer " + last.status), headerTable(last.response.headers, "answer-headers"), bodyBlock(last.response, "answer-body"),
-        el("p", { class: "hint" }, "Answers are kept up to " + (last.response.cap >> 10) + " KiB."));
-    } else if (d.target.error) {
-      parts.push(el("p", { class: "s0" }, d.target.error));
-    }
+  if (d.target) parts.push(...targetAnswer(d.target, d.attempts, "target answer", ""));
+  for (const t of d.targets || []) {
+    if (!t.skipped) parts.push(...targetAnswer(t, t.attempts, "target " + t.name, "-" + t.name));
   }
+  if (d.unrouted) parts.push(el("p", { class: "note" }, "No route took this delivery, and there is no --target: it was sent nowhere."));
   if (d.handlers && d.handlers.length) {
     parts.push(el("h3", {}, "plugins"));
     for (const h of d.handlers) {
