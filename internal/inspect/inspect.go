@@ -316,14 +316,14 @@ type Summary struct {
 	Attempts     []AttemptView `json:"attempts"`
 	// Targets are the answers of several targets (forward --target twice,
 	// --route), each with its own attempts; Unrouted: no route took it.
-	Targets  []TargetView `json:"targets,omitempty"`
-	Unrouted bool         `json:"unrouted,omitempty"`
-	Handlers     []HandlerView `json:"handlers,omitempty"`
+	Targets  []TargetView  `json:"targets,omitempty"`
+	Unrouted bool          `json:"unrouted,omitempty"`
+	Handlers []HandlerView `json:"handlers,omitempty"`
 }
 
 // TargetView is the target's final answer.
 type TargetView struct {
-	Name         string  `json:"name,omitempty"` // among several targets
+	Name         string  `json:"name,omitempty"`    // among several targets
 	Skipped      bool    `json:"skipped,omitempty"` // it had the delivery before a restart
 	URL          string  `json:"url"`
 	Status       int     `json:"status"`
