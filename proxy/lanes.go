@@ -26,7 +26,7 @@ import (
 // handlers, --save) runs once per delivery, as for one target; then the
 // delivery is handed to each lane its routes choose, and the worker goes
 // on to the next delivery. A lane sends in the order deliveries were read
-// (or up to LaneConcurrency at once, unordered), with the target's own
+// (or up to Options.Concurrency at once, unordered), with the target's own
 // retries, and keeps what its target did not take in its own subfolder of
 // the failed folder. When every lane is done with a delivery, its Result
 // (Targets: one TargetResult per lane) is reported and the state file may
@@ -35,8 +35,9 @@ import (
 // it twice.
 //
 // A lane holds at most laneBacklog deliveries waiting for their target;
-// beyond that, reading waits (memory is bounded; a target down for long
-// enough holds the others back then, and the trace says why).
+// beyond that, reading waits (memory is bounded: a target down for long
+// enough holds the others back then; Stats.Targets shows each lane's
+// waiting count).
 
 // LaneRetry is a lane's retry policy when Options.Retry is not set:
 // SafeRetry's rule (only what surely did not reach the handler), but
@@ -55,7 +56,8 @@ const laneBacklog = 4096
 // Target is one of several targets (Options.Targets).
 type Target struct {
 	// Name names the target in the trace, Stats and the failed folder
-	// (its subfolder). If empty, the URL's host and port, made unique.
+	// (its subfolder). If empty, TargetNames gives one: the URL's port
+	// for a target on this machine, else its host, made unique.
 	Name string
 	// URL is where deliveries are sent (as Options.Target).
 	URL string
@@ -261,6 +263,10 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 		doneBefore = c.laneSkip[d.EventID]
 	}
 	r.Targets = make([]*TargetResult, len(chosen))
+	pre := r // what the lanes read: r's fields change as handlers and lanes end
+	if len(chosen) > 0 {
+		c.loops.forwarding(d.ID, d.EventID, time.Now())
+	}
 	var left atomic.Int32
 	left.Store(int32(len(chosen)) + 1)
 	c.lanesBusy.Add(1)
@@ -278,13 +284,12 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 			continue
 		}
 		l.waiting.Add(1)
-		c.loops.forwarding(d.ID, d.EventID, time.Now())
 		l.submit(ctx, func() {
 			tr := l.fwd.Forward(ctx, d)
 			l.waiting.Add(-1)
 			tr.Name = l.name
 			tr.Interrupted = tr.Err != nil && ctx.Err() != nil
-			c.afterLane(l, tr, d, r)
+			c.afterLane(l, tr, d, pre)
 			if it.durable && d.EventID != "" && left.Load() > 1 {
 				// Other lanes still have it: a restart must not send it
 				// here again. (The last lane's done is the delivery's.)

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -20,6 +22,7 @@ import (
 	hldelivery "github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
+	"github.com/hookline/hookline/webhooks"
 )
 
 // laneTarget records what one target received, checking each signature
@@ -78,7 +81,11 @@ func TestTargetsFanOutAndRoutes(t *testing.T) {
 	prs, prsURL := newLaneTarget(t, secret)
 	relay := newPushRelay(t)
 	res := newResults()
-	c := startConnected(t, proxy.Options{URL: relay.URL + "/c", Secret: secret, OnResult: res.add, Targets: []proxy.Target{
+	// Local handlers run beside the lanes: every delivery, once.
+	var handled atomic.Int32
+	em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: slog.New(slog.DiscardHandler)})
+	em.OnAny(func(context.Context, webhooks.Event) error { handled.Add(1); return nil })
+	c := startConnected(t, proxy.Options{URL: relay.URL + "/c", Secret: secret, OnResult: res.add, Handlers: em, Targets: []proxy.Target{
 		{Name: "a", URL: aURL}, {Name: "b", URL: bURL},
 		{Name: "opened", URL: openedURL, Events: []string{"issues.opened"}},
 		{Name: "prs", URL: prsURL, Events: []string{"pull_request.*"}},
@@ -113,6 +120,9 @@ func TestTargetsFanOutAndRoutes(t *testing.T) {
 		if !slices.Equal(names, want) || !r.OK() || r.Target != nil {
 			t.Errorf("%s: targets %v, want %v", r.Delivery.ID, names, want)
 		}
+	}
+	if n := handled.Load(); n != 4 {
+		t.Errorf("handlers ran %d times, want 4", n)
 	}
 	st := c.Stats()
 	if st.Forwarded != 6 || st.Targets["a"].Forwarded != 2 || st.Targets["opened"].Forwarded != 1 || st.Targets["prs"].Forwarded != 1 {
