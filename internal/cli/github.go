@@ -301,6 +301,11 @@ type deliveriesOptions struct {
 	limit     int
 	redeliver bool
 	replay    replayOptions
+	watch     bool          // --watch: recover failed deliveries, for ever
+	grace     time.Duration // --grace
+	interval  time.Duration // --interval
+	watchFile string        // --state-file
+	health    string        // --health ADDR
 }
 
 // deliveriesFlags are what deliveries' flags hold that are not options
@@ -339,7 +344,8 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
    hookline deliveries --repo octo/hello --status failed
    hookline deliveries --repo octo/hello --since 2h --target http://127.0.0.1:3000/api/github/webhooks --secret-file .secret
    hookline deliveries --repo octo/hello --status failed --redeliver
-   hookline deliveries --app --app-env .env --status failed --redeliver`,
+   hookline deliveries --app --app-env .env --status failed --redeliver
+   hookline deliveries --repo octo/hello --watch --redeliver --events push,pull_request`,
 		Flags: append(append(append(githubFlags("", "the webhook's GitHub repository `OWNER/NAME`", "or its GitHub organisation `ORG`", "or the webhook of the GitHub App of --app-id and --app-key", &f.github),
 			&ucli.Int64Flag{Name: "hook", Usage: "the webhook's `ID` (default: the one whose URL is --url, or the only one)", Destination: &o.hookID},
 			&ucli.StringFlag{Name: "url", Usage: "find the webhook by its `URL` (a relay channel)", Destination: &o.hookURL},
@@ -348,6 +354,11 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
 			&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)", Destination: &f.events},
 			&ucli.IntFlag{Name: "limit", Value: 30, Usage: "at most `N` deliveries", Destination: &o.limit},
 			&ucli.BoolFlag{Name: "redeliver", Usage: "ask GitHub to send each listed delivery again", Destination: &o.redeliver},
+			&ucli.BoolFlag{Name: "watch", Usage: "keep watching: every --interval, recover each delivery with no successful attempt after --grace, once (with --redeliver or --target)", Destination: &o.watch},
+			&ucli.DurationFlag{Name: "grace", Value: 5 * time.Minute, Usage: "with --watch, leave a failed delivery alone for `DURATION` (for GitHub, or a person, to retry it first)", Destination: &o.grace},
+			&ucli.DurationFlag{Name: "interval", Value: time.Minute, Usage: "with --watch, look every `DURATION`", Destination: &o.interval},
+			&ucli.StringFlag{Name: "state-file", Usage: "with --watch, remember the deliveries recovered in `FILE` (default: one per webhook in the state directory)", Destination: &o.watchFile},
+			&ucli.StringFlag{Name: "health", Usage: "with --watch, serve its counts as JSON at http://`ADDR`/healthz", Destination: &o.health},
 			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "fetch each listed delivery and send it to this `URL`", Destination: &r.target},
 			&ucli.BoolFlag{Name: "resign", Usage: "with --target, sign each delivery again with --secret", Destination: &r.resign},
 			&ucli.StringFlag{Name: "save", Usage: "with --target, save each delivery as a capture file in `DIR`", Destination: &r.saveDir},
@@ -419,6 +430,14 @@ func parseDeliveries(c *ucli.Context, o deliveriesOptions, f *deliveriesFlags) (
 		return o, usageErrorf("--resign needs the secret to sign with: give --secret, --secret-file or set %s", secretEnv)
 	case o.replay.timeout <= 0:
 		return o, usageErrorf("--timeout %v: must be positive", o.replay.timeout)
+	case o.watch && !o.redeliver && o.replay.target == "":
+		return o, usageErrorf("--watch recovers failed deliveries: say how, with --redeliver (GitHub sends them again) or --target URL (sent from here)")
+	case o.watch && (o.status != "" || c.IsSet("limit")):
+		return o, usageErrorf("--watch looks at every delivery with no successful attempt: --status and --limit are for one listing")
+	case !o.watch && (c.IsSet("grace") || c.IsSet("interval") || o.watchFile != "" || o.health != ""):
+		return o, usageErrorf("--grace, --interval, --state-file and --health go with --watch")
+	case o.watch && (o.interval <= 0 || o.grace < 0):
+		return o, usageErrorf("--interval must be positive and --grace not negative")
 	}
 	if o.replay.target != "" {
 		if err := checkTarget("--target", o.replay.target); err != nil {
@@ -444,6 +463,9 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 		if hookID, err = findHook(ctx, gh, owner, o.hookURL); err != nil {
 			return err
 		}
+	}
+	if o.watch {
+		return runWatch(ctx, o, gh, owner, hookID, s)
 	}
 	var list []githubapi.HookDelivery
 	err = gh.Deliveries(ctx, owner, hookID, o.status, func(d githubapi.HookDelivery) bool {

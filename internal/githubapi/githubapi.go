@@ -143,7 +143,9 @@ type Client struct {
 	// PerPage is the page size of lists; if zero, 100 (GitHub's largest).
 	PerPage int
 
-	sleep func(context.Context, time.Duration) error // tests
+	// Sleep waits out a rate limit; if nil, the real clock (tests give
+	// their own).
+	Sleep func(context.Context, time.Duration) error
 }
 
 func (c *Client) perPage() string {
@@ -247,7 +249,7 @@ func (c *Client) do(ctx context.Context, o Owner, method, path string, query map
 			if c.Notify != nil {
 				c.Notify(fmt.Sprintf("GitHub's rate limit: waiting %s before %s %s", wait.Round(time.Second), method, path))
 			}
-			sleep := c.sleep
+			sleep := c.Sleep
 			if sleep == nil {
 				sleep = backoff.Sleep
 			}

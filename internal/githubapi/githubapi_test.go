@@ -275,7 +275,7 @@ func TestRateLimitWaits(t *testing.T) {
 	var waits []time.Duration
 	var notes []string
 	c := &Client{BaseURL: gh.URL, Token: githubtest.Token, Notify: func(s string) { notes = append(notes, s) },
-		sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
+		Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
 	if _, err := c.Hooks(context.Background(), Repo("octo/hello")); err != nil {
 		t.Fatal(err)
 	}

@@ -206,6 +206,18 @@ func (s *Server) AddHook(h Hook) int64 {
 	return h.ID
 }
 
+// Deliveries returns the deliveries the server made (its record of them,
+// which it writes once the URL has answered), oldest first.
+func (s *Server) Deliveries() []HookDelivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]HookDelivery, 0, len(s.deliveries))
+	for _, d := range s.deliveries {
+		out = append(out, *d)
+	}
+	return out
+}
+
 // Calls returns the operationIds of the requests served, in order.
 func (s *Server) Calls() []string {
 	s.mu.Lock()
@@ -238,6 +250,13 @@ func (s *Server) Refuse(r ...Refusal) {
 // secret, X-GitHub-Hook-ID), records the delivery with the status the URL
 // answered and returns it.
 func (s *Server) Deliver(hookID int64, event string, payload []byte) (HookDelivery, error) {
+	return s.deliver(hookID, event, payload, "")
+}
+
+// deliver is Deliver; a redelivery gives the GUID of the delivery it
+// repeats, recorded before the request is made (a test that sees the
+// request sees the record as GitHub keeps it).
+func (s *Server) deliver(hookID int64, event string, payload []byte, redeliveryOf string) (HookDelivery, error) {
 	s.mu.Lock()
 	h, ok := s.hooks[hookID]
 	var hook Hook
@@ -253,6 +272,9 @@ func (s *Server) Deliver(hookID int64, event string, payload []byte) (HookDelive
 	var head struct{ Action string }
 	_ = json.Unmarshal(payload, &head)
 	d := HookDelivery{ID: id, HookID: hookID, GUID: rand.Text(), Event: event, Action: head.Action, Payload: payload, At: time.Now().UTC().Truncate(time.Second)}
+	if redeliveryOf != "" {
+		d.GUID, d.Redelivery = redeliveryOf, true
+	}
 	mac := hmac.New(sha256.New, []byte(hook.Secret))
 	mac.Write(payload)
 	d.Header = map[string]string{
@@ -505,17 +527,7 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 		for _, d := range s.deliveries {
 			if d.ID == id && d.HookID == hookID {
 				dc := *d
-				*then = func() {
-					if nd, err := s.Deliver(dc.HookID, dc.Event, dc.Payload); err == nil {
-						s.mu.Lock()
-						for _, x := range s.deliveries {
-							if x.ID == nd.ID {
-								x.Redelivery, x.GUID = true, dc.GUID
-							}
-						}
-						s.mu.Unlock()
-					}
-				}
+				*then = func() { s.deliver(dc.HookID, dc.Event, dc.Payload, dc.GUID) }
 				return http.StatusAccepted, func(any) any { return map[string]any{} }, nil
 			}
 		}

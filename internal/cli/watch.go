@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hookline/hookline/capture"
+	"github.com/hookline/hookline/internal/atomicfile"
+	"github.com/hookline/hookline/internal/githubapi"
+	"github.com/hookline/hookline/internal/httpx"
+)
+
+// `hookline deliveries --watch` recovers what GitHub did not deliver.
+// GitHub never redelivers a failed delivery by itself; it tells teams to
+// write a scheduled script that does. The watcher is that script: every
+// --interval it lists the webhook's deliveries (newest first, cursor
+// paging, back to what it has not looked at yet), groups the attempts by
+// delivery (GUID), and for each delivery with no successful attempt whose
+// first attempt is older than --grace (time for GitHub, or a person, to
+// retry first), that --events keeps, and that it has not recovered
+// before, it asks GitHub to redeliver it (--redeliver) or replays it here
+// (--target). What it recovered is kept in a state file, so a delivery is
+// recovered once, across restarts too; a delivery someone else redelivered
+// successfully has a successful attempt, and is left alone. Rate limits
+// are waited out, however long.
+
+// watchState is the watcher's state file: the deliveries it recovered,
+// kept for 4 days (GitHub keeps deliveries 3).
+type watchState struct {
+	Version   int                  `json:"version"`
+	Webhook   string               `json:"webhook"`   // what it watches
+	Recovered map[string]time.Time `json:"recovered"` // GUID → when
+	LastPoll  time.Time            `json:"last_poll"`
+}
+
+// watchKeep is how long a recovered GUID is remembered.
+const watchKeep = 4 * 24 * time.Hour
+
+// watcher is the loop of deliveries --watch.
+type watcher struct {
+	gh       *githubapi.Client
+	owner    githubapi.Owner
+	hookID   int64
+	events   []string
+	grace    time.Duration
+	window   time.Duration // how far back the first poll looks
+	interval time.Duration
+	path     string // the state file
+	now      func() time.Time
+	recover  func(ctx context.Context, d githubapi.HookDelivery) error
+	out      io.Writer
+
+	mu    sync.Mutex
+	state watchState
+	stats watchStats
+}
+
+// watchStats are what --health shows.
+type watchStats struct {
+	Polls     int64     `json:"polls"`
+	LastPoll  time.Time `json:"last_poll,omitzero"`
+	LastError string    `json:"last_error,omitempty"`
+	Failed    int64     `json:"failed_seen"` // deliveries with no successful attempt, last poll
+	Waiting   int64     `json:"waiting"`     // of those, still within --grace
+	Recovered int64     `json:"recovered"`   // by this process
+}
+
+// load reads the state file; a missing one is a first run.
+func (w *watcher) load() error {
+	w.state = watchState{Version: 1, Webhook: hookName(w.owner, w.hookID), Recovered: map[string]time.Time{}}
+	b, err := os.ReadFile(w.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var st watchState
+	if err := json.Unmarshal(b, &st); err != nil || st.Version != 1 {
+		return fmt.Errorf("%s is not a hookline watch state file (delete it to start over): %v", w.path, err)
+	}
+	if st.Recovered == nil {
+		st.Recovered = map[string]time.Time{}
+	}
+	w.state = st
+	return nil
+}
+
+func (w *watcher) save() error {
+	b, err := json.MarshalIndent(w.state, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(w.path), 0o700); err != nil {
+		return err
+	}
+	return atomicfile.Write(w.path, append(b, '\n'), 0o600)
+}
+
+// poll looks at the deliveries once and recovers those that need it.
+func (w *watcher) poll(ctx context.Context) error {
+	now := w.now()
+	// Back to the last poll, with room for a delivery that was within
+	// --grace then; the first time, --since.
+	cutoff := now.Add(-w.window)
+	if last := w.state.LastPoll; !last.IsZero() {
+		if since := last.Add(-w.grace - 2*w.interval); since.After(cutoff) {
+			cutoff = since
+		}
+	}
+	attempts := map[string][]githubapi.HookDelivery{}
+	err := w.gh.Deliveries(ctx, w.owner, w.hookID, "", func(d githubapi.HookDelivery) bool {
+		if d.DeliveredAt.Before(cutoff) {
+			return false // newest first: the rest are older
+		}
+		attempts[d.GUID] = append(attempts[d.GUID], d)
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	type failedDelivery struct {
+		first, last githubapi.HookDelivery
+	}
+	var failed []failedDelivery
+	for _, list := range attempts {
+		if slices.ContainsFunc(list, func(d githubapi.HookDelivery) bool { return d.StatusCode >= 200 && d.StatusCode < 400 }) {
+			continue // delivered, by GitHub, a person or an earlier recovery
+		}
+		// Newest first: the last attempt is list[0], the first list[n-1].
+		failed = append(failed, failedDelivery{first: list[len(list)-1], last: list[0]})
+	}
+	slices.SortFunc(failed, func(a, b failedDelivery) int { return a.first.DeliveredAt.Compare(b.first.DeliveredAt) })
+	var waiting int64
+	for _, f := range failed {
+		d := f.last
+		if _, done := w.state.Recovered[d.GUID]; done {
+			continue
+		}
+		if len(w.events) > 0 && !slices.Contains(w.events, d.Event) && !slices.Contains(w.events, d.Name()) {
+			continue
+		}
+		if now.Sub(f.first.DeliveredAt) < w.grace {
+			waiting++
+			continue
+		}
+		if err := w.recover(ctx, d); err != nil {
+			return fmt.Errorf("recovering %s (%s, %s): %w", d.GUID, d.Name(), d.DeliveredAt.Local().Format(time.DateTime), err)
+		}
+		w.mu.Lock()
+		w.state.Recovered[d.GUID] = now
+		w.stats.Recovered++
+		w.mu.Unlock()
+		if err := w.save(); err != nil {
+			return fmt.Errorf("the watch state file %s: %w (a restart may recover %s again)", w.path, err, d.GUID)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for guid, at := range w.state.Recovered {
+		if now.Sub(at) > watchKeep {
+			delete(w.state.Recovered, guid)
+		}
+	}
+	w.state.LastPoll = now
+	w.stats.Polls++
+	w.stats.LastPoll, w.stats.LastError = now, ""
+	w.stats.Failed, w.stats.Waiting = int64(len(failed)), waiting
+	return w.save()
+}
+
+// run polls every interval until ctx ends. An error is reported and the
+// next poll tries again, except GitHub refusing the credentials or the
+// webhook, which no wait fixes.
+func (w *watcher) run(ctx context.Context) error {
+	for {
+		if err := w.poll(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, githubapi.ErrUnauthorized) || errors.Is(err, githubapi.ErrNotFound) || errors.Is(err, githubapi.ErrForbidden) {
+				return err
+			}
+			w.mu.Lock()
+			w.stats.LastError = err.Error()
+			w.mu.Unlock()
+			fmt.Fprintf(w.out, "%s: %v; trying again in %s\n", w.now().Local().Format(time.TimeOnly), err, w.interval)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(w.interval):
+		}
+	}
+}
+
+// ServeHTTP is --health: the watcher's counts, 503 once a poll failed.
+func (w *watcher) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	w.mu.Lock()
+	st := w.stats
+	w.mu.Unlock()
+	code, status := http.StatusOK, "ok"
+	if st.LastError != "" {
+		code, status = http.StatusServiceUnavailable, "failing"
+	}
+	httpx.WriteJSON(rw, code, struct {
+		Status string `json:"status"`
+		watchStats
+	}{status, st})
+}
+
+// runWatch is deliveries --watch.
+func runWatch(ctx context.Context, o deliveriesOptions, gh *githubapi.Client, owner githubapi.Owner, hookID int64, s *streams) error {
+	gh.MaxWait = 24 * time.Hour // a rate limit is waited out: there is no hurry
+	w := &watcher{gh: gh, owner: owner, hookID: hookID, events: o.events, grace: o.grace, interval: o.interval,
+		window: 24 * time.Hour, path: o.watchFile, now: time.Now, out: s.err}
+	if !o.since.IsZero() {
+		w.window = time.Since(o.since)
+	}
+	if w.path == "" {
+		dir, err := stateDir()
+		if err != nil {
+			return usageErrorf("no state directory (%v): give --state-file FILE, so that a restart does not recover a delivery twice", err)
+		}
+		w.path = filepath.Join(dir, "watch-"+stateFileName(gh.BaseURL+"#"+hookName(owner, hookID)))
+	}
+	if err := w.load(); err != nil {
+		return err
+	}
+	w.recover = func(ctx context.Context, d githubapi.HookDelivery) error {
+		if o.redeliver {
+			if err := gh.Redeliver(ctx, owner, hookID, d.ID); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.out, "%s asked GitHub to redeliver %s (%s, first attempt %s, answered %d)\n", time.Now().Format(time.TimeOnly), d.GUID, d.Name(), d.DeliveredAt.Local().Format(time.DateTime), d.StatusCode)
+			return nil
+		}
+		detail, err := gh.Delivery(ctx, owner, hookID, d.ID)
+		if err != nil {
+			return err
+		}
+		cd, err := githubCapture(owner, hookID, detail)
+		if err != nil {
+			return err
+		}
+		return replayDeliveries(ctx, o.replay, []capture.File{cd}, 0, s)
+	}
+	if o.health != "" {
+		u, closeHealth, err := serveHealth(o.health, w)
+		if err != nil {
+			return err
+		}
+		defer closeHealth()
+		fmt.Fprintf(s.err, "health: %s\n", u)
+	}
+	how := "asks GitHub to redeliver"
+	if !o.redeliver {
+		how = "replays to " + httpx.RedactURL(o.replay.target)
+	}
+	fmt.Fprintf(s.err, "watching %s every %s: a delivery with no successful attempt after %s %s it, once (state: %s)\n", hookName(owner, hookID), o.interval, o.grace, how, w.path)
+	return w.run(ctx)
+}
