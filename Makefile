@@ -30,13 +30,13 @@ GORELEASER      := $(BIN)/goreleaser-$(GORELEASER_VER)
 MODULE          := github.com/hookline/hookline
 NODE_MODULES    := interop/node_modules/.package-lock.json
 
-.PHONY: large-files redis oldgo tmux fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
+.PHONY: large-files redis oldgo tmux prometheus fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
 
 check: large-files fmt-check vet staticcheck lang-check test fuzz-short
 
 # SOCKET_COUNT runs the packages whose tests open sockets that many times
 # (.ci/gotest); CI sets 2, so that a new flake shows before it lands.
-test: interop-deps browser redis oldgo tmux
+test: interop-deps browser redis oldgo tmux prometheus
 	for m in $(MODULES); do (cd $$m && SOCKET_COUNT=$(SOCKET_COUNT) $(CURDIR)/.ci/gotest) || exit 1; done
 
 # No tracked file over 2 MiB unless .ci/large-files lists it (build outputs
@@ -113,6 +113,9 @@ redis:
 # package, installed when missing).
 tmux:
 	sh internal/testutil/testenv/install.sh tmux
+
+prometheus:
+	sh internal/testutil/testenv/install.sh prometheus
 
 # The rest module's old-Go test (internal/oldgo) builds and tests a consumer
 # of rest with Debian's Go 1.19, the oldest Go this machine can install.

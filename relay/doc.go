@@ -35,6 +35,8 @@
 //	                                    refused in the last minute; 503 when shutting down, when a shared
 //	                                    store (Redis) is down or the history cannot be written
 //	GET      /version                   200 {"server":"hookline"} (gosmee's client asks first)
+//	GET      /metrics                   Options.Metrics (hookline serve: Prometheus), when set; a
+//	                                    channel named "metrics" is then not reachable
 //
 // The gosmee format is chmouel/gosmee v0.32's (server.go): lowercase
 // headers, "timestamp" as a string, "bodyB" and no "body"; the stream

@@ -192,7 +192,10 @@ type Options struct {
 	// Logger receives one record per subscriber and cut-off (info), and
 	// one per delivery (debug).
 	// If nil, nothing is logged.
-	Logger *slog.Logger
+	// Metrics, if set, is served at GET /metrics (hookline serve gives
+	// its Prometheus handler; the relay itself imports no metrics library).
+	Metrics http.Handler
+	Logger  *slog.Logger
 
 	// DataDir, if not empty, keeps the history in the file DataDir/relay.db
 	// (DataFile; the directory is created if needed), so that it survives
@@ -599,6 +602,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.serveHealth(w, r)
+		return
+	case path == "/metrics" && s.opts.Metrics != nil:
+		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		s.opts.Metrics.ServeHTTP(w, r)
 		return
 	case path == "/version":
 		// gosmee's client asks before it streams; without a "version" it

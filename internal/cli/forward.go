@@ -26,6 +26,7 @@ import (
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/inspect"
+	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
@@ -566,6 +567,9 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 	}
 	if health != nil {
 		health.stats = client.Stats
+		reg := metrics.NewRegistry()
+		health.observe = reg.Forward(client.Stats, health.connections.Load)
+		health.metrics = reg.Handler()
 		u, closeHealth, err := serveHealth(o.health, health)
 		if err != nil {
 			return nil, closeFn, err
@@ -842,7 +846,7 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 	outputFlags := []ucli.Flag{
 		&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines", Destination: &o.jsonOut},
 		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers, the payload and the target's whole answer", Destination: &o.verbose},
-		&ucli.StringFlag{Name: "health", Usage: "serve GET /healthz on `ADDR` (host:port): 200 while connected to the relay, 503 otherwise, with the last delivery and the counters as JSON", Destination: &o.health},
+		&ucli.StringFlag{Name: "health", Usage: "serve GET /healthz on `ADDR` (host:port): 200 while connected to the relay, 503 otherwise, with the last delivery and the counters as JSON; and GET /metrics for Prometheus", Destination: &o.health},
 	}
 	inspectorFlags := inspectFlags(&f.inspect, true)
 	var all []ucli.Flag

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookline/hookline/proxy"
@@ -17,7 +18,11 @@ import (
 // and the client's counters. 200 while connected, 503 otherwise, so that a
 // probe can restart a forwarder that cannot reach its relay.
 type forwardHealth struct {
-	stats func() proxy.Stats
+	stats   func() proxy.Stats
+	metrics http.Handler       // /metrics
+	observe func(proxy.Result) // the metrics' latencies
+
+	connections atomic.Int64 // connections to the relay made
 
 	mu    sync.Mutex
 	state proxy.State
@@ -40,6 +45,9 @@ func (h *forwardHealth) onState(sc proxy.StateChange) {
 	if sc.State == proxy.StateReady {
 		return // still connected
 	}
+	if sc.State == proxy.StateConnected {
+		h.connections.Add(1)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.state, h.since, h.err = sc.State, time.Now(), ""
@@ -48,13 +56,20 @@ func (h *forwardHealth) onState(sc proxy.StateChange) {
 	}
 }
 
-func (h *forwardHealth) onResult(proxy.Result) {
+func (h *forwardHealth) onResult(r proxy.Result) {
 	h.mu.Lock()
 	h.last = time.Now()
 	h.mu.Unlock()
+	if h.observe != nil {
+		h.observe(r)
+	}
 }
 
 func (h *forwardHealth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/metrics" && h.metrics != nil {
+		h.metrics.ServeHTTP(w, r)
+		return
+	}
 	if r.URL.Path != "/healthz" && r.URL.Path != "/health" { // /health: gosmee's path
 		http.NotFound(w, r)
 		return

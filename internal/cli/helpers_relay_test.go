@@ -51,6 +51,18 @@ func (f *forwardRun) waitErr(t testing.TB, s string) {
 	}
 }
 
+// waitOut waits until stdout contains s.
+func (f *forwardRun) waitOut(t testing.TB, s string) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for !strings.Contains(f.out.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stdout never said %q:\n%s", s, f.out.String())
+		}
+		time.Sleep(5 * time.Millisecond) // polls the running command's output
+	}
+}
+
 // waitOutLines waits until stdout has n lines.
 func (f *forwardRun) waitOutLines(t testing.TB, n int) {
 	t.Helper()

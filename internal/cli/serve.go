@@ -21,6 +21,7 @@ import (
 
 	"github.com/hookline/hookline/internal/bytesize"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/relay/redisstore"
 )
@@ -373,7 +374,12 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 		// answers, so its own lines go to the relay's log at debug level.
 		redisstore.SetLogger(opts.relay.Logger)
 	}
+	reg := metrics.NewRegistry()
+	opts.relay.Metrics = reg.Handler()
 	srv, err := relay.New(opts.relay)
+	if err == nil {
+		reg.Relay(srv.Stats)
+	}
 	if err != nil {
 		if opts.redisURL != "" {
 			return redisError(err)

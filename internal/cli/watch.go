@@ -17,6 +17,7 @@ import (
 	"github.com/hookline/hookline/internal/atomicfile"
 	"github.com/hookline/hookline/internal/githubapi"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/metrics"
 )
 
 // `hookline deliveries --watch` recovers what GitHub did not deliver.
@@ -58,6 +59,8 @@ type watcher struct {
 	now      func() time.Time
 	recover  func(ctx context.Context, d githubapi.HookDelivery) error
 	out      io.Writer
+
+	metrics http.Handler // /metrics
 
 	mu    sync.Mutex
 	state watchState
@@ -203,8 +206,20 @@ func (w *watcher) run(ctx context.Context) error {
 	}
 }
 
-// ServeHTTP is --health: the watcher's counts, 503 once a poll failed.
+// metricsStats are the counts for /metrics.
+func (w *watcher) metricsStats() metrics.WatchStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return metrics.WatchStats{Polls: w.stats.Polls, Recovered: w.stats.Recovered, Failed: w.stats.Failed, Waiting: w.stats.Waiting}
+}
+
+// ServeHTTP is --health: the watcher's counts at /healthz, 503 once a poll
+// failed; /metrics for Prometheus.
 func (w *watcher) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/metrics" {
+		w.metrics.ServeHTTP(rw, r)
+		return
+	}
 	w.mu.Lock()
 	st := w.stats
 	w.mu.Unlock()
@@ -255,6 +270,9 @@ func runWatch(ctx context.Context, o deliveriesOptions, gh *githubapi.Client, ow
 		return replayDeliveries(ctx, o.replay, []capture.File{cd}, 0, s)
 	}
 	if o.health != "" {
+		reg := metrics.NewRegistry()
+		reg.Watch(w.metricsStats)
+		w.metrics = reg.Handler()
 		u, closeHealth, err := serveHealth(o.health, w)
 		if err != nil {
 			return err

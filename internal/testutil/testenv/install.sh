@@ -6,6 +6,7 @@
 #   sh internal/testutil/testenv/install.sh redis-server  the Redis store tests (relay/redis_test.go)
 #   sh internal/testutil/testenv/install.sh golang-1.19   the rest module's old-Go consumer test (internal/oldgo)
 #   sh internal/testutil/testenv/install.sh tmux          forward in a real terminal (terminal_test.go)
+#   sh internal/testutil/testenv/install.sh prometheus    a real Prometheus scrapes /metrics (internal/cli/metrics_test.go)
 #
 # It says what it installs and why before it runs apt-get, and needs root or
 # sudo. Without them it stops with the command to run; `go test` then skips
@@ -48,8 +49,16 @@ tmux)
 		exit 0
 	fi
 	;;
+prometheus)
+	why="serve's and forward's /metrics are scraped and queried by a real Prometheus (and checked by its promtool)"
+	pkg=prometheus
+	opts=--no-install-recommends
+	if command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; then
+		exit 0
+	fi
+	;;
 *)
-	echo "usage: sh internal/testutil/testenv/install.sh chromium|redis-server|golang-1.19|tmux" >&2
+	echo "usage: sh internal/testutil/testenv/install.sh chromium|redis-server|golang-1.19|tmux|prometheus" >&2
 	exit 2
 	;;
 esac

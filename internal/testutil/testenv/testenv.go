@@ -89,3 +89,15 @@ func modulePath(gomod []byte) string {
 	}
 	return ""
 }
+
+// Prometheus returns the paths of Debian's prometheus and promtool; it
+// ends the test (Missing) when they are not installed.
+func Prometheus(t testing.TB) (server, promtool string) {
+	t.Helper()
+	server, err1 := exec.LookPath("prometheus")
+	promtool, err2 := exec.LookPath("promtool")
+	if err1 != nil || err2 != nil {
+		Missing(t, "prometheus", "install it with `sh internal/testutil/testenv/install.sh prometheus`")
+	}
+	return server, promtool
+}

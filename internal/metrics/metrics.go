@@ -1,0 +1,171 @@
+// Package metrics exposes hookline's counters to Prometheus with
+// github.com/prometheus/client_golang: the relay's (hookline serve), the
+// forwarder's (forward --health) and the delivery watcher's (deliveries
+// --watch --health), each served at /metrics.
+//
+// Names follow Prometheus' conventions: the hookline_ prefix, then the
+// part (relay_, forward_, watch_), base units (seconds, bytes), _total on
+// counters. The counters are read from the parts' own Stats when
+// Prometheus scrapes (one source of truth: /healthz shows the same numbers);
+// only latencies are observed as they happen, into histograms. There is no
+// per-channel label: a relay's channels are unbounded, and each would be a
+// time series. Targets are labelled by name: a forward has a few.
+package metrics
+
+import (
+	"net/http"
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hookline/hookline/proxy"
+	"github.com/hookline/hookline/relay"
+)
+
+// Registry is a registry with the Go runtime's and the process's
+// collectors, and Handler serves it.
+type Registry struct{ *prometheus.Registry }
+
+// NewRegistry returns a Registry with the standard collectors.
+func NewRegistry() Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return Registry{r}
+}
+
+// Handler serves the registry's metrics in Prometheus' text format.
+func (r Registry) Handler() http.Handler {
+	return promhttp.HandlerFor(r.Registry, promhttp.HandlerOpts{Registry: r.Registry})
+}
+
+// gauge and counter describe a metric read from a snapshot.
+type stat[S any] struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(S) float64
+}
+
+// snapshotCollector collects stats from one call of snap per scrape.
+type snapshotCollector[S any] struct {
+	snap  func() S
+	stats []stat[S]
+	extra func(S, chan<- prometheus.Metric)
+}
+
+func (c snapshotCollector[S]) Describe(ch chan<- *prometheus.Desc) {
+	for _, s := range c.stats {
+		ch <- s.desc
+	}
+}
+
+func (c snapshotCollector[S]) Collect(ch chan<- prometheus.Metric) {
+	snap := c.snap()
+	for _, s := range c.stats {
+		ch <- prometheus.MustNewConstMetric(s.desc, s.kind, s.value(snap))
+	}
+	if c.extra != nil {
+		c.extra(snap, ch)
+	}
+}
+
+func counter[S any](name, help string, v func(S) float64) stat[S] {
+	return stat[S]{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, v}
+}
+
+func gauge[S any](name, help string, v func(S) float64) stat[S] {
+	return stat[S]{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, v}
+}
+
+// Relay registers the relay's counters, read from stats.
+func (r Registry) Relay(stats func() relay.Stats) {
+	r.MustRegister(snapshotCollector[relay.Stats]{snap: stats, stats: []stat[relay.Stats]{
+		counter("hookline_relay_deliveries_received_total", "Deliveries received (redeliveries included) since the relay started.", func(s relay.Stats) float64 { return float64(s.Deliveries) }),
+		gauge("hookline_relay_channels", "Channels with a subscriber or a retained delivery.", func(s relay.Stats) float64 { return float64(s.Channels) }),
+		gauge("hookline_relay_streams", "Open subscriber streams.", func(s relay.Stats) float64 { return float64(s.Subscribers) }),
+		gauge("hookline_relay_history_deliveries", "Deliveries held in the channels' histories.", func(s relay.Stats) float64 { return float64(s.Retained) }),
+		gauge("hookline_relay_history_bytes", "Counted size of the deliveries in the histories.", func(s relay.Stats) float64 { return float64(s.HistoryBytes) }),
+		gauge("hookline_relay_pinned_bytes", "Counted size of deliveries only streams hold (queued, being written), beyond the history.", func(s relay.Stats) float64 { return float64(s.PinnedBytes) }),
+		gauge("hookline_relay_upload_bytes", "Bytes reserved by the request bodies being received.", func(s relay.Stats) float64 { return float64(s.UploadBytes) }),
+		gauge("hookline_relay_connections", "Connections the relay holds, streams included.", func(s relay.Stats) float64 { return float64(s.Connections) }),
+		counter("hookline_relay_subscribers_cut_off_total", "Slow subscribers cut off.", func(s relay.Stats) float64 { return float64(s.CutOff) }),
+		counter("hookline_relay_connections_refused_total", "Connections closed at once, beyond the connection limits.", func(s relay.Stats) float64 { return float64(s.ConnsRefused) }),
+	}})
+}
+
+// outcomeDesc is forward's deliveries by outcome.
+var outcomeDesc = prometheus.NewDesc("hookline_forward_deliveries_total", "Deliveries handled, by outcome.", []string{"outcome"}, nil)
+
+// targetDescs are forward's per-target counts, with several targets.
+var (
+	targetDeliveriesDesc = prometheus.NewDesc("hookline_forward_target_deliveries_total", "Deliveries sent to a target, by target and outcome (forwarded: 2xx).", []string{"target", "outcome"}, nil)
+	targetWaitingDesc    = prometheus.NewDesc("hookline_forward_target_waiting", "Deliveries waiting in a target's lane.", []string{"target"}, nil)
+)
+
+// Forward registers a forwarder's counters, read from stats, and returns
+// what observes each Result (the target's latency, in
+// hookline_forward_target_duration_seconds).
+func (r Registry) Forward(stats func() proxy.Stats, connections func() int64) func(proxy.Result) {
+	r.MustRegister(snapshotCollector[proxy.Stats]{snap: stats, stats: []stat[proxy.Stats]{
+		counter("hookline_forward_deliveries_received_total", "Deliveries read from the relay.", func(s proxy.Stats) float64 { return float64(s.Received) }),
+		gauge("hookline_forward_in_flight", "Deliveries being handled now.", func(s proxy.Stats) float64 { return float64(s.InFlight) }),
+		counter("hookline_forward_gaps_total", "Gaps the relay reported (deliveries it no longer had).", func(s proxy.Stats) float64 { return float64(s.Gaps) }),
+		counter("hookline_forward_malformed_total", "Relay messages that could not be read.", func(s proxy.Stats) float64 { return float64(s.Malformed) }),
+		counter("hookline_forward_connections_total", "Connections to the relay made (the first, then each reconnection).", func(proxy.Stats) float64 { return float64(connections()) }),
+	}, extra: func(s proxy.Stats, ch chan<- prometheus.Metric) {
+		for _, o := range []struct {
+			name string
+			n    int64
+		}{
+			{"forwarded", s.Forwarded}, {"target_failed", s.TargetFails}, {"bad_signature", s.VerifyFailed},
+			{"verified", s.Verified}, {"unverified", s.Unverified}, {"filtered", s.Filtered}, {"duplicate", s.Duplicates},
+			{"handler_failed", s.HandlerFails}, {"lost", s.Lost}, {"unrouted", s.Unrouted}, {"saved_for_replay", s.FailedSaved},
+		} {
+			ch <- prometheus.MustNewConstMetric(outcomeDesc, prometheus.CounterValue, float64(o.n), o.name)
+		}
+		names := make([]string, 0, len(s.Targets))
+		for name := range s.Targets {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			t := s.Targets[name]
+			ch <- prometheus.MustNewConstMetric(targetDeliveriesDesc, prometheus.CounterValue, float64(t.Forwarded), name, "forwarded")
+			ch <- prometheus.MustNewConstMetric(targetDeliveriesDesc, prometheus.CounterValue, float64(t.Failed), name, "failed")
+			ch <- prometheus.MustNewConstMetric(targetWaitingDesc, prometheus.GaugeValue, float64(t.Waiting), name)
+		}
+	}})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "hookline_forward_target_duration_seconds", Help: "Time from the first attempt to the target's answer, retries included.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"target"})
+	r.MustRegister(latency)
+	return func(res proxy.Result) {
+		for _, t := range append([]*proxy.TargetResult{res.Target}, res.Targets...) {
+			if t == nil || t.Skipped || (t.Err != nil && t.Status == 0 && t.Duration == 0) {
+				continue
+			}
+			name := t.Name
+			if name == "" {
+				name = "target"
+			}
+			latency.WithLabelValues(name).Observe(t.Duration.Seconds())
+		}
+	}
+}
+
+// WatchStats are the watcher's counts (deliveries --watch).
+type WatchStats struct {
+	Polls, Recovered, Failed, Waiting int64
+}
+
+// Watch registers the delivery watcher's counters, read from stats.
+func (r Registry) Watch(stats func() WatchStats) {
+	r.MustRegister(snapshotCollector[WatchStats]{snap: stats, stats: []stat[WatchStats]{
+		counter("hookline_watch_polls_total", "Looks at GitHub's deliveries completed.", func(s WatchStats) float64 { return float64(s.Polls) }),
+		counter("hookline_watch_recovered_total", "Deliveries recovered (redelivered or replayed here) by this process.", func(s WatchStats) float64 { return float64(s.Recovered) }),
+		gauge("hookline_watch_failed_deliveries", "Deliveries with no successful attempt at the last look.", func(s WatchStats) float64 { return float64(s.Failed) }),
+		gauge("hookline_watch_waiting_deliveries", "Of those, the ones still within the grace period.", func(s WatchStats) float64 { return float64(s.Waiting) }),
+	}})
+}
