@@ -40,7 +40,7 @@ func (r Registry) Handler() http.Handler {
 	return promhttp.HandlerFor(r.Registry, promhttp.HandlerOpts{Registry: r.Registry})
 }
 
-// gauge and counter describe a metric read from a snapshot.
+// stat is a metric read from a snapshot S of a part's counters.
 type stat[S any] struct {
 	desc  *prometheus.Desc
 	kind  prometheus.ValueType
