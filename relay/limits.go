@@ -152,6 +152,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, ip string) (bo
 // refuse notes a refused upload for /healthz and the log (at most a line
 // every 10 s, saying how many were refused meanwhile) and returns err.
 func (s *Server) refuse(err error) error {
+	s.refusedUploads.Add(1)
 	s.refusedAt.Store(time.Now().UnixNano())
 	if ok, hidden := s.refusals.Allow(time.Now()); ok {
 		s.log.Warn("upload refused", "err", err, "also_refused_since_last_line", hidden)

@@ -452,6 +452,9 @@ func TestAttackRedeliveryChain(t *testing.T) {
 	if status[http.StatusOK] != 10 || status[http.StatusTooManyRequests] != 30 {
 		t.Errorf("answers = %v, want 10 × 200 (the burst), then 429", status)
 	}
+	if n := rl.Server.Stats().Refused.Redeliveries; n != 30 {
+		t.Errorf("Stats().Refused.Redeliveries = %d, want the 30 refused", n)
+	}
 	// bbolt rewrites the leaf that holds the delivery (copy on write)
 	// until that leaf has five keys, whatever they are: at most four more
 	// times, not once per redelivery.

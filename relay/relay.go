@@ -244,6 +244,8 @@ type Server struct {
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
 	cutOff      atomic.Int64
+	// refused counts what each limit refused (Stats.Refused).
+	refusedUploads, refusedStreams, refusedRedeliveries, refusedTooLarge atomic.Int64
 	// pinned is the size of the deliveries that subscribers hold (queued,
 	// being written, replayed) and no history in memory does: see shed.
 	pinned       *atomic.Int64
@@ -426,6 +428,19 @@ type Stats struct {
 	Connections  int64 `json:"connections"`  // connections Serve holds (streams included)
 	FetchBytes   int64 `json:"fetchBytes"`   // bodies being written to fetches of links
 	ConnsRefused int64 `json:"connsRefused"` // connections closed at once since New, beyond MaxConns or MaxConnsPerIP
+	// Refused counts, since New, what each other limit refused: uploads
+	// (the upload budget, in total or per address), streams (MaxStreams,
+	// per address or network), redeliveries (RedeliveriesPerMinute),
+	// tooLarge (bodies over MaxBodyBytes).
+	Refused RefusedStats `json:"refused"`
+}
+
+// RefusedStats are Stats.Refused.
+type RefusedStats struct {
+	Uploads      int64 `json:"uploads"`
+	Streams      int64 `json:"streams"`
+	Redeliveries int64 `json:"redeliveries"`
+	TooLarge     int64 `json:"tooLarge"`
 }
 
 // Stats returns the current counters. With a shared Options.Store, the store's
@@ -468,6 +483,8 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		Connections:  s.conns.n.Load(),
 		FetchBytes:   s.fetchedBytes(),
 		ConnsRefused: s.conns.refused.Load(),
+		Refused: RefusedStats{Uploads: s.refusedUploads.Load(), Streams: s.refusedStreams.Load(),
+			Redeliveries: s.refusedRedeliveries.Load(), TooLarge: s.refusedTooLarge.Load()},
 	}
 }
 
@@ -961,6 +978,7 @@ func (s *Server) storeFailed(w http.ResponseWriter, what, name string, err error
 }
 
 func (s *Server) tooLarge(w http.ResponseWriter, n int64) {
+	s.refusedTooLarge.Add(1)
 	size := "more than that"
 	if n >= 0 {
 		size = strconv.FormatInt(n, 10) + " bytes"
@@ -991,6 +1009,7 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 	// on a delivery that exists, so a stranger asking for ids that do not
 	// exist cannot use up the owner's redeliveries.
 	tooMany := func(wait time.Duration) {
+		s.refusedRedeliveries.Add(1)
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		httpx.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("too many redeliveries (the relay allows %d a minute per channel and per client); retry in %s", s.opts.RedeliveriesPerMinute, wait.Round(time.Second)+time.Second))
 	}

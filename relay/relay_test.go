@@ -297,7 +297,7 @@ func TestHeadersTooLarge(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	const limit = 25 << 20
-	_, ts := newRelay(t, relay.Options{})
+	srv, ts := newRelay(t, relay.Options{})
 	sub := subscribe(t, ts.URL+"/limit?hookline=1")
 	sub.ready()
 
@@ -328,6 +328,9 @@ func TestBodyLimit(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("chunked POST of 25 MiB + 1 = %d %s, want 413", resp.StatusCode, b)
+	}
+	if n := srv.Stats().Refused.TooLarge; n != 2 {
+		t.Errorf("Stats().Refused.TooLarge = %d, want the 2 refused", n)
 	}
 }
 

@@ -69,6 +69,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	ip := s.clientIP(r)
 	leave, err := s.admit(ip)
 	if err != nil {
+		s.refusedStreams.Add(1)
 		s.log.Warn("stream refused", "channel", name, "client", ip, "err", err)
 		w.Header().Set("Retry-After", "30")
 		httpx.WriteError(w, http.StatusServiceUnavailable, strings.TrimPrefix(err.Error(), "relay: ")+"; retry later")

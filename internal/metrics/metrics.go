@@ -51,12 +51,17 @@ type stat[S any] struct {
 type snapshotCollector[S any] struct {
 	snap  func() S
 	stats []stat[S]
-	extra func(S, chan<- prometheus.Metric)
+	// extra collects the labelled metrics of extraDescs.
+	extra      func(S, chan<- prometheus.Metric)
+	extraDescs []*prometheus.Desc
 }
 
 func (c snapshotCollector[S]) Describe(ch chan<- *prometheus.Desc) {
 	for _, s := range c.stats {
 		ch <- s.desc
+	}
+	for _, d := range c.extraDescs {
+		ch <- d
 	}
 }
 
@@ -78,9 +83,19 @@ func gauge[S any](name, help string, v func(S) float64) stat[S] {
 	return stat[S]{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, v}
 }
 
+// refusedDesc is the relay's refusals, by the limit that refused.
+var refusedDesc = prometheus.NewDesc("hookline_relay_refusals_total", "Requests the relay refused, by the limit that refused them.", []string{"limit"}, nil)
+
 // Relay registers the relay's counters, read from stats.
 func (r Registry) Relay(stats func() relay.Stats) {
-	r.MustRegister(snapshotCollector[relay.Stats]{snap: stats, stats: []stat[relay.Stats]{
+	r.MustRegister(snapshotCollector[relay.Stats]{snap: stats, extraDescs: []*prometheus.Desc{refusedDesc}, extra: func(s relay.Stats, ch chan<- prometheus.Metric) {
+		for _, l := range []struct {
+			name string
+			n    int64
+		}{{"uploads", s.Refused.Uploads}, {"streams", s.Refused.Streams}, {"redeliveries", s.Refused.Redeliveries}, {"too_large", s.Refused.TooLarge}, {"connections", s.ConnsRefused}} {
+			ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(l.n), l.name)
+		}
+	}, stats: []stat[relay.Stats]{
 		counter("hookline_relay_deliveries_received_total", "Deliveries received (redeliveries included) since the relay started.", func(s relay.Stats) float64 { return float64(s.Deliveries) }),
 		gauge("hookline_relay_channels", "Channels with a subscriber or a retained delivery.", func(s relay.Stats) float64 { return float64(s.Channels) }),
 		gauge("hookline_relay_streams", "Open subscriber streams.", func(s relay.Stats) float64 { return float64(s.Subscribers) }),
@@ -90,7 +105,6 @@ func (r Registry) Relay(stats func() relay.Stats) {
 		gauge("hookline_relay_upload_bytes", "Bytes reserved by the request bodies being received.", func(s relay.Stats) float64 { return float64(s.UploadBytes) }),
 		gauge("hookline_relay_connections", "Connections the relay holds, streams included.", func(s relay.Stats) float64 { return float64(s.Connections) }),
 		counter("hookline_relay_subscribers_cut_off_total", "Slow subscribers cut off.", func(s relay.Stats) float64 { return float64(s.CutOff) }),
-		counter("hookline_relay_connections_refused_total", "Connections closed at once, beyond the connection limits.", func(s relay.Stats) float64 { return float64(s.ConnsRefused) }),
 	}})
 }
 
@@ -113,7 +127,7 @@ func (r Registry) Forward(stats func() proxy.Stats, connections func() int64) fu
 		counter("hookline_forward_gaps_total", "Gaps the relay reported (deliveries it no longer had).", func(s proxy.Stats) float64 { return float64(s.Gaps) }),
 		counter("hookline_forward_malformed_total", "Relay messages that could not be read.", func(s proxy.Stats) float64 { return float64(s.Malformed) }),
 		counter("hookline_forward_connections_total", "Connections to the relay made (the first, then each reconnection).", func(proxy.Stats) float64 { return float64(connections()) }),
-	}, extra: func(s proxy.Stats, ch chan<- prometheus.Metric) {
+	}, extraDescs: []*prometheus.Desc{outcomeDesc, targetDeliveriesDesc, targetWaitingDesc}, extra: func(s proxy.Stats, ch chan<- prometheus.Metric) {
 		for _, o := range []struct {
 			name string
 			n    int64
