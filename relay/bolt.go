@@ -53,12 +53,14 @@ type historyFile struct {
 	db   *bolt.DB
 	log  *slog.Logger
 	refs map[string]map[int64]int // by channel: the ids redeliveries refer to (record.go), and how many do
+	// observe is told how long each write took (Options.ObserveWrite).
+	observe func(time.Duration)
 }
 
 // openBolt opens (creating it if needed) the history file in dir and
 // returns a store that holds its deliveries in memory, loaded from it and
 // trimmed to the limits.
-func openBolt(dir string, l Limits, pinned *atomic.Int64, log *slog.Logger) (*ledgerStore, error) {
+func openBolt(dir string, l Limits, pinned *atomic.Int64, log *slog.Logger, observe func(time.Duration)) (*ledgerStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("relay: cannot create the data directory: %w", err)
 	}
@@ -85,7 +87,7 @@ func openBolt(dir string, l Limits, pinned *atomic.Int64, log *slog.Logger) (*le
 			return nil, fmt.Errorf("relay: cannot sync the data directory: %w", err)
 		}
 	}
-	f := &historyFile{db: db, log: log, refs: map[string]map[int64]int{}}
+	f := &historyFile{db: db, log: log, refs: map[string]map[int64]int{}, observe: observe}
 	s := newMemStore(l, pinned)
 	s.file = f
 	if err := db.Update(func(tx *bolt.Tx) error { return f.load(tx, s.l) }); err != nil {
@@ -339,6 +341,7 @@ func (s *historyFile) write(channel string, d *Entry, p plan, rs []removal) (ref
 	for _, r := range rs {
 		saved[r.name] = maps.Clone(s.refs[r.name])
 	}
+	start := time.Now()
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		root := tx.Bucket(channelsBucket)
 		b := root.Bucket([]byte(channel))
@@ -363,6 +366,9 @@ func (s *historyFile) write(channel string, d *Entry, p plan, rs []removal) (ref
 		b.FillPercent = 0.9 // ids only grow: pack pages nearly full
 		return b.Put(idKey(p.id), rec)
 	})
+	if err == nil && s.observe != nil {
+		s.observe(time.Since(start))
+	}
 	if err != nil {
 		for name, m := range saved {
 			if delete(s.refs, name); len(m) > 0 {

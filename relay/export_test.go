@@ -23,7 +23,7 @@ func OpenMemory(l Limits) Store { return newMemStore(l, new(atomic.Int64)) }
 
 // OpenFile opens the store New uses with Options.DataDir dir.
 func OpenFile(dir string, l Limits) (Store, error) {
-	s, err := openBolt(dir, l, new(atomic.Int64), slog.New(slog.DiscardHandler))
+	s, err := openBolt(dir, l, new(atomic.Int64), slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		return nil, err // not a typed nil in the interface
 	}

@@ -192,6 +192,9 @@ type Options struct {
 	// Logger receives one record per subscriber and cut-off (info), and
 	// one per delivery (debug).
 	// If nil, nothing is logged.
+	// ObserveWrite, if set, is told how long each durable write of the
+	// history took (with DataDir: a bbolt transaction, synced to disk).
+	ObserveWrite func(time.Duration)
 	// Metrics, if set, is served at GET /metrics (hookline serve gives
 	// its Prometheus handler; the relay itself imports no metrics library).
 	Metrics http.Handler
@@ -338,7 +341,7 @@ func New(opts Options) (*Server, error) {
 	var st Store = newMemStore(lim, pinned)
 	switch {
 	case opts.DataDir != "":
-		bs, err := openBolt(opts.DataDir, lim, pinned, log)
+		bs, err := openBolt(opts.DataDir, lim, pinned, log, opts.ObserveWrite)
 		if err != nil {
 			return nil, err
 		}

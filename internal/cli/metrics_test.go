@@ -25,7 +25,7 @@ import (
 func TestMetricsScrapedByPrometheus(t *testing.T) {
 	server, promtool := testenv.Prometheus(t)
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	serve := startCommand(t, "serve", "--no-color", "--addr", "127.0.0.1:0")
+	serve := startCommand(t, "serve", "--no-color", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir())
 	serve.waitOut(t, "new channel: ")
 	relayURL := strings.Fields(lineWith(serve.out.String(), "listening on"))[4]
 	channel := strings.Fields(lineWith(serve.out.String(), "new channel: "))[2]
@@ -106,7 +106,7 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	}
 	deadline := time.Now().Add(hangGuard)
 	for _, q := range []string{`hookline_relay_deliveries_received_total{job="serve"}`, `hookline_forward_deliveries_total{job="forward",outcome="forwarded"}`,
-		`sum(hookline_forward_target_duration_seconds_count{job="forward"})`} {
+		`sum(hookline_forward_target_duration_seconds_count{job="forward"})`, `hookline_relay_history_write_duration_seconds_count{job="serve"}`} {
 		for query(q) != fmt.Sprint(n) {
 			if time.Now().After(deadline) {
 				t.Fatalf("Prometheus never answered %d to %s (it says %q); its log:\n%s", n, q, query(q), promLog.String())

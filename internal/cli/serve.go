@@ -376,6 +376,7 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	}
 	reg := metrics.NewRegistry()
 	opts.relay.Metrics = reg.Handler()
+	opts.relay.ObserveWrite = reg.HistoryWrites()
 	srv, err := relay.New(opts.relay)
 	if err == nil {
 		reg.Relay(srv.Stats)

@@ -15,6 +15,7 @@ package metrics
 import (
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -106,6 +107,17 @@ func (r Registry) Relay(stats func() relay.Stats) {
 		gauge("hookline_relay_connections", "Connections the relay holds, streams included.", func(s relay.Stats) float64 { return float64(s.Connections) }),
 		counter("hookline_relay_subscribers_cut_off_total", "Slow subscribers cut off.", func(s relay.Stats) float64 { return float64(s.CutOff) }),
 	}})
+}
+
+// HistoryWrites registers the histogram of the relay's durable writes
+// (hookline serve --data-dir) and returns what observes one.
+func (r Registry) HistoryWrites() func(time.Duration) {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "hookline_relay_history_write_duration_seconds", Help: "Time of each durable write of the history (a bbolt transaction, synced to disk).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	})
+	r.MustRegister(h)
+	return func(d time.Duration) { h.Observe(d.Seconds()) }
 }
 
 // outcomeDesc is forward's deliveries by outcome.
