@@ -192,6 +192,10 @@ type Options struct {
 	// Logger receives one record per subscriber and cut-off (info), and
 	// one per delivery (debug).
 	// If nil, nothing is logged.
+	// Canary, if positive, runs the canary (canary.go) every Canary: a
+	// delivery POSTed to a channel of its own and timed until it arrives on
+	// that channel's stream (Stats.Canary).
+	Canary time.Duration
 	// ObserveWrite, if set, is told how long each durable write of the
 	// history took (with DataDir: a bbolt transaction, synced to disk).
 	ObserveWrite func(time.Duration)
@@ -247,6 +251,7 @@ type Server struct {
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
 	cutOff      atomic.Int64
+	canary      canaryState
 	// refused counts what each limit refused (Stats.Refused).
 	refusedUploads, refusedStreams, refusedRedeliveries, refusedTooLarge atomic.Int64
 	// pinned is the size of the deliveries that subscribers hold (queued,
@@ -436,6 +441,8 @@ type Stats struct {
 	// per address or network), redeliveries (RedeliveriesPerMinute),
 	// tooLarge (bodies over MaxBodyBytes).
 	Refused RefusedStats `json:"refused"`
+	// Canary is the canary's last round trip (Options.Canary); nil without.
+	Canary *CanaryStats `json:"canary,omitempty"`
 }
 
 // RefusedStats are Stats.Refused.
@@ -444,6 +451,15 @@ type RefusedStats struct {
 	Streams      int64 `json:"streams"`
 	Redeliveries int64 `json:"redeliveries"`
 	TooLarge     int64 `json:"tooLarge"`
+}
+
+// canaryStats is Stats.Canary.
+func (s *Server) canaryStats() *CanaryStats {
+	if s.opts.Canary <= 0 {
+		return nil
+	}
+	st := s.canary.stats()
+	return &st
 }
 
 // Stats returns the current counters. With a shared Options.Store, the store's
@@ -488,6 +504,7 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		ConnsRefused: s.conns.refused.Load(),
 		Refused: RefusedStats{Uploads: s.refusedUploads.Load(), Streams: s.refusedStreams.Load(),
 			Redeliveries: s.refusedRedeliveries.Load(), TooLarge: s.refusedTooLarge.Load()},
+		Canary: s.canaryStats(),
 	}
 }
 
@@ -527,6 +544,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.limitListener(ln)) }()
+	if s.opts.Canary > 0 {
+		cctx, stopCanary := context.WithCancel(ctx)
+		defer stopCanary()
+		go s.runCanary(cctx, base, s.opts.Canary)
+	}
 	select {
 	case err := <-errc:
 		s.Close()

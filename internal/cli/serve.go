@@ -98,6 +98,12 @@ func serveCommand(s *streams) *ucli.Command {
 				Usage:       "`duration` after which a channel drops a delivery when it receives the next one (0s: no age limit)",
 				EnvVars:     []string{"HOOKLINE_HISTORY_AGE"},
 			},
+			&ucli.DurationFlag{
+				Name:        "canary",
+				Destination: &o.relay.Canary,
+				Usage:       "every `duration`, time a delivery POSTed to a channel of the relay's own until it arrives on that channel's stream (/healthz \"canary\", /metrics; 0s: off)",
+				EnvVars:     []string{"HOOKLINE_CANARY"},
+			},
 			&ucli.StringFlag{
 				Name:        "data-dir",
 				Destination: &o.relay.DataDir,
@@ -210,6 +216,9 @@ func parseServe(c *ucli.Context, opts serveOptions, f *serveFlags) (serveOptions
 		}
 		opts.redisURL = u
 		opts.relay.Store = redisstore.Opener(u)
+	}
+	if opts.relay.Canary < 0 {
+		return serveOptions{}, usageErrorf("--canary %s must not be negative (0s: no canary)", opts.relay.Canary)
 	}
 	if opts.relay.HistoryAge < 0 {
 		return serveOptions{}, usageErrorf("--history-age %s must not be negative (0 means no age limit)", opts.relay.HistoryAge)

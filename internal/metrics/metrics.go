@@ -87,9 +87,19 @@ func gauge[S any](name, help string, v func(S) float64) stat[S] {
 // refusedDesc is the relay's refusals, by the limit that refused.
 var refusedDesc = prometheus.NewDesc("hookline_relay_refusals_total", "Requests the relay refused, by the limit that refused them.", []string{"limit"}, nil)
 
+// The canary's (serve --canary).
+var (
+	canaryRTTDesc      = prometheus.NewDesc("hookline_relay_canary_round_trip_seconds", "The canary's last round trip through the relay: POST to its channel, arrival on the channel's stream.", nil, nil)
+	canaryFailuresDesc = prometheus.NewDesc("hookline_relay_canary_failures_total", "Canary round trips that did not come back in time.", nil, nil)
+)
+
 // Relay registers the relay's counters, read from stats.
 func (r Registry) Relay(stats func() relay.Stats) {
-	r.MustRegister(snapshotCollector[relay.Stats]{snap: stats, extraDescs: []*prometheus.Desc{refusedDesc}, extra: func(s relay.Stats, ch chan<- prometheus.Metric) {
+	r.MustRegister(snapshotCollector[relay.Stats]{snap: stats, extraDescs: []*prometheus.Desc{refusedDesc, canaryRTTDesc, canaryFailuresDesc}, extra: func(s relay.Stats, ch chan<- prometheus.Metric) {
+		if c := s.Canary; c != nil {
+			ch <- prometheus.MustNewConstMetric(canaryRTTDesc, prometheus.GaugeValue, c.RoundTripMS/1000)
+			ch <- prometheus.MustNewConstMetric(canaryFailuresDesc, prometheus.CounterValue, float64(c.Failures))
+		}
 		for _, l := range []struct {
 			name string
 			n    int64
