@@ -192,10 +192,9 @@ type Options struct {
 	// Logger receives one record per subscriber and cut-off (info), and
 	// one per delivery (debug).
 	// If nil, nothing is logged.
-	// Canary, if positive, runs the canary (canary.go) every Canary: a
-	// delivery POSTed to a channel of its own and timed until it arrives on
-	// that channel's stream (Stats.Canary).
-	Canary time.Duration
+	// Canary, if set, gives Stats.Canary (and /healthz its "canary"): what
+	// a canary outside the relay measured (hookline serve --canary).
+	Canary func() CanaryStats
 	// ObserveWrite, if set, is told how long each durable write of the
 	// history took (with DataDir: a bbolt transaction, synced to disk).
 	ObserveWrite func(time.Duration)
@@ -251,7 +250,6 @@ type Server struct {
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
 	cutOff      atomic.Int64
-	canary      canaryState
 	// refused counts what each limit refused (Stats.Refused).
 	refusedUploads, refusedStreams, refusedRedeliveries, refusedTooLarge atomic.Int64
 	// pinned is the size of the deliveries that subscribers hold (queued,
@@ -455,10 +453,10 @@ type RefusedStats struct {
 
 // canaryStats is Stats.Canary.
 func (s *Server) canaryStats() *CanaryStats {
-	if s.opts.Canary <= 0 {
+	if s.opts.Canary == nil {
 		return nil
 	}
-	st := s.canary.stats()
+	st := s.opts.Canary()
 	return &st
 }
 
@@ -544,11 +542,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.limitListener(ln)) }()
-	if s.opts.Canary > 0 {
-		cctx, stopCanary := context.WithCancel(ctx)
-		defer stopCanary()
-		go s.runCanary(cctx, base, s.opts.Canary)
-	}
 	select {
 	case err := <-errc:
 		s.Close()

@@ -20,6 +20,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/internal/bytesize"
+	"github.com/hookline/hookline/internal/canary"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/relay"
@@ -30,7 +31,8 @@ import (
 type serveOptions struct {
 	addr     string
 	verbose  bool
-	redisURL string // --redis-url: relay.Store is Redis's
+	redisURL string        // --redis-url: relay.Store is Redis's
+	canary   time.Duration // --canary: how often (0: none)
 	relay    relay.Options
 }
 
@@ -100,7 +102,7 @@ func serveCommand(s *streams) *ucli.Command {
 			},
 			&ucli.DurationFlag{
 				Name:        "canary",
-				Destination: &o.relay.Canary,
+				Destination: &o.canary,
 				Usage:       "every `duration`, time a delivery POSTed to a channel of the relay's own until it arrives on that channel's stream (/healthz \"canary\", /metrics; 0s: off)",
 				EnvVars:     []string{"HOOKLINE_CANARY"},
 			},
@@ -217,8 +219,8 @@ func parseServe(c *ucli.Context, opts serveOptions, f *serveFlags) (serveOptions
 		opts.redisURL = u
 		opts.relay.Store = redisstore.Opener(u)
 	}
-	if opts.relay.Canary < 0 {
-		return serveOptions{}, usageErrorf("--canary %s must not be negative (0s: no canary)", opts.relay.Canary)
+	if opts.canary < 0 {
+		return serveOptions{}, usageErrorf("--canary %s must not be negative (0s: no canary)", opts.canary)
 	}
 	if opts.relay.HistoryAge < 0 {
 		return serveOptions{}, usageErrorf("--history-age %s must not be negative (0 means no age limit)", opts.relay.HistoryAge)
@@ -385,6 +387,11 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	}
 	reg := metrics.NewRegistry()
 	opts.relay.Metrics = reg.Handler()
+	var can *canary.Canary
+	if opts.canary > 0 {
+		can = &canary.Canary{}
+		opts.relay.Canary = can.Stats
+	}
 	opts.relay.ObserveWrite = reg.HistoryWrites()
 	srv, err := relay.New(opts.relay)
 	if err == nil {
@@ -431,6 +438,11 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	fmt.Fprintf(s.out, "(open a channel URL in a browser to watch its deliveries; GET %s/new makes another; Ctrl-C stops)\n", base)
 
 	start := time.Now()
+	if can != nil {
+		canaryCtx, stopCanary := context.WithCancel(ctx)
+		defer stopCanary()
+		go can.Run(canaryCtx, listen, opts.canary, opts.relay.Logger)
+	}
 	err = srv.Serve(ctx, ln)
 	st := srv.Stats()
 	fmt.Fprintf(s.out, "hookline relay stopped after %s: %d deliveries relayed\n", time.Since(start).Round(time.Second), st.Deliveries)
