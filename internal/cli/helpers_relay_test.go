@@ -42,22 +42,22 @@ func startCommand(t *testing.T, args ...string) *forwardRun {
 // waitErr waits until stderr contains s.
 func (f *forwardRun) waitErr(t testing.TB, s string) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !strings.Contains(f.err.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("stderr never said %q:\n%s", s, f.err.String())
-		}
-		time.Sleep(5 * time.Millisecond) // polls the running command's output
-	}
+	waitSaid(t, "stderr", &f.err, s)
 }
 
 // waitOut waits until stdout contains s.
 func (f *forwardRun) waitOut(t testing.TB, s string) {
 	t.Helper()
+	waitSaid(t, "stdout", &f.out, s)
+}
+
+// waitSaid waits until the running command's stream (named what) contains s.
+func waitSaid(t testing.TB, what string, stream *relaytest.Buffer, s string) {
+	t.Helper()
 	deadline := time.Now().Add(hangGuard)
-	for !strings.Contains(f.out.String(), s) {
+	for !strings.Contains(stream.String(), s) {
 		if time.Now().After(deadline) {
-			t.Fatalf("stdout never said %q:\n%s", s, f.out.String())
+			t.Fatalf("%s never said %q:\n%s", what, s, stream.String())
 		}
 		time.Sleep(5 * time.Millisecond) // polls the running command's output
 	}
