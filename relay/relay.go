@@ -3,7 +3,9 @@ package relay
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -195,6 +197,11 @@ type Options struct {
 	// Canary, if set, gives Stats.Canary (and /healthz its "canary"): what
 	// a canary outside the relay measured (hookline serve --canary).
 	Canary func() CanaryStats
+	// CountPerChannel counts deliveries per channel (Stats.PerChannel, by
+	// ChannelKey: a channel's name is its secret). Off by default: a relay
+	// has as many channels as strangers make, each a time series to a
+	// metrics system.
+	CountPerChannel bool
 	// ObserveWrite, if set, is told how long each durable write of the
 	// history took (with DataDir: a bbolt transaction, synced to disk).
 	ObserveWrite func(time.Duration)
@@ -250,6 +257,7 @@ type Server struct {
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
 	cutOff      atomic.Int64
+	perChannel  sync.Map // ChannelKey → *atomic.Int64, with Options.CountPerChannel
 	// refused counts what each limit refused (Stats.Refused).
 	refusedUploads, refusedStreams, refusedRedeliveries, refusedTooLarge atomic.Int64
 	// pinned is the size of the deliveries that subscribers hold (queued,
@@ -441,6 +449,18 @@ type Stats struct {
 	Refused RefusedStats `json:"refused"`
 	// Canary is the canary's last round trip (Options.Canary); nil without.
 	Canary *CanaryStats `json:"canary,omitempty"`
+	// PerChannel counts the deliveries each channel received since New,
+	// by ChannelKey (Options.CountPerChannel; nil without).
+	PerChannel map[string]int64 `json:"perChannel,omitempty"`
+}
+
+// ChannelKey names a channel where its name must not show (metrics,
+// /healthz): "sha256:" and the first 12 hex digits of the SHA-256 of its
+// name. Whoever knows a channel can compute its key; the key does not
+// give the channel.
+func ChannelKey(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return "sha256:" + hex.EncodeToString(sum[:6])
 }
 
 // RefusedStats are Stats.Refused.
@@ -449,6 +469,19 @@ type RefusedStats struct {
 	Streams      int64 `json:"streams"`
 	Redeliveries int64 `json:"redeliveries"`
 	TooLarge     int64 `json:"tooLarge"`
+}
+
+// perChannelStats is Stats.PerChannel.
+func (s *Server) perChannelStats() map[string]int64 {
+	if !s.opts.CountPerChannel {
+		return nil
+	}
+	out := map[string]int64{}
+	s.perChannel.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
 }
 
 // canaryStats is Stats.Canary.
@@ -502,7 +535,8 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		ConnsRefused: s.conns.refused.Load(),
 		Refused: RefusedStats{Uploads: s.refusedUploads.Load(), Streams: s.refusedStreams.Load(),
 			Redeliveries: s.refusedRedeliveries.Load(), TooLarge: s.refusedTooLarge.Load()},
-		Canary: s.canaryStats(),
+		Canary:     s.canaryStats(),
+		PerChannel: s.perChannelStats(),
 	}
 }
 

@@ -3,7 +3,9 @@ package relay_test
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -921,5 +923,32 @@ func TestHooklineFormat(t *testing.T) {
 		if got, _ := base64.StdEncoding.DecodeString(b64); hasB64 && string(got) != body {
 			t.Errorf("bodyB %q, want %q", got, body)
 		}
+	}
+}
+
+// TestCountPerChannel: with Options.CountPerChannel, Stats counts each
+// channel's deliveries by its key, never its name; without, not at all.
+func TestCountPerChannel(t *testing.T) {
+	srv, ts := newRelay(t, relay.Options{CountPerChannel: true})
+	for _, ch := range []string{"chanA", "chanA", "chanB"} {
+		if code, answer := post(t, ts.URL+"/"+ch, `{}`); code != http.StatusOK {
+			t.Fatal(code, answer)
+		}
+	}
+	got := srv.Stats().PerChannel
+	sum := sha256.Sum256([]byte("chanA"))
+	if key := "sha256:" + hex.EncodeToString(sum[:])[:12]; relay.ChannelKey("chanA") != key {
+		t.Errorf("ChannelKey(chanA) = %s, want %s", relay.ChannelKey("chanA"), key)
+	}
+	if len(got) != 2 || got[relay.ChannelKey("chanA")] != 2 || got[relay.ChannelKey("chanB")] != 1 {
+		t.Errorf("PerChannel = %v", got)
+	}
+	for k := range got {
+		if strings.Contains(k, "chan") || !strings.HasPrefix(k, "sha256:") {
+			t.Errorf("key %q shows the name, or is not a hash", k)
+		}
+	}
+	if srv2, _ := newRelay(t, relay.Options{}); srv2.Stats().PerChannel != nil {
+		t.Error("PerChannel without the option")
 	}
 }

@@ -106,6 +106,11 @@ func serveCommand(s *streams) *ucli.Command {
 				Usage:       "every `duration`, time a delivery POSTed to a channel of the relay's own until it arrives on that channel's stream (/healthz \"canary\", /metrics; 0s: off)",
 				EnvVars:     []string{"HOOKLINE_CANARY"},
 			},
+			&ucli.BoolFlag{
+				Name:        "metrics-per-channel",
+				Destination: &o.relay.CountPerChannel,
+				Usage:       "count deliveries per channel in /metrics and /healthz, keyed by a hash of the name (a series per channel: only where channels are few)",
+			},
 			&ucli.StringFlag{
 				Name:        "data-dir",
 				Destination: &o.relay.DataDir,

@@ -9,7 +9,9 @@
 // Prometheus scrapes (one source of truth: /healthz shows the same numbers);
 // only latencies are observed as they happen, into histograms. There is no
 // per-channel label: a relay's channels are unbounded, and each would be a
-// time series. Targets are labelled by name: a forward has a few.
+// time series (serve --metrics-per-channel adds one, keyed by a hash of the
+// name, which is the channel's secret). Targets are labelled by name: a
+// forward has a few.
 package metrics
 
 import (
@@ -87,6 +89,9 @@ func gauge[S any](name, help string, v func(S) float64) stat[S] {
 // refusedDesc is the relay's refusals, by the limit that refused.
 var refusedDesc = prometheus.NewDesc("hookline_relay_refusals_total", "Requests the relay refused, by the limit that refused them.", []string{"limit"}, nil)
 
+// channelDesc is deliveries per channel (serve --metrics-per-channel).
+var channelDesc = prometheus.NewDesc("hookline_relay_channel_deliveries_received_total", "Deliveries a channel received, by channel key (sha256: of its name; the name is its secret).", []string{"channel"}, nil)
+
 // The canary's (serve --canary).
 var (
 	canaryRTTDesc      = prometheus.NewDesc("hookline_relay_canary_round_trip_seconds", "The canary's last round trip through the relay: POST to its channel, arrival on the channel's stream.", nil, nil)
@@ -95,7 +100,10 @@ var (
 
 // Relay registers the relay's counters, read from stats.
 func (r Registry) Relay(stats func() relay.Stats) {
-	r.MustRegister(snapshotCollector[relay.Stats]{snap: stats, extraDescs: []*prometheus.Desc{refusedDesc, canaryRTTDesc, canaryFailuresDesc}, extra: func(s relay.Stats, ch chan<- prometheus.Metric) {
+	r.MustRegister(snapshotCollector[relay.Stats]{snap: stats, extraDescs: []*prometheus.Desc{refusedDesc, canaryRTTDesc, canaryFailuresDesc, channelDesc}, extra: func(s relay.Stats, ch chan<- prometheus.Metric) {
+		for key, n := range s.PerChannel {
+			ch <- prometheus.MustNewConstMetric(channelDesc, prometheus.CounterValue, float64(n), key)
+		}
 		if c := s.Canary; c != nil {
 			ch <- prometheus.MustNewConstMetric(canaryRTTDesc, prometheus.GaugeValue, c.RoundTripMS/1000)
 			ch <- prometheus.MustNewConstMetric(canaryFailuresDesc, prometheus.CounterValue, float64(c.Failures))

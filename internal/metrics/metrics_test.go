@@ -17,7 +17,7 @@ import (
 func TestCollectorsAreConsistent(t *testing.T) {
 	r := NewRegistry()
 	r.Relay(func() relay.Stats {
-		return relay.Stats{Deliveries: 7, Subscribers: 2, Refused: relay.RefusedStats{Streams: 3}}
+		return relay.Stats{Deliveries: 7, Subscribers: 2, Refused: relay.RefusedStats{Streams: 3}, PerChannel: map[string]int64{relay.ChannelKey("AbC"): 4}}
 	})
 	observe := r.Forward(func() proxy.Stats {
 		return proxy.Stats{Received: 5, Forwarded: 4, TargetFails: 1, Targets: map[string]proxy.TargetStats{"app": {Forwarded: 4, Failed: 1, Waiting: 2}}}
