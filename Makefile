@@ -30,13 +30,13 @@ GORELEASER      := $(BIN)/goreleaser-$(GORELEASER_VER)
 MODULE          := github.com/hookline/hookline
 NODE_MODULES    := interop/node_modules/.package-lock.json
 
-.PHONY: large-files redis oldgo tmux prometheus fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
+.PHONY: large-files redis oldgo tmux prometheus umoci fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
 
 check: large-files fmt-check vet staticcheck lang-check test fuzz-short
 
 # SOCKET_COUNT runs the packages whose tests open sockets that many times
 # (.ci/gotest); CI sets 2, so that a new flake shows before it lands.
-test: interop-deps browser redis oldgo tmux prometheus
+test: interop-deps browser redis oldgo tmux prometheus umoci
 	for m in $(MODULES); do (cd $$m && SOCKET_COUNT=$(SOCKET_COUNT) $(CURDIR)/.ci/gotest) || exit 1; done
 
 # No tracked file over 2 MiB unless .ci/large-files lists it (build outputs
@@ -81,6 +81,10 @@ release-check: $(GORELEASER)
 	@bin="$$(find dist -path '*$(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)*' -name hookline -type f | head -n 1)"; \
 	out="$$("$$bin" version)"; echo "$$bin version: $$out"; \
 	case "$$out" in "hookline "*-next*) ;; *) echo "release-check: the snapshot binary does not print its version"; exit 1;; esac
+	# The container image, from the same static binary (internal/ociimage:
+	# an OCI layout, no Docker daemon, no base image).
+	@bin="$$(find dist -path '*linux_$(shell $(GO) env GOARCH)*' -name hookline -type f | head -n 1)"; \
+	$(GO) run ./cmd/hookline-image -binary "$$bin" -out dist/image -version snapshot
 
 $(GORELEASER):
 	@mkdir -p $(BIN)
@@ -116,6 +120,9 @@ tmux:
 
 prometheus:
 	sh internal/testutil/testenv/install.sh prometheus
+
+umoci:
+	sh internal/testutil/testenv/install.sh umoci
 
 # The rest module's old-Go test (internal/oldgo) builds and tests a consumer
 # of rest with Debian's Go 1.19, the oldest Go this machine can install.

@@ -7,6 +7,7 @@
 #   sh internal/testutil/testenv/install.sh golang-1.19   the rest module's old-Go consumer test (internal/oldgo)
 #   sh internal/testutil/testenv/install.sh tmux          forward in a real terminal (terminal_test.go)
 #   sh internal/testutil/testenv/install.sh prometheus    a real Prometheus scrapes /metrics (internal/cli/metrics_test.go)
+#   sh internal/testutil/testenv/install.sh umoci         the image is unpacked as a runtime would (internal/ociimage)
 #
 # It says what it installs and why before it runs apt-get, and needs root or
 # sudo. Without them it stops with the command to run; `go test` then skips
@@ -57,8 +58,16 @@ prometheus)
 		exit 0
 	fi
 	;;
+umoci)
+	why="the container image is unpacked as a runtime would, then run from its filesystem"
+	pkg=umoci
+	opts=--no-install-recommends
+	if command -v umoci >/dev/null 2>&1; then
+		exit 0
+	fi
+	;;
 *)
-	echo "usage: sh internal/testutil/testenv/install.sh chromium|redis-server|golang-1.19|tmux|prometheus" >&2
+	echo "usage: sh internal/testutil/testenv/install.sh chromium|redis-server|golang-1.19|tmux|prometheus|umoci" >&2
 	exit 2
 	;;
 esac

@@ -101,3 +101,14 @@ func Prometheus(t testing.TB) (server, promtool string) {
 	}
 	return server, promtool
 }
+
+// Umoci returns the path of Debian's umoci (it unpacks an OCI image as a
+// runtime would); it ends the test (Missing) when it is not installed.
+func Umoci(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("umoci")
+	if err != nil {
+		Missing(t, "umoci", "install it with `sh internal/testutil/testenv/install.sh umoci`")
+	}
+	return p
+}
