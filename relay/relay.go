@@ -257,7 +257,8 @@ type Server struct {
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
 	cutOff      atomic.Int64
-	perChannel  sync.Map // ChannelKey → *atomic.Int64, with Options.CountPerChannel
+	perChannel  sync.Map     // ChannelKey → *atomic.Int64, with Options.CountPerChannel
+	sent        atomic.Int64 // deliveries written to streams (Stats.Sent)
 	// refused counts what each limit refused (Stats.Refused).
 	refusedUploads, refusedStreams, refusedRedeliveries, refusedTooLarge atomic.Int64
 	// pinned is the size of the deliveries that subscribers hold (queued,
@@ -434,6 +435,7 @@ type Stats struct {
 	Persistent   bool  `json:"persistent"`   // the history outlives the process (Options.DataDir, or a persistent Options.Store)
 	Shared       bool  `json:"shared"`       // the history is in Redis, shared with other relays (a SharedStore)
 	Deliveries   int64 `json:"deliveries"`   // deliveries received since New (redeliveries included; by this relay)
+	Sent         int64 `json:"sent"`         // deliveries written to streams since New (one per subscriber; replays of the history included)
 	Retained     int   `json:"retained"`     // deliveries held in histories (restored ones, and other relays' in Redis, included)
 	HistoryBytes int64 `json:"historyBytes"` // their counted size
 	CutOff       int64 `json:"cutOff"`       // slow subscribers cut off since New
@@ -525,6 +527,7 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		Persistent:   !inMemory,
 		Shared:       s.shared != nil,
 		Deliveries:   s.deliveries.Load(),
+		Sent:         s.sent.Load(),
 		Retained:     st.Retained,
 		HistoryBytes: st.Bytes,
 		CutOff:       s.cutOff.Load(),

@@ -952,3 +952,25 @@ func TestCountPerChannel(t *testing.T) {
 		t.Error("PerChannel without the option")
 	}
 }
+
+// TestStatsSent: each delivery written to a subscriber's stream counts
+// once per subscriber.
+func TestStatsSent(t *testing.T) {
+	srv, ts := newRelay(t, relay.Options{})
+	a := subscribe(t, ts.URL+"/sent?hookline=1")
+	a.ready()
+	b := subscribe(t, ts.URL+"/sent?hookline=1")
+	b.ready()
+	if code, answer := post(t, ts.URL+"/sent", `{}`); code != http.StatusOK {
+		t.Fatal(code, answer)
+	}
+	a.next()
+	b.next()
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.Stats().Sent != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Sent = %d, want 2 (one delivery, two subscribers)", srv.Stats().Sent)
+		}
+		time.Sleep(5 * time.Millisecond) // the count follows the write the client read
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookline/hookline/internal/httpx"
@@ -220,7 +221,7 @@ func (st *stream) run(ctx context.Context, out streamOut) (err error) {
 		}
 	}()
 
-	sw := streamWriter{out: out, sub: sub, timeout: s.opts.WriteTimeout}
+	sw := streamWriter{out: out, sent: &s.sent, sub: sub, timeout: s.opts.WriteTimeout}
 	if sub.token != "" {
 		sw.linkBase = c.name + "/body/"
 	}
@@ -390,6 +391,7 @@ var errClosing = errors.New("relay: closing")
 // streamWriter writes events to one subscriber with a deadline per event.
 type streamWriter struct {
 	out      streamOut
+	sent     *atomic.Int64 // Server.sent: deliveries written to streams
 	sub      *subscriber
 	linkBase string // "<channel>/body/" when the stream takes large bodies by link
 	timeout  time.Duration
@@ -426,7 +428,9 @@ func (sw *streamWriter) deliveries(page []*Entry, err error) error {
 	for _, d := range page {
 		linked := false
 		if err == nil {
-			linked, err = sw.delivery(d)
+			if linked, err = sw.delivery(d); err == nil {
+				sw.sent.Add(1)
+			}
 		}
 		if !linked {
 			sw.sub.release(d)

@@ -114,6 +114,8 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 		`hookline_relay_canary_round_trip_seconds{job="serve"} > 0`,
 		`hookline_forward_deliveries_total{job="forward",outcome="forwarded"} == ` + fmt.Sprint(n),
 		`sum(hookline_forward_target_duration_seconds_count{job="forward"}) == ` + fmt.Sprint(n),
+		`hookline_forward_delivery_lag_seconds_count{job="forward"} == ` + fmt.Sprint(n),
+		`hookline_relay_deliveries_sent_total{job="serve"} >= ` + fmt.Sprint(n),
 	} {
 		for query(q) == "" {
 			if time.Now().After(deadline) {

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 )
@@ -116,6 +117,7 @@ func (r Registry) Relay(stats func() relay.Stats) {
 		}
 	}, stats: []stat[relay.Stats]{
 		counter("hookline_relay_deliveries_received_total", "Deliveries received (redeliveries included) since the relay started.", func(s relay.Stats) float64 { return float64(s.Deliveries) }),
+		counter("hookline_relay_deliveries_sent_total", "Deliveries written to subscribers' streams (one per subscriber; replays of the history included).", func(s relay.Stats) float64 { return float64(s.Sent) }),
 		gauge("hookline_relay_channels", "Channels with a subscriber or a retained delivery.", func(s relay.Stats) float64 { return float64(s.Channels) }),
 		gauge("hookline_relay_streams", "Open subscriber streams.", func(s relay.Stats) float64 { return float64(s.Subscribers) }),
 		gauge("hookline_relay_history_deliveries", "Deliveries held in the channels' histories.", func(s relay.Stats) float64 { return float64(s.Retained) }),
@@ -185,7 +187,15 @@ func (r Registry) Forward(stats func() proxy.Stats, connections func() int64) fu
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 	}, []string{"target"})
 	r.MustRegister(latency)
+	lag := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "hookline_forward_delivery_lag_seconds", Help: "Time from the relay's receipt of a delivery to the forwarder's (the relay's timestamp; same clock only on one machine).",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	})
+	r.MustRegister(lag)
 	return func(res proxy.Result) {
+		if d := res.Delivery; d != nil && !d.ReceivedAt.IsZero() && d.BodySource != delivery.BodyCapture && !res.Received.Before(d.ReceivedAt) {
+			lag.Observe(res.Received.Sub(d.ReceivedAt).Seconds())
+		}
 		for _, t := range append([]*proxy.TargetResult{res.Target}, res.Targets...) {
 			if t == nil || t.Skipped || (t.Err != nil && t.Status == 0 && t.Duration == 0) {
 				continue
