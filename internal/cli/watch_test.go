@@ -135,6 +135,10 @@ func TestDeliveriesWatch(t *testing.T) {
 	}
 	f := startCommand(t, "deliveries", "--no-color", "--repo", "octo/hello", "--github-api", gh.URL, "--watch", "--redeliver",
 		"--grace", "0s", "--interval", "50ms", "--state-file", filepath.Join(t.TempDir(), "w.json"), "--health", "127.0.0.1:0")
+	// The watcher's own line, not the target's request: GitHub sends the
+	// redelivery as it answers, so the target may have it before the
+	// watcher has read that answer.
+	f.waitOut(t, "asked GitHub to redeliver")
 	waitUntil(t, "the recovery", func() bool { return len(hookURL.requests()) == 2 })
 	f.waitErr(t, "health: ")
 	if code := f.stop(t); code != ExitOK {
