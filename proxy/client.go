@@ -319,25 +319,33 @@ type Result struct {
 
 // OK reports whether the delivery was handled without any failure.
 func (r Result) OK() bool {
-	for _, t := range r.Targets {
+	for _, t := range r.TargetResults() {
 		if !t.Skipped && !t.OK() {
 			return false
 		}
 	}
-	return r.Filtered || r.Duplicate || (r.Verification != VerificationFailed && r.HandlerErr == nil &&
-		(r.Target == nil || r.Target.OK()) && r.SaveErr == nil)
+	return r.Filtered || r.Duplicate || (r.Verification != VerificationFailed && r.HandlerErr == nil && r.SaveErr == nil)
+}
+
+// TargetResults are the forwarding outcomes: Target's, or those of
+// Options.Targets; none when nothing was forwarded.
+func (r Result) TargetResults() []*TargetResult {
+	if r.Target != nil {
+		return []*TargetResult{r.Target}
+	}
+	return r.Targets
 }
 
 // Lost reports whether the target did not take the delivery and no capture
 // file keeps it for a replay (no FailedDir, or writing there failed). The
 // relay may still have it.
 func (r Result) Lost() bool {
-	for _, t := range r.Targets {
-		if !t.Skipped && !t.OK() && t.FailedFile == "" && r.Saved == "" {
+	for _, t := range r.TargetResults() {
+		if !t.Skipped && !t.OK() && t.FailedFile == "" && r.FailedFile == "" && r.Saved == "" {
 			return true
 		}
 	}
-	return r.Target != nil && !r.Target.OK() && r.FailedFile == "" && r.Saved == ""
+	return false
 }
 
 // TargetResult is the outcome of forwarding one delivery.
@@ -1142,7 +1150,7 @@ func (c *Client) processOne(ctx context.Context, d *delivery.Delivery, duplicate
 		return r
 	}
 	cd := c.captureOf(d, r)
-	if c.opts.SaveDir != "" && fan == nil {
+	if c.opts.SaveDir != "" {
 		c.save(&r, cd)
 	}
 	cd.Note = note

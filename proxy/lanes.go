@@ -272,7 +272,7 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 	c.lanesBusy.Add(1)
 	finish := func() {
 		if left.Add(-1) == 0 {
-			c.afterLanes(&r, d, chosen)
+			c.afterLanes(&r)
 			then(r)
 			c.lanesBusy.Done()
 		}
@@ -308,7 +308,7 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 }
 
 // afterLanes counts what all lanes' outcomes make of r.
-func (c *Client) afterLanes(r *Result, d *delivery.Delivery, chosen []*lane) {
+func (c *Client) afterLanes(r *Result) {
 	if r.HandlerErr != nil {
 		c.stats.handlerFails.Add(1)
 	}

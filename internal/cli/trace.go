@@ -304,7 +304,7 @@ func (t *tracer) result(r proxy.Result) {
 			fmt.Fprintf(&b, "    %s\n", t.red.Sprint(termSafe(line)))
 		}
 	}
-	for _, tr := range targetsOf(r) {
+	for _, tr := range r.TargetResults() {
 		t.writeTargetDetails(&b, r, tr)
 	}
 	if r.SaveErr != nil {
@@ -319,7 +319,7 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	if t.verbose {
 		t.writeDetails(&b, r)
-		for _, tr := range targetsOf(r) {
+		for _, tr := range r.TargetResults() {
 			if tr.Err == nil && !tr.Skipped {
 				// The target's answer: status and headers (its body is above).
 				fmt.Fprintf(&b, "    %s %d %s\n", t.dim.Sprint(targetLabel(tr)+" answered"), tr.Status, http.StatusText(tr.Status))
@@ -329,14 +329,6 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	io.WriteString(t.out, b.String())
 	t.written()
-}
-
-// targetsOf is r's target outcomes: Target's, or Targets'.
-func targetsOf(r proxy.Result) []*proxy.TargetResult {
-	if r.Target != nil {
-		return []*proxy.TargetResult{r.Target}
-	}
-	return r.Targets
 }
 
 // targetLabel names a target in the detail lines: "the target", or

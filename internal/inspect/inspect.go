@@ -164,7 +164,7 @@ func (in *Inspector) Add(r proxy.Result) {
 // answer and the headers of both.
 func resultSize(r proxy.Result) int64 {
 	n := int64(len(r.Delivery.Body)) + headerSize(r.Delivery.Headers) + 512
-	for _, t := range targetsOf(r) {
+	for _, t := range r.TargetResults() {
 		n += int64(len(t.Body)) + headerSize(t.Header)
 		for _, a := range t.Attempts[:max(len(t.Attempts)-1, 0)] { // the last one's are t's
 			n += int64(len(a.Body)) + headerSize(a.Header)
@@ -288,7 +288,7 @@ func outcome(r proxy.Result) string {
 		return OutcomeSkipped
 	case r.Verification == proxy.VerificationFailed:
 		return OutcomeBadSignature
-	case slices.ContainsFunc(targetsOf(r), func(t *proxy.TargetResult) bool { return !t.Skipped && !t.OK() }):
+	case slices.ContainsFunc(r.TargetResults(), func(t *proxy.TargetResult) bool { return !t.Skipped && !t.OK() }):
 		return OutcomeTargetFailed
 	case r.Verification == proxy.VerificationPassed:
 		return OutcomeVerified
@@ -418,14 +418,6 @@ func summary(it *item) Summary {
 	}
 	s.Unrouted = r.Unrouted
 	return s
-}
-
-// targetsOf is r's target outcomes: Target's, or Targets'.
-func targetsOf(r proxy.Result) []*proxy.TargetResult {
-	if r.Target != nil {
-		return []*proxy.TargetResult{r.Target}
-	}
-	return r.Targets
 }
 
 // targetView is a target's answer and attempts.

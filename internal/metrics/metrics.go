@@ -196,8 +196,8 @@ func (r Registry) Forward(stats func() proxy.Stats, connections func() int64) fu
 		if d := res.Delivery; d != nil && !d.ReceivedAt.IsZero() && d.BodySource != delivery.BodyCapture && !res.Received.Before(d.ReceivedAt) {
 			lag.Observe(res.Received.Sub(d.ReceivedAt).Seconds())
 		}
-		for _, t := range append([]*proxy.TargetResult{res.Target}, res.Targets...) {
-			if t == nil || t.Skipped || (t.Err != nil && t.Status == 0 && t.Duration == 0) {
+		for _, t := range res.TargetResults() {
+			if t.Skipped || (t.Err != nil && t.Status == 0 && t.Duration == 0) {
 				continue
 			}
 			name := t.Name
