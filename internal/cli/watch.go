@@ -67,14 +67,12 @@ type watcher struct {
 	stats watchStats
 }
 
-// watchStats are what --health shows.
+// watchStats are what --health shows: the counts /metrics has, and the
+// last poll's time and error.
 type watchStats struct {
-	Polls     int64     `json:"polls"`
+	metrics.WatchStats
 	LastPoll  time.Time `json:"last_poll,omitzero"`
 	LastError string    `json:"last_error,omitempty"`
-	Failed    int64     `json:"failed_seen"` // deliveries with no successful attempt, last poll
-	Waiting   int64     `json:"waiting"`     // of those, still within --grace
-	Recovered int64     `json:"recovered"`   // by this process
 }
 
 // load reads the state file; a missing one is a first run.
@@ -210,7 +208,7 @@ func (w *watcher) run(ctx context.Context) error {
 func (w *watcher) metricsStats() metrics.WatchStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return metrics.WatchStats{Polls: w.stats.Polls, Recovered: w.stats.Recovered, Failed: w.stats.Failed, Waiting: w.stats.Waiting}
+	return w.stats.WatchStats
 }
 
 // ServeHTTP is --health: the watcher's counts at /healthz, 503 once a poll

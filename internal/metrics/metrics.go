@@ -211,7 +211,10 @@ func (r Registry) Forward(stats func() proxy.Stats, connections func() int64) fu
 
 // WatchStats are the watcher's counts (deliveries --watch).
 type WatchStats struct {
-	Polls, Recovered, Failed, Waiting int64
+	Polls     int64 `json:"polls"`
+	Recovered int64 `json:"recovered"`   // by this process
+	Failed    int64 `json:"failed_seen"` // deliveries with no successful attempt, last poll
+	Waiting   int64 `json:"waiting"`     // of those, still within the grace period
 }
 
 // Watch registers the delivery watcher's counters, read from stats.
