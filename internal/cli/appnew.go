@@ -8,16 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/cli/browser"
 	"github.com/joho/godotenv"
 	ucli "github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
@@ -367,25 +368,18 @@ func writeAppEnv(path string, c githubapi.AppCredentials, channel string) error 
 	return nil
 }
 
-// openBrowser opens url in the user's browser, as gh does: $BROWSER, else
-// the system's opener; quietly nothing when there is none (the URL is
-// printed).
+// openBrowser opens url in the user's browser, in the background: $BROWSER
+// if set (as gh does), else the system's opener through
+// github.com/cli/browser (gh's); quietly nothing when there is none (the
+// URL is printed). What the opener prints is not ours to show.
 func openBrowser(url string) {
-	var cmd []string
+	browser.Stdout, browser.Stderr = io.Discard, io.Discard
 	if b := os.Getenv("BROWSER"); b != "" {
-		cmd = []string{b, url}
-	} else {
-		for _, opener := range [][]string{{"xdg-open"}, {"open"}, {"rundll32", "url.dll,FileProtocolHandler"}} {
-			if _, err := exec.LookPath(opener[0]); err == nil {
-				cmd = append(slices.Clone(opener), url)
-				break
-			}
-		}
-	}
-	if cmd != nil {
-		c := exec.Command(cmd[0], cmd[1:]...)
+		c := exec.Command(b, url)
 		if c.Start() == nil {
 			go c.Wait()
 		}
+		return
 	}
+	go browser.OpenURL(url)
 }
