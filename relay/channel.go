@@ -311,8 +311,7 @@ func (s *Server) publish(ctx context.Context, name string, d *Entry) (published,
 	s.writeErr.Store(nil)
 	s.deliveries.Add(1)
 	if s.opts.CountPerChannel {
-		n, _ := s.perChannel.LoadOrStore(ChannelKey(name), new(atomic.Int64))
-		n.(*atomic.Int64).Add(1)
+		s.countFor(name).Add(1)
 	}
 	p := published{id: d.id}
 	c.mu.Lock()

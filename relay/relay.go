@@ -257,7 +257,7 @@ type Server struct {
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
 	cutOff      atomic.Int64
-	perChannel  sync.Map     // ChannelKey → *atomic.Int64, with Options.CountPerChannel
+	perChannel  sync.Map     // channel name → *atomic.Int64, with Options.CountPerChannel
 	sent        atomic.Int64 // deliveries written to streams (Stats.Sent)
 	// refused counts what each limit refused (Stats.Refused).
 	refusedUploads, refusedStreams, refusedRedeliveries, refusedTooLarge atomic.Int64
@@ -473,6 +473,16 @@ type RefusedStats struct {
 	TooLarge     int64 `json:"tooLarge"`
 }
 
+// countFor is channel name's delivery count (Options.CountPerChannel),
+// made once per channel; the name is hashed only when Stats are read.
+func (s *Server) countFor(name string) *atomic.Int64 {
+	if n, ok := s.perChannel.Load(name); ok {
+		return n.(*atomic.Int64)
+	}
+	n, _ := s.perChannel.LoadOrStore(name, new(atomic.Int64))
+	return n.(*atomic.Int64)
+}
+
 // perChannelStats is Stats.PerChannel.
 func (s *Server) perChannelStats() map[string]int64 {
 	if !s.opts.CountPerChannel {
@@ -480,7 +490,7 @@ func (s *Server) perChannelStats() map[string]int64 {
 	}
 	out := map[string]int64{}
 	s.perChannel.Range(func(k, v any) bool {
-		out[k.(string)] = v.(*atomic.Int64).Load()
+		out[ChannelKey(k.(string))] = v.(*atomic.Int64).Load()
 		return true
 	})
 	return out
