@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -41,7 +42,8 @@ var (
 	metaBucket     = []byte("meta")
 	formatKey      = []byte("format")
 	channelsBucket = []byte("channels")
-	heldBucket     = []byte("held") // per channel: records redeliveries refer to that left the history
+	heldBucket     = []byte("held")   // per channel: records redeliveries refer to that left the history
+	accessBucket   = []byte("access") // private channels: name -> Access as JSON (the token's hash, never the token)
 	fileFormat     = []byte("hookline-relay-1")
 )
 
@@ -90,7 +92,12 @@ func openBolt(dir string, l Limits, pinned *atomic.Int64, log *slog.Logger, obse
 	f := &historyFile{db: db, log: log, refs: map[string]map[int64]int{}, observe: observe}
 	s := newMemStore(l, pinned)
 	s.file = f
-	if err := db.Update(func(tx *bolt.Tx) error { return f.load(tx, s.l) }); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := f.load(tx, s.l); err != nil {
+			return err
+		}
+		return f.loadAccess(tx, s.access)
+	}); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -325,6 +332,53 @@ func (s *historyFile) remove(tx *bolt.Tx, rs []removal) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// loadAccess reads the private channels' records into m, dropping (with a
+// warning) those that do not decode: their channels become public, and
+// their streams need no token; a damaged record is not worth refusing to
+// start for, but it is worth saying.
+func (s *historyFile) loadAccess(tx *bolt.Tx, m map[string]Access) error {
+	b, err := tx.CreateBucketIfNotExists(accessBucket)
+	if err != nil {
+		return fmt.Errorf("relay: initialising the history file: %w", err)
+	}
+	var bad [][]byte
+	err = b.ForEach(func(k, v []byte) error {
+		var a Access
+		if err := json.Unmarshal(v, &a); err != nil || ValidChannelName(string(k)) != nil {
+			s.log.Error("dropping a damaged private channel record from the history file: the channel is no longer private", "channel", truncate(string(k), 64), "err", err)
+			bad = append(bad, slices.Clone(k))
+			return nil
+		}
+		m[string(k)] = a
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range bad {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putAccess stores a private channel's record.
+func (s *historyFile) putAccess(channel string, a Access) error {
+	v, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(accessBucket).Put([]byte(channel), v) })
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrStoreClosed
+	}
+	if err != nil {
+		return fmt.Errorf("relay: storing the private channel: %w", err)
 	}
 	return nil
 }

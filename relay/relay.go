@@ -191,9 +191,24 @@ type Options struct {
 	// its context ends. If zero, DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 
-	// Logger receives one record per subscriber and cut-off (info), and
-	// one per delivery (debug).
-	// If nil, nothing is logged.
+	// PrivateOnly makes every channel private (see access.go): GET /new
+	// makes private channels only, and a channel without a read token
+	// does not exist (404 to its streams, page and POSTs).
+	PrivateOnly bool
+
+	// MaxPrivateChannels bounds the private channels the store keeps (a
+	// private channel is kept for good; GET /new?private=1 is also limited
+	// to 10 a minute per client address). If zero,
+	// DefaultMaxPrivateChannels.
+	MaxPrivateChannels int
+
+	// ChannelSecrets binds channels (private or not) to webhook secrets:
+	// a POST to one is stored only if its signature verifies with the
+	// secret, and answered 401 otherwise (hookline serve
+	// --channel-secrets reads them from a directory). It takes precedence
+	// over a secret PUT to a private channel.
+	ChannelSecrets map[string]string
+
 	// Canary, if set, gives Stats.Canary (and /healthz its "canary"): what
 	// a canary outside the relay measured (hookline serve --canary).
 	Canary func() CanaryStats
@@ -208,7 +223,12 @@ type Options struct {
 	// Metrics, if set, is served at GET /metrics (hookline serve gives
 	// its Prometheus handler; the relay itself imports no metrics library).
 	Metrics http.Handler
-	Logger  *slog.Logger
+
+	// Logger receives one record per subscriber and cut-off (info), and
+	// one per delivery (debug). No record holds a request's URL or
+	// headers, where a private channel's token may be.
+	// If nil, nothing is logged.
+	Logger *slog.Logger
 
 	// DataDir, if not empty, keeps the history in the file DataDir/relay.db
 	// (DataFile; the directory is created if needed), so that it survives
@@ -251,6 +271,7 @@ type Server struct {
 	streamsByIP     map[string]int // of them, by client address
 	streamsByHolder map[string]int // of them, by holder (holderOf: IPv6 by /48)
 	redeliver       *rateLimits    // of redeliveries, by channel and client address
+	creations       *rateLimits    // of private channels, by client address
 	closing         chan struct{}  // closed by Close
 	hijacked        sync.WaitGroup // streams served on hijacked connections (see serveStream)
 
@@ -261,6 +282,7 @@ type Server struct {
 	sent        atomic.Int64 // deliveries written to streams (Stats.Sent)
 	// refused counts what each limit refused (Stats.Refused).
 	refusedUploads, refusedStreams, refusedRedeliveries, refusedTooLarge atomic.Int64
+	refusedUnauthorized, refusedUnsigned                                 atomic.Int64
 	// pinned is the size of the deliveries that subscribers hold (queued,
 	// being written, replayed) and no history in memory does: see shed.
 	pinned       *atomic.Int64
@@ -336,6 +358,7 @@ func New(opts Options) (*Server, error) {
 	defInt(&opts.MaxConns, opts.MaxStreams+max(opts.MaxStreams/8, 64)) // ¾ + ⅛ of the open-file limit: ⅛ left
 	defInt(&opts.MaxConnsPerIP, 2*opts.MaxStreamsPerIP)
 	defInt(&opts.RedeliveriesPerMinute, DefaultRedeliveryRate)
+	defInt(&opts.MaxPrivateChannels, DefaultMaxPrivateChannels)
 	def(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	def(&opts.MaxUploadBytes, DefaultMaxUploadBytes)
 	defInt(&opts.SubscriberQueue, DefaultSubscriberQueue)
@@ -348,7 +371,7 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lim := Limits{ChanCount: opts.HistoryCount, ChanBytes: opts.HistoryBytes, TotalBytes: opts.TotalHistoryBytes, Age: max(opts.HistoryAge, 0)}
+	lim := Limits{ChanCount: opts.HistoryCount, ChanBytes: opts.HistoryBytes, TotalBytes: opts.TotalHistoryBytes, Age: max(opts.HistoryAge, 0), PrivateChannels: opts.MaxPrivateChannels}
 	pinned := new(atomic.Int64)
 	var st Store = newMemStore(lim, pinned)
 	switch {
@@ -380,6 +403,7 @@ func New(opts Options) (*Server, error) {
 		streamsByHolder: map[string]int{},
 		fetches:         map[string]*fetch{},
 		redeliver:       newRateLimits(opts.RedeliveriesPerMinute, redeliveryBurst),
+		creations:       newRateLimits(privateChannelsPerMinute, privateChannelBurst),
 		closing:         make(chan struct{}),
 		pinned:          pinned,
 	}
@@ -447,7 +471,8 @@ type Stats struct {
 	// Refused counts, since New, what each other limit refused: uploads
 	// (the upload budget, in total or per address), streams (MaxStreams,
 	// per address or network), redeliveries (RedeliveriesPerMinute),
-	// tooLarge (bodies over MaxBodyBytes).
+	// tooLarge (bodies over MaxBodyBytes), unauthorized and unsigned
+	// (private channels, ChannelSecrets).
 	Refused RefusedStats `json:"refused"`
 	// Canary is the canary's last round trip (Options.Canary); nil without.
 	Canary *CanaryStats `json:"canary,omitempty"`
@@ -471,6 +496,8 @@ type RefusedStats struct {
 	Streams      int64 `json:"streams"`
 	Redeliveries int64 `json:"redeliveries"`
 	TooLarge     int64 `json:"tooLarge"`
+	Unauthorized int64 `json:"unauthorized"` // reads of a private channel without its token, or with another
+	Unsigned     int64 `json:"unsigned"`     // POSTs to a channel bound to a secret whose signature did not verify
 }
 
 // countFor is channel name's delivery count (Options.CountPerChannel),
@@ -547,7 +574,8 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		FetchBytes:   s.fetchedBytes(),
 		ConnsRefused: s.conns.refused.Load(),
 		Refused: RefusedStats{Uploads: s.refusedUploads.Load(), Streams: s.refusedStreams.Load(),
-			Redeliveries: s.refusedRedeliveries.Load(), TooLarge: s.refusedTooLarge.Load()},
+			Redeliveries: s.refusedRedeliveries.Load(), TooLarge: s.refusedTooLarge.Load(),
+			Unauthorized: s.refusedUnauthorized.Load(), Unsigned: s.refusedUnsigned.Load()},
 		Canary:     s.canaryStats(),
 		PerChannel: s.perChannelStats(),
 	}
@@ -724,12 +752,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteError(w, http.StatusNotFound, err.Error())
 			return
 		}
+		if !s.authorize(w, r, segs[1]) {
+			return
+		}
 		s.serveStream(w, r, segs[1], formatGosmee)
 	case len(segs) == 3 && segs[1] == "body":
-		if !allowMethods(w, r, http.MethodGet) {
+		if !allowMethods(w, r, http.MethodGet) || !s.authorize(w, r, name) {
 			return
 		}
 		s.serveBody(w, r, name, segs[2])
+	case len(segs) == 2 && segs[1] == "secret":
+		if !allowMethods(w, r, http.MethodPut, http.MethodDelete) {
+			return
+		}
+		s.serveSecret(w, r, name)
 	case len(segs) == 3 && segs[1] == "redeliver":
 		if !allowMethods(w, r, http.MethodPost) {
 			return
@@ -803,15 +839,45 @@ func setCORS(w http.ResponseWriter, r *http.Request, methods string) {
 // User-Agent), gets the URL as a line of text/plain with 200, as a gosmee
 // server answers. (gosmee's --new-url asks a fixed address with Go's
 // default client, no Accept header; hookline's --new sends the same, and
-// reads both answers.)
+// reads both answers.) A client that asks for application/json gets
+// {"url":…} (and "token" for a private channel).
+//
+// With ?private=1 (always, with Options.PrivateOnly) the channel is
+// private: the JSON answer has its read token apart, the others give the
+// URL with ?token=, which smee-client, gosmee and a browser can open as
+// it is. This answer is the only time the token is shown.
 func (s *Server) serveNew(w http.ResponseWriter, r *http.Request) {
 	base, err := s.requestBase(r)
 	if err != nil {
 		httpx.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	u := base + "/" + newChannelName()
 	w.Header().Set("Cache-Control", "no-store")
+	name, token := "", ""
+	if q := r.URL.Query().Get("private"); s.opts.PrivateOnly || q == "1" || q == "true" {
+		if r.Method == http.MethodHead {
+			w.WriteHeader(http.StatusOK) // a private channel is kept for good: not made for a HEAD
+			return
+		}
+		var ok bool
+		if name, token, ok = s.newPrivateChannel(w, r); !ok {
+			return
+		}
+	} else {
+		name = newChannelName()
+	}
+	u := base + "/" + name
+	if accepts(r, "application/json") {
+		answer := map[string]string{"url": u}
+		if token != "" {
+			answer["token"] = token
+		}
+		httpx.WriteJSON(w, http.StatusOK, answer)
+		return
+	}
+	if token != "" {
+		u += "?" + wire.TokenQuery + "=" + token
+	}
 	if wantsPlainNew(r) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusOK)
@@ -935,13 +1001,14 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request, name strin
 	switch r.Method {
 	case http.MethodPost:
 		s.ingest(w, r, name)
-	case http.MethodGet:
-		if accepts(r, "text/event-stream") {
+	case http.MethodGet, http.MethodHead:
+		if !s.authorize(w, r, name) {
+			return
+		}
+		if r.Method == http.MethodGet && accepts(r, "text/event-stream") {
 			s.serveStream(w, r, name, requestedFormat(r))
 			return
 		}
-		servePage(w, r, "channel.html")
-	case http.MethodHead:
 		servePage(w, r, "channel.html")
 	default:
 		allowMethods(w, r, http.MethodGet, http.MethodHead, http.MethodPost)
@@ -986,6 +1053,9 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		return
 	case err != nil:
 		httpx.WriteError(w, http.StatusBadRequest, "reading the body: "+err.Error())
+		return
+	}
+	if !s.admitPost(w, r, name, body) {
 		return
 	}
 	d := NewEntry(r, body, time.Now())
@@ -1080,6 +1150,9 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 	}
 	if ok, wait := s.redeliver.allow(time.Now(), "client "+s.clientIP(r)); !ok {
 		tooMany(wait)
+		return
+	}
+	if !s.authorize(w, r, name) {
 		return
 	}
 	d, err := s.store.Get(r.Context(), name, id)

@@ -54,6 +54,17 @@ type Store interface {
 	// Idempotency-Key header is key, and the SHA-256 of its body.
 	FindKey(ctx context.Context, channel, key string) (id int64, sum [sha256.Size]byte, ok bool, err error)
 
+	// Access returns what the store keeps of private channel channel (see
+	// Access), or nil for a channel that is not private.
+	Access(ctx context.Context, channel string) (*Access, error)
+
+	// PutAccess records a for channel. With create, channel becomes
+	// private: it fails with ErrChannelExists if it is private already,
+	// and with ErrTooManyPrivate when the store holds
+	// Limits.PrivateChannels; without, it replaces a private channel's
+	// record. It returns once a is stored as durably as a delivery.
+	PutAccess(ctx context.Context, channel string, a Access, create bool) error
+
 	// Missing counts the channels that have no retained deliveries (all of
 	// them when the store cannot tell).
 	Missing(ctx context.Context, channels []string) int
@@ -147,6 +158,8 @@ type Limits struct {
 	ChanBytes  int64         // bytes per channel (the newest delivery is kept even if larger)
 	TotalBytes int64         // bytes of all channels
 	Age        time.Duration // at an append, the channel drops deliveries received this long before the new one; 0: no limit
+
+	PrivateChannels int // private channels the store keeps (Store.PutAccess)
 }
 
 // ledger is the bookkeeping of this package's store: which deliveries each
@@ -467,10 +480,51 @@ type ledgerStore struct {
 	closed bool
 	pinned *atomic.Int64 // Server.pinned: evicted deliveries subscribers hold count there
 	file   *historyFile  // nil: memory only
+	access map[string]Access
 }
 
 func newMemStore(l Limits, pinned *atomic.Int64) *ledgerStore {
-	return &ledgerStore{l: newLedger(l), pinned: pinned}
+	return &ledgerStore{l: newLedger(l), pinned: pinned, access: map[string]Access{}}
+}
+
+func (m *ledgerStore) Access(_ context.Context, channel string) (*Access, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrStoreClosed
+	}
+	a, ok := m.access[channel]
+	if !ok {
+		return nil, nil
+	}
+	return &a, nil
+}
+
+func (m *ledgerStore) PutAccess(ctx context.Context, channel string, a Access, create bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrStoreClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, exists := m.access[channel]
+	switch {
+	case create && exists:
+		return ErrChannelExists
+	case create && len(m.access) >= m.l.PrivateChannels:
+		return ErrTooManyPrivate
+	case !create && !exists:
+		return fmt.Errorf("relay: channel %s is not private", channel)
+	}
+	if m.file != nil {
+		if err := m.file.putAccess(channel, a); err != nil {
+			return err
+		}
+	}
+	m.access[channel] = a
+	return nil
 }
 
 func (m *ledgerStore) Persistent() bool { return m.file != nil }

@@ -112,7 +112,7 @@ func (r Registry) Relay(stats func() relay.Stats) {
 		for _, l := range []struct {
 			name string
 			n    int64
-		}{{"uploads", s.Refused.Uploads}, {"streams", s.Refused.Streams}, {"redeliveries", s.Refused.Redeliveries}, {"too_large", s.Refused.TooLarge}, {"connections", s.ConnsRefused}} {
+		}{{"uploads", s.Refused.Uploads}, {"streams", s.Refused.Streams}, {"redeliveries", s.Refused.Redeliveries}, {"too_large", s.Refused.TooLarge}, {"unauthorized", s.Refused.Unauthorized}, {"unsigned", s.Refused.Unsigned}, {"connections", s.ConnsRefused}} {
 			ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(l.n), l.name)
 		}
 	}, stats: []stat[relay.Stats]{

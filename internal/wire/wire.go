@@ -55,6 +55,26 @@ const (
 	LinkMin          = 1 << 20
 )
 
+// TokenQuery carries a private channel's read token in a URL, for clients
+// that cannot send "Authorization: Bearer <token>" (a browser, smee-client
+// and gosmee given the URL). hookline's clients take it out of a channel
+// URL (SplitToken) and send the header.
+const TokenQuery = "token"
+
+// SplitToken returns channelURL without its TokenQuery parameter, and the
+// token ("" without one). A URL that does not parse is returned as it is.
+func SplitToken(channelURL string) (string, string) {
+	u, err := url.Parse(channelURL)
+	if err != nil || !u.Query().Has(TokenQuery) {
+		return channelURL, ""
+	}
+	q := u.Query()
+	token := q.Get(TokenQuery)
+	q.Del(TokenQuery)
+	u.RawQuery = q.Encode()
+	return u.String(), token
+}
+
 // Event names. Deliveries are unnamed ("message") events.
 const (
 	EventReady     = "ready"        // sent on connect (smee.io, hookline)

@@ -3,14 +3,19 @@
 // bodyB holds the exact body bytes (a body of 1 MiB or more comes as
 // bodyLink, fetched when its delivery is opened), and replays the relay's
 // history on load (?lastEventId=0). Payloads are untrusted: they are only
-// ever set as text, never as HTML.
+// ever set as text, never as HTML. On a private channel the page's URL
+// carries the read token (?token=), which the stream's URL repeats
+// (EventSource sends no header) and the body and redelivery requests send
+// as Authorization.
 'use strict';
 
 (() => {
   const MAX_ITEMS = 500;
   const $ = (id) => document.getElementById(id);
   const path = location.pathname.replace(/\/+$/, '');
-  const channelURL = location.origin + path;
+  const token = new URLSearchParams(location.search).get('token');
+  const auth = token ? { Authorization: `Bearer ${token}` } : {};
+  const channelURL = location.origin + path + (token ? `?token=${encodeURIComponent(token)}` : '');
   const list = $('deliveries');
   const shown = new Set();
   let lastId = 0;
@@ -18,7 +23,7 @@
   // The channel URL, its copy button and the commands that use it; a short
   // name (relay.GuessableNameLength) is a warning: it is the only key.
   $('channel-url').value = channelURL;
-  $('guessable').hidden = path.slice(path.lastIndexOf('/') + 1).length >= 16;
+  $('guessable').hidden = token || path.slice(path.lastIndexOf('/') + 1).length >= 16;
   $('commands').textContent =
     `hookline forward --url ${channelURL} --target http://127.0.0.1:3000/api/github/webhooks\n` +
     `smee --url ${channelURL} --target http://127.0.0.1:3000/api/github/webhooks`;
@@ -138,7 +143,7 @@
   // answers (the relay keeps it for this page until a later one is fetched).
   async function bodyBytes(msg) {
     if (typeof msg.bodyLink !== 'string') return decodeBase64(msg.bodyB);
-    const res = await fetch(new URL(msg.bodyLink, channelURL));
+    const res = await fetch(new URL(msg.bodyLink, location.origin + path), { headers: auth });
     if (!res.ok) throw new Error(`the relay answered ${res.status} for the body (it keeps a large body only until a later one is opened; Redeliver sends it again)`);
     return new Uint8Array(await res.arrayBuffer());
   }
@@ -152,7 +157,7 @@
       result.className = 'result';
       result.textContent = 'sending…';
       try {
-        const res = await fetch(`${path}/redeliver/${id}`, { method: 'POST' });
+        const res = await fetch(`${path}/redeliver/${id}`, { method: 'POST', headers: auth });
         const data = await res.json();
         if (!res.ok) throw new Error(data.error || res.statusText);
         result.textContent = `sent again as #${data.id}`;
@@ -229,7 +234,7 @@
   // stream (sending Last-Event-ID), and this reconnects after a refusal.
   function connect() {
     setStatus('connecting');
-    const source = new EventSource(`${path}?hookline=1&lastEventId=${lastId}`);
+    const source = new EventSource(`${path}?hookline=1&lastEventId=${lastId}${token ? `&token=${encodeURIComponent(token)}` : ''}`);
     source.addEventListener('ready', () => setStatus('connected'));
     source.addEventListener('ping', () => setStatus('connected'));
     source.addEventListener('hookline-gap', (e) => addGap(JSON.parse(e.data)));

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,9 @@ import (
 //	P{C}:c   hash: id -> how many references point to it
 //	P{C}:held hash: id -> the record of a referenced delivery the history
 //	         dropped, kept until its last reference goes
+//	P{C}:a   string: the channel's relay.Access as JSON, for a private
+//	         channel (the SHA-256 of its read token, never the token)
+//	P:private the number of private channels (Limits.PrivateChannels)
 //	P:g      hash: bytes, retained (all channels), seq (append counter),
 //	         epoch (random, set once: a relay that finds it changed or
 //	         gone knows Redis lost its data)
@@ -741,6 +745,74 @@ func parseKeyEntry(v string) (int64, [sha256.Size]byte, error) {
 	}
 	copy(sum[:], b)
 	return id, sum, nil
+}
+
+// createAccessScript makes a channel private: KEYS 1 P{C}:a, 2 P:private;
+// ARGV 1 the record, 2 the limit. It returns 0 (made), 1 (the channel is
+// private already) or 2 (the limit is reached).
+var createAccessScript = redis.NewScript(`#!lua
+if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
+if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[2]) then return 2 end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('INCR', KEYS[2])
+return 0
+`)
+
+func (s *Store) accessKey(channel string) string { return s.prefix + "{" + channel + "}:a" }
+
+// Access returns a private channel's record (see relay.Store).
+func (s *Store) Access(ctx context.Context, channel string) (*relay.Access, error) {
+	if s.isClosed() {
+		return nil, relay.ErrStoreClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
+	v, err := s.rdb.Get(ctx, s.accessKey(channel)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.wrap("reading a private channel from", err)
+	}
+	a := new(relay.Access)
+	if err := json.Unmarshal(v, a); err != nil {
+		// Refusing every read is safer than serving the channel to all.
+		return nil, fmt.Errorf("relay: Redis at %s: the record of private channel %s is damaged (%v); delete the key %s to make the channel anew", s.where, channel, err, s.accessKey(channel))
+	}
+	return a, nil
+}
+
+// PutAccess stores a private channel's record (see relay.Store).
+func (s *Store) PutAccess(ctx context.Context, channel string, a relay.Access, create bool) error {
+	if s.isClosed() {
+		return relay.ErrStoreClosed
+	}
+	v, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
+	if !create {
+		ok, err := s.rdb.SetXX(ctx, s.accessKey(channel), v, 0).Result()
+		switch {
+		case err != nil:
+			return s.wrap("storing a private channel in", err)
+		case !ok:
+			return fmt.Errorf("relay: channel %s is not private", channel)
+		}
+		return nil
+	}
+	n, err := createAccessScript.Run(ctx, s.rdb, []string{s.accessKey(channel), s.prefix + "private"}, v, s.lim.PrivateChannels).Int()
+	switch {
+	case err != nil:
+		return s.wrap("storing a private channel in", err)
+	case n == 1:
+		return relay.ErrChannelExists
+	case n == 2:
+		return relay.ErrTooManyPrivate
+	}
+	return nil
 }
 
 // Persistent reports true: the history is in Redis.

@@ -300,6 +300,46 @@ func Run(t *testing.T, e Engine) {
 		}
 	})
 
+	t.Run("private channels", func(t *testing.T) {
+		lim := Roomy
+		lim.PrivateChannels = 2
+		s, reopen := e.Open(t, lim)
+		if a, err := s.Access(t.Context(), "p1"); a != nil || err != nil {
+			t.Fatalf("Access of a public channel = %v, %v; want nil, nil", a, err)
+		}
+		created := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+		a1 := relay.Access{TokenSum: sha256.Sum256([]byte("token one")), Created: created}
+		if err := s.PutAccess(t.Context(), "p1", a1, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutAccess(t.Context(), "p1", relay.Access{TokenSum: sha256.Sum256([]byte("other")), Created: created}, true); !errors.Is(err, relay.ErrChannelExists) {
+			t.Errorf("making a private channel again = %v, want ErrChannelExists", err)
+		}
+		if err := s.PutAccess(t.Context(), "nope", relay.Access{Secret: "s"}, false); err == nil {
+			t.Error("replacing the record of a public channel succeeded")
+		}
+		a1.Secret = "It's a Secret to Everybody"
+		if err := s.PutAccess(t.Context(), "p1", a1, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutAccess(t.Context(), "p2", relay.Access{Created: created}, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutAccess(t.Context(), "p3", relay.Access{Created: created}, true); !errors.Is(err, relay.ErrTooManyPrivate) {
+			t.Errorf("a third private channel with a limit of 2 = %v, want ErrTooManyPrivate", err)
+		}
+		check := func(s relay.Store, when string) {
+			got, err := s.Access(t.Context(), "p1")
+			if err != nil || got == nil || got.TokenSum != a1.TokenSum || got.Secret != a1.Secret || !got.Created.Equal(created) {
+				t.Errorf("%s: Access(p1) = %+v, %v; want %+v", when, got, err, a1)
+			}
+		}
+		check(s, "stored")
+		if reopen != nil {
+			check(reopen(), "reopened")
+		}
+	})
+
 	if e.Stored != nil {
 		t.Run("redeliveries are references", func(t *testing.T) { testReferences(t, e) })
 	}

@@ -1,0 +1,269 @@
+package relay
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/wire"
+	"github.com/hookline/hookline/webhooks/provider"
+)
+
+// Private channels.
+//
+// A channel made with GET /new?private=1 (every channel, with
+// Options.PrivateOnly) has a read token: 130 random bits, given once in
+// /new's answer and never again. Reading the channel (its stream in every
+// format, its page, its body links, a redelivery, binding a secret) needs
+// the token, as "Authorization: Bearer <token>" or "?token=<token>" (for
+// EventSource and a browser, which cannot send a header); POSTs stay open,
+// since a webhook sender authenticates by signature only. A store keeps
+// the SHA-256 of the token, never the token (it has 130 random bits: a
+// fast hash is enough), and the relay compares hashes in constant time.
+// The relay never logs a request's URL or headers.
+//
+// A channel bound to a secret (PUT /<channel>/secret with the token, or
+// Options.ChannelSecrets) keeps only deliveries whose signature verifies
+// with it (any scheme of webhooks/provider, detected from the headers) and
+// answers 401 to the rest, so a leaked URL cannot fill its history. The
+// secret is stored as given (verifying needs it).
+
+// Access is what a store keeps of a private channel.
+type Access struct {
+	TokenSum [sha256.Size]byte // the SHA-256 of the read token
+	Secret   string            // the webhook secret POSTs must be signed with; "" for none
+	Created  time.Time
+}
+
+// Errors of Store.PutAccess.
+var (
+	// ErrChannelExists: the channel is private already (a new one is
+	// never made over it).
+	ErrChannelExists = errors.New("relay: the channel exists")
+	// ErrTooManyPrivate: the store holds Limits.PrivateChannels already.
+	ErrTooManyPrivate = errors.New("relay: the relay holds as many private channels as it may")
+)
+
+// DefaultMaxPrivateChannels is Options.MaxPrivateChannels' default.
+const DefaultMaxPrivateChannels = 100_000
+
+// privateChannelsPerMinute bounds GET /new?private=1 per client address
+// (bursts of privateChannelBurst): a private channel is kept until the
+// store is emptied, so strangers must not fill MaxPrivateChannels quickly.
+const (
+	privateChannelsPerMinute = 10
+	privateChannelBurst      = 10
+)
+
+// MarshalJSON and UnmarshalJSON give the stored form of an Access (the
+// bbolt file and Redis keep the same bytes): the token's hash in hex.
+func (a Access) MarshalJSON() ([]byte, error) {
+	return json.Marshal(storedAccess{TokenSHA256: hex.EncodeToString(a.TokenSum[:]), Secret: a.Secret, Created: a.Created.UTC()})
+}
+
+func (a *Access) UnmarshalJSON(b []byte) error {
+	var s storedAccess
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	sum, err := hex.DecodeString(s.TokenSHA256)
+	if err != nil || len(sum) != sha256.Size {
+		return fmt.Errorf("relay: a private channel's record has no valid token hash")
+	}
+	*a = Access{Secret: s.Secret, Created: s.Created}
+	copy(a.TokenSum[:], sum)
+	return nil
+}
+
+type storedAccess struct {
+	TokenSHA256 string    `json:"tokenSHA256"`
+	Secret      string    `json:"secret,omitempty"`
+	Created     time.Time `json:"created"`
+}
+
+// newToken returns a read token and its Access.
+func newToken(now time.Time) (string, Access) {
+	t := rand.Text() // 26 base32 characters: 130 bits
+	return t, Access{TokenSum: sha256.Sum256([]byte(t)), Created: now}
+}
+
+// requestToken returns the read token r carries: the bearer token of its
+// Authorization header, or its token query parameter.
+func requestToken(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if scheme, t, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(t)
+		}
+	}
+	return r.URL.Query().Get(wire.TokenQuery)
+}
+
+// access returns channel name's Access (nil for a public one); a store
+// failure is answered (503) and reported as ok false. Only a private
+// channel's name (PrivatePrefix) can have one: a public channel costs no
+// lookup, and works as before while a shared store is down.
+func (s *Server) access(w http.ResponseWriter, r *http.Request, name string) (a *Access, ok bool) {
+	if !IsPrivateName(name) {
+		return nil, true
+	}
+	a, err := s.store.Access(r.Context(), name)
+	if err != nil {
+		s.storeFailed(w, "request", name, err)
+		return nil, false
+	}
+	return a, true
+}
+
+// authorize answers a read of channel name (stream, page, body, redelivery)
+// that its Access does not allow, and reports whether to go on: a private
+// channel needs its token; with Options.PrivateOnly, a channel that is not
+// private does not exist.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, name string) bool {
+	a, ok := s.access(w, r, name)
+	switch {
+	case !ok:
+		return false
+	case a == nil && (s.opts.PrivateOnly || IsPrivateName(name)):
+		s.unknownPrivate(w, name)
+		return false
+	case a == nil:
+		return true
+	}
+	token := requestToken(r)
+	sum := sha256.Sum256([]byte(token))
+	if token != "" && subtle.ConstantTimeCompare(sum[:], a.TokenSum[:]) == 1 {
+		return true
+	}
+	s.refusedUnauthorized.Add(1)
+	w.Header().Set("WWW-Authenticate", `Bearer realm="hookline"`)
+	msg := "this channel is private: send its read token, as Authorization: Bearer <token> or ?token=<token> (hookline forward finds the one it was given in its state directory)"
+	if token != "" {
+		msg = "this channel's read token is not the one sent: use the token GET /new?private=1 gave with the channel"
+	}
+	httpx.WriteError(w, http.StatusUnauthorized, msg)
+	return false
+}
+
+// unknownPrivate answers a request for channel name, which can only be
+// private and is not (a private channel's name, or any with
+// Options.PrivateOnly).
+func (s *Server) unknownPrivate(w http.ResponseWriter, name string) {
+	msg := "no such channel: this relay serves private channels only (GET /new makes one, with its read token)"
+	if IsPrivateName(name) {
+		msg = "no such private channel on this relay: it was made by another relay, or by this one before it restarted without a data directory or lost its Redis data; make a new one (GET /new?private=1, hookline forward --new --private)"
+	}
+	httpx.WriteError(w, http.StatusNotFound, msg)
+}
+
+// PrivatePrefix starts the name of every private channel, and only theirs:
+// a channel of that name that the store does not know as private (the
+// relay lost it: memory only, Redis data lost) does not exist, rather than
+// becoming public to whoever has its URL.
+const PrivatePrefix = "private-"
+
+// IsPrivateName reports whether name is a private channel's.
+func IsPrivateName(name string) bool { return strings.HasPrefix(name, PrivatePrefix) }
+
+// admitPost checks a POST to channel name against its Access: with
+// Options.PrivateOnly the channel must be private, and a channel bound to
+// a secret takes only deliveries signed with it. It answers the POST when
+// it refuses it.
+func (s *Server) admitPost(w http.ResponseWriter, r *http.Request, name string, body []byte) bool {
+	secret := s.opts.ChannelSecrets[name]
+	a, ok := s.access(w, r, name)
+	switch {
+	case !ok:
+		return false
+	case a == nil && (s.opts.PrivateOnly || IsPrivateName(name)):
+		s.unknownPrivate(w, name)
+		return false
+	case a != nil && secret == "":
+		secret = a.Secret
+	}
+	if secret == "" {
+		return true
+	}
+	scheme := provider.Detect(r.Header)
+	err := provider.ErrNoSignature
+	if scheme != "" {
+		err = provider.Verify(scheme, r.Header, body, provider.Check{Secrets: []string{secret}})
+	}
+	if err == nil {
+		return true
+	}
+	s.refusedUnsigned.Add(1)
+	httpx.WriteError(w, http.StatusUnauthorized, "this channel keeps only deliveries signed with its webhook secret, and this one's signature does not verify: "+err.Error())
+	return false
+}
+
+// maxSecretBytes bounds a secret PUT to /<channel>/secret.
+const maxSecretBytes = 4 << 10
+
+// serveSecret answers PUT /<name>/secret (the body is the secret, bound to
+// the channel from now on) and DELETE (unbound), with the channel's token.
+func (s *Server) serveSecret(w http.ResponseWriter, r *http.Request, name string) {
+	a, ok := s.access(w, r, name)
+	if !ok {
+		return
+	}
+	if a == nil {
+		httpx.WriteError(w, http.StatusConflict, "only a private channel stores a secret (GET /new?private=1 makes one); serve --channel-secrets binds any channel")
+		return
+	}
+	if !s.authorize(w, r, name) {
+		return
+	}
+	secret := ""
+	if r.Method == http.MethodPut {
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSecretBytes))
+		if err != nil {
+			httpx.WriteError(w, http.StatusBadRequest, fmt.Sprintf("reading the secret (at most %d bytes): %v", maxSecretBytes, err))
+			return
+		}
+		if secret = strings.TrimSpace(string(b)); secret == "" {
+			httpx.WriteError(w, http.StatusBadRequest, "the body is empty: PUT the webhook secret, or DELETE to unbind it")
+			return
+		}
+	}
+	a.Secret = secret
+	if err := s.store.PutAccess(context.WithoutCancel(r.Context()), name, *a, false); err != nil {
+		s.storeFailed(w, "secret", name, err)
+		return
+	}
+	s.log.Info("channel secret set", "channel", name, "bound", secret != "")
+	httpx.WriteJSON(w, http.StatusOK, map[string]bool{"verifyOnRelay": secret != ""})
+}
+
+// newPrivateChannel makes a private channel for r's client and returns its
+// name and token; on failure it has answered r.
+func (s *Server) newPrivateChannel(w http.ResponseWriter, r *http.Request) (name, token string, ok bool) {
+	if allowed, wait := s.creations.allow(time.Now(), s.clientIP(r)); !allowed {
+		w.Header().Set("Retry-After", fmt.Sprint(int(wait/time.Second)+1))
+		httpx.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("too many private channels made from this address (%d a minute); retry in %s", privateChannelsPerMinute, wait.Round(time.Second)+time.Second))
+		return "", "", false
+	}
+	token, a := newToken(time.Now())
+	name = PrivatePrefix + newChannelName()
+	err := s.store.PutAccess(context.WithoutCancel(r.Context()), name, a, true)
+	switch {
+	case errors.Is(err, ErrTooManyPrivate):
+		w.Header().Set("Retry-After", "3600")
+		httpx.WriteError(w, http.StatusServiceUnavailable, fmt.Sprintf("the relay holds %d private channels, its limit (serve --max-private-channels)", s.opts.MaxPrivateChannels))
+		return "", "", false
+	case err != nil:
+		s.storeFailed(w, "private channel", name, err)
+		return "", "", false
+	}
+	s.log.Info("private channel made", "channel", name, "client", s.clientIP(r))
+	return name, token, true
+}

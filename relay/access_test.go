@@ -1,0 +1,393 @@
+package relay_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hookline/hookline/internal/testutil/redistest"
+	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/relay/redisstore"
+	"github.com/hookline/hookline/webhooks/provider"
+)
+
+// syncBuffer is a log destination the relay's goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// debugLogger logs every record of the relay, debug included, into buf.
+func debugLogger(buf *syncBuffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// newPrivate asks base for a private channel as hookline forward does
+// (Accept: application/json) and returns its URL and token.
+func newPrivate(t testing.TB, base string) (string, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/new?private=1", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer struct{ URL, Token string }
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || resp.StatusCode != http.StatusOK || answer.Token == "" {
+		t.Fatalf("GET /new?private=1 = %d %+v (%v), want 200 with a URL and a token", resp.StatusCode, answer, err)
+	}
+	if !strings.HasPrefix(answer.URL, base+"/"+relay.PrivatePrefix) {
+		t.Fatalf("private channel URL %s, want %s/%s…", answer.URL, base, relay.PrivatePrefix)
+	}
+	return answer.URL, answer.Token
+}
+
+// do sends method url with the header pairs given and returns the status
+// and the body (its first 64 KiB: a stream's start).
+func do(t testing.TB, method, url, body string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b := make([]byte, 64<<10)
+	n, _ := io.ReadAtLeast(resp.Body, b, 1)
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
+		// A stream: its first bytes (the ready event) are enough.
+		return resp.StatusCode, string(b[:n])
+	}
+	rest, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b[:n]) + string(rest)
+}
+
+// Every read path of a private channel (the stream in the three formats,
+// the page, a body, a redelivery, binding a secret) needs the channel's
+// token: none and a wrong one get 401, the right one (as a header or in
+// the query) gets through. POSTs stay open. The token never shows in the
+// relay's log, debug records included.
+func TestPrivateChannelReadPaths(t *testing.T) {
+	var logs syncBuffer
+	_, ts := newRelay(t, relay.Options{Logger: debugLogger(&logs)})
+	channel, token := newPrivate(t, ts.URL)
+	name := strings.TrimPrefix(channel, ts.URL+"/")
+	mustPost(t, channel, `{"n":1}`, "Content-Type", "application/json", "X-GitHub-Event", "push")
+
+	wrong := []byte(token)
+	wrong[len(wrong)-1] ^= 1 // the same token but its last character
+	first := []byte(token)
+	first[0] ^= 1
+	paths := []struct {
+		what, method, url string
+		header            []string
+		want              string // in the answer given the token
+	}{
+		{"stream, smee's format", "GET", channel, []string{"Accept", "text/event-stream"}, "event: ready"},
+		{"stream, hookline's format", "GET", channel + "?hookline=1", []string{"Accept", "text/event-stream"}, "event: ready"},
+		{"stream, gosmee's format", "GET", ts.URL + "/events/" + name, nil, `"message":"ready"`},
+		{"page", "GET", channel, nil, "<html"},
+		{"page (HEAD)", "HEAD", channel, nil, ""},
+		{"body", "GET", channel + "/body/1", nil, `{"n":1}`},
+		{"redelivery", "POST", channel + "/redeliver/1", nil, `"redeliveryOf":1`},
+		{"secret", "PUT", channel + "/secret", nil, `"verifyOnRelay":true`},
+	}
+	for _, p := range paths {
+		withToken := func(how string) (string, []string) {
+			switch how {
+			case "query":
+				sep := "?"
+				if strings.Contains(p.url, "?") {
+					sep = "&"
+				}
+				return p.url + sep + "token=" + url.QueryEscape(token), p.header
+			default:
+				return p.url, append([]string{"Authorization", "Bearer " + token}, p.header...)
+			}
+		}
+		for _, bad := range []struct{ what, token string }{{"no token", ""}, {"a wrong token", string(wrong)}, {"a token wrong in its first character", string(first)}, {"another scheme", "Basic " + token}} {
+			h := p.header
+			switch {
+			case strings.HasPrefix(bad.token, "Basic "):
+				h = append([]string{"Authorization", bad.token}, h...)
+			case bad.token != "":
+				h = append([]string{"Authorization", "Bearer " + bad.token}, h...)
+			}
+			if code, body := do(t, p.method, p.url, "s3cret", h...); code != http.StatusUnauthorized || (p.method != "HEAD" && !strings.Contains(body, "private")) {
+				t.Errorf("%s with %s = %d %.200s, want 401 saying the channel is private", p.what, bad.what, code, body)
+			}
+		}
+		for _, how := range []string{"header", "query"} {
+			u, h := withToken(how)
+			code, body := do(t, p.method, u, "s3cret", h...)
+			if code != http.StatusOK || !strings.Contains(body, p.want) {
+				t.Errorf("%s with the token in the %s = %d %.300s, want 200 with %q", p.what, how, code, body, p.want)
+			}
+		}
+	}
+	if strings.Contains(logs.String(), token) {
+		t.Errorf("the relay's log holds the token:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), name) {
+		t.Errorf("the relay's log does not name the channel (is it logging at all?):\n%s", logs.String())
+	}
+}
+
+// The URL /new gives a browser and a gosmee client carries the token in
+// its query, and opens the channel as it is: smee-client and gosmee need
+// no change for a private channel.
+func TestPrivateChannelURLWithToken(t *testing.T) {
+	_, ts := newRelay(t, relay.Options{})
+	for _, h := range [][]string{{"Accept", "text/plain"}, {"User-Agent", "gosmee/0.32"}, nil} {
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/new?private=1", nil)
+		for i := 0; i+1 < len(h); i += 2 {
+			req.Header.Set(h[i], h[i+1])
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		u := strings.TrimSpace(string(b))
+		if loc := resp.Header.Get("Location"); loc != "" && loc != u {
+			t.Errorf("Location %s and body %s differ", loc, u)
+		}
+		if !strings.Contains(u, "/"+relay.PrivatePrefix) || !strings.Contains(u, "?token=") {
+			t.Fatalf("GET /new?private=1 with %v = %d %s, want a private channel URL with its token", h, resp.StatusCode, u)
+		}
+		s := subscribe(t, u)
+		s.ready()
+		mustPost(t, strings.Split(u, "?")[0], `{"x":1}`, "Content-Type", "application/json")
+		if m := message(t, s.next()); m["body"] == nil {
+			t.Errorf("the delivery on %v's channel = %v", h, m)
+		}
+		s.close()
+	}
+	// A HEAD (a link checker) makes no channel.
+	if code, _ := do(t, "HEAD", ts.URL+"/new?private=1", ""); code != http.StatusOK {
+		t.Errorf("HEAD /new?private=1 = %d, want 200", code)
+	}
+}
+
+// A channel bound to a secret keeps only deliveries whose signature
+// verifies: with a secret PUT with the token, or from Options.ChannelSecrets
+// (serve --channel-secrets), for a private or a public channel.
+func TestVerifyOnRelay(t *testing.T) {
+	const secret = "It's a Secret to Everybody"
+	body := `{"zen":"Keep it logically awesome."}`
+	sig, err := provider.Sign(provider.GitHub, secret, []byte(body), provider.Signing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := provider.Sign(provider.GitHub, "another secret", []byte(body), provider.Signing{})
+	check := func(t *testing.T, channel string, header ...string) {
+		s := subscribe(t, channel, header...)
+		s.ready()
+		if code, msg := post(t, channel, body, "Content-Type", "application/json"); code != http.StatusUnauthorized || !strings.Contains(msg, "no signature header") {
+			t.Errorf("an unsigned POST = %d %s, want 401 saying it has no signature", code, msg)
+		}
+		if code, msg := post(t, channel, body, "Content-Type", "application/json", "X-Hub-Signature-256", bad.Get("X-Hub-Signature-256")); code != http.StatusUnauthorized || !strings.Contains(msg, "does not match") {
+			t.Errorf("a POST signed with another secret = %d %s, want 401", code, msg)
+		}
+		mustPost(t, channel, body, "Content-Type", "application/json", "X-Hub-Signature-256", sig.Get("X-Hub-Signature-256"))
+		if ev := s.next(); ev.ID != "1" || message(t, ev)["x-hub-signature-256"] != sig.Get("X-Hub-Signature-256") {
+			t.Errorf("the stream's first delivery = %+v, want the signed one as id 1", ev)
+		}
+	}
+	t.Run("secret PUT to a private channel", func(t *testing.T) {
+		srv, ts := newRelay(t, relay.Options{})
+		channel, token := newPrivate(t, ts.URL)
+		if code, msg := do(t, "PUT", channel+"/secret", secret, "Authorization", "Bearer "+token); code != http.StatusOK {
+			t.Fatalf("PUT secret = %d %s", code, msg)
+		}
+		check(t, channel, "Authorization", "Bearer "+token)
+		if st := srv.Stats(); st.Refused.Unsigned != 2 || st.Retained != 1 {
+			t.Errorf("stats: %d refused unsigned, %d retained; want 2 and 1", st.Refused.Unsigned, st.Retained)
+		}
+		// Unbound: anything goes again.
+		if code, msg := do(t, "DELETE", channel+"/secret", "", "Authorization", "Bearer "+token); code != http.StatusOK || !strings.Contains(msg, "false") {
+			t.Fatalf("DELETE secret = %d %s", code, msg)
+		}
+		mustPost(t, channel, body)
+	})
+	t.Run("channel secrets of the relay", func(t *testing.T) {
+		_, ts := newRelay(t, relay.Options{ChannelSecrets: map[string]string{"bound-channel-0123456789": secret}})
+		check(t, ts.URL+"/bound-channel-0123456789")
+		mustPost(t, ts.URL+"/another-channel-0123456789", body) // other channels stay open
+		if code, msg := do(t, "PUT", ts.URL+"/another-channel-0123456789/secret", secret); code != http.StatusConflict {
+			t.Errorf("PUT secret on a public channel = %d %s, want 409", code, msg)
+		}
+	})
+}
+
+// With PrivateOnly every channel is private, and a channel without a token
+// does not exist; a private channel's name that the relay does not know
+// (it restarted without a data directory) is not made public.
+func TestPrivateOnlyAndUnknownPrivateChannels(t *testing.T) {
+	_, ts := newRelay(t, relay.Options{PrivateOnly: true})
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/new", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct{ URL, Token string }
+	json.NewDecoder(resp.Body).Decode(&answer)
+	resp.Body.Close()
+	if answer.Token == "" {
+		t.Fatalf("GET /new on a private-only relay gave no token: %+v", answer)
+	}
+	public := ts.URL + "/a-public-channel-0123456789"
+	for _, r := range []struct{ method, url string }{{"POST", public}, {"GET", public}, {"GET", ts.URL + "/events/a-public-channel-0123456789"}} {
+		if code, msg := do(t, r.method, r.url, "{}"); code != http.StatusNotFound || !strings.Contains(msg, "private channels only") {
+			t.Errorf("%s %s on a private-only relay = %d %s, want 404", r.method, r.url, code, msg)
+		}
+	}
+	mustPost(t, answer.URL, "{}")
+
+	_, open := newRelay(t, relay.Options{})
+	gone := open.URL + "/" + relay.PrivatePrefix + "AAAAAAAAAAAAAAAAAAAAAA"
+	for _, method := range []string{"POST", "GET"} {
+		if code, msg := do(t, method, gone, "{}", "Accept", "text/event-stream"); code != http.StatusNotFound || !strings.Contains(msg, "no such private channel") {
+			t.Errorf("%s on a private channel the relay does not know = %d %s, want 404", method, code, msg)
+		}
+	}
+}
+
+// The engines keep the token's hash, never the token: the bbolt file's
+// bytes and every Redis key's value are searched for it (and for the hash,
+// so that the search is known to see the record). A restarted relay knows
+// the channel by the hash.
+func TestPrivateChannelTokenIsNotStored(t *testing.T) {
+	check := func(t *testing.T, stored []byte, token string) {
+		t.Helper()
+		sum := sha256.Sum256([]byte(token))
+		if bytes.Contains(stored, []byte(token)) {
+			t.Errorf("the store holds the token %s", token)
+		}
+		if !bytes.Contains(stored, []byte(hex.EncodeToString(sum[:]))) {
+			t.Errorf("the store holds no hash of the token: is the record where the test looks?")
+		}
+	}
+	t.Run("bbolt", func(t *testing.T) {
+		dir := t.TempDir()
+		srv := mustNew(t, relay.Options{DataDir: dir})
+		ts := httptestServer(t, srv)
+		channel, token := newPrivate(t, ts.URL)
+		mustPost(t, channel, `{"n":1}`)
+		ts.Close()
+		srv.Close()
+		if err := srv.CloseStorage(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, relay.DataFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, b, token)
+
+		_, ts2 := newRelay(t, relay.Options{DataDir: dir})
+		u := ts2.URL + strings.TrimPrefix(channel, ts.URL)
+		if code, _ := do(t, "GET", u+"/body/1", ""); code != http.StatusUnauthorized {
+			t.Errorf("after a restart, a body without the token = %d, want 401", code)
+		}
+		if code, body := do(t, "GET", u+"/body/1", "", "Authorization", "Bearer "+token); code != http.StatusOK || body != `{"n":1}` {
+			t.Errorf("after a restart, the body with the token = %d %s", code, body)
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		rs := redistest.Start(t)
+		_, ts := newRelay(t, relay.Options{Store: redisstore.Opener(rs.URL())})
+		channel, token := newPrivate(t, ts.URL)
+		mustPost(t, channel, `{"n":1}`)
+		if code, _ := do(t, "PUT", channel+"/secret", "the webhook secret", "Authorization", "Bearer "+token); code != http.StatusOK {
+			t.Fatalf("PUT secret = %d", code)
+		}
+		check(t, redisValues(t, rs.URL()), token)
+	})
+}
+
+// httptestServer serves srv on an httptest server the test closes itself.
+func httptestServer(t *testing.T, srv *relay.Server) *httptest.Server {
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// redisValues returns every key and value of the Redis at u, read by type.
+func redisValues(t *testing.T, u string) []byte {
+	opt, err := redis.ParseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	ctx := context.Background()
+	var out bytes.Buffer
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		out.WriteString(k + "\n")
+		typ, _ := rdb.Type(ctx, k).Result()
+		var v any
+		switch typ {
+		case "string":
+			v, err = rdb.Get(ctx, k).Result()
+		case "hash":
+			v, err = rdb.HGetAll(ctx, k).Result()
+		case "zset":
+			v, err = rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
+		case "stream":
+			v, err = rdb.XRange(ctx, k, "-", "+").Result()
+		case "set":
+			v, err = rdb.SMembers(ctx, k).Result()
+		case "list":
+			v, err = rdb.LRange(ctx, k, 0, -1).Result()
+		default:
+			t.Fatalf("key %s has type %s, which the test does not read", k, typ)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(v)
+		out.Write(b)
+		out.WriteString("\n")
+	}
+	return out.Bytes()
+}
