@@ -197,3 +197,59 @@ func (s *lineSubscriber) nextID(t *testing.T) string {
 	}
 	return ""
 }
+
+// TestPrivateRelayPageInChromium opens a private channel's page with its
+// token in the URL, as /new gives it: the stream connects (EventSource
+// carries ?token=), a body sent by link is fetched and a delivery
+// redelivered (both with the token as Authorization); without the token the
+// relay answers 401 and shows nothing of the channel.
+func TestPrivateRelayPageInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: an interop test (chromium)")
+	}
+	b := startBrowser(t)
+	rl := relaytest.Start(t, relay.Options{})
+	req, _ := http.NewRequest(http.MethodGet, rl.Base+"/new?private=1", nil)
+	req.Header.Set("Accept", "text/plain")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	resp.Body.Close()
+	withToken := strings.TrimSpace(line)
+	channel, _, ok := strings.Cut(withToken, "?token=")
+	if !ok {
+		t.Fatalf("GET /new?private=1 answered %q, want a URL with its token", line)
+	}
+	big := `{"action":"edited","pad":"` + strings.Repeat("x", 1<<20) + `"}`
+	if resp, err = http.Post(channel, "application/json", strings.NewReader(big)); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	p := b.newPage(1280, 900)
+	p.must("Page.navigate", map[string]any{"url": withToken}, nil)
+	p.waitFor("the stream to connect", `document.getElementById("status")?.dataset.state === "connected"`)
+	large := `document.querySelector('#deliveries li.delivery[data-id="1"]')`
+	p.waitFor("the large delivery", large+` !== null`)
+	p.must("Runtime.evaluate", map[string]any{"expression": large + `.querySelector("summary").click()`}, nil)
+	p.waitFor("the linked payload", large+`.querySelector("pre.payload")?.textContent.includes('"action": "edited"')`)
+	p.must("Runtime.evaluate", map[string]any{"expression": large + `.querySelector("button.redeliver").click()`}, nil)
+	p.waitFor("the redelivery result", large+`.querySelector(".result").textContent === "sent again as #2"`)
+
+	denied := b.newPage(800, 600)
+	denied.must("Page.navigate", map[string]any{"url": channel}, nil)
+	denied.waitFor("the relay's refusal", `document.body?.innerText.includes("this channel is private")`)
+	if n := denied.text(`String(document.querySelectorAll("#deliveries").length)`); n != "0" {
+		t.Errorf("without the token the page shows its delivery list")
+	}
+	if problems := b.problems(); len(problems) > 0 {
+		// The refused page's 401 is the one problem expected.
+		for _, pr := range problems {
+			if !strings.Contains(pr, "401") {
+				t.Errorf("the page reported a problem: %s", pr)
+			}
+		}
+	}
+}

@@ -74,6 +74,12 @@ type Options struct {
 	// http.DefaultTransport. Its Timeout is ignored for the stream, which
 	// has no overall deadline (an idle stream is cut after 90 s).
 	RelayClient *http.Client
+	// ReadToken is the read token of a private channel on a hookline relay,
+	// sent as "Authorization: Bearer" with the stream and the fetches of
+	// bodies sent by link. A token in URL (?token=) is used when ReadToken
+	// is empty, and taken out of the URL either way: it is never in a
+	// request's URL, Source or a message.
+	ReadToken string
 	// LastEventID resumes a channel after an id saved by an earlier run. It
 	// wins over the id in StateFile.
 	LastEventID string
@@ -495,6 +501,13 @@ func New(opts Options) (*Client, error) {
 		c.logger = slog.Default()
 	}
 	var err error
+	if u, token := wire.SplitToken(opts.URL); token != "" {
+		opts.URL = u
+		if opts.ReadToken == "" {
+			opts.ReadToken = token
+		}
+		c.opts = opts
+	}
 	if opts.URL != "" {
 		if c.streamURL, err = sse.StreamURL(opts.URL, opts.Format); err != nil {
 			return nil, fmt.Errorf("%w: relay URL: %v", ErrInvalidOptions, err)
@@ -699,6 +712,9 @@ func (c *Client) Run(ctx context.Context) error {
 		so.Header = http.Header{}
 	}
 	so.Header.Set(wire.StreamHeader, "1") // hookline's messages from a hookline relay; others ignore it
+	if c.opts.ReadToken != "" {
+		so.Header.Set("Authorization", "Bearer "+c.opts.ReadToken)
+	}
 	t := c.opts.transport
 	if t == nil {
 		t = &sse.HTTPTransport{Client: c.opts.RelayClient}
@@ -877,6 +893,9 @@ func (c *Client) fetchBody(ctx context.Context, d *delivery.Delivery) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.ResolveReference(ref).String(), nil)
 	if err != nil {
 		return err
+	}
+	if c.opts.ReadToken != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.ReadToken)
 	}
 	resp, err := (&rest.Client{HTTPClient: &hc, Retry: &rest.RetryPolicy{}}).MakeRequest(req)
 	if err != nil {

@@ -24,7 +24,11 @@
 // Routes:
 //
 //	GET|HEAD /new                       307, Location and body: a new channel URL; with Accept: text/plain
-//	                                    (or a gosmee User-Agent) 200 and the URL as text, as gosmee
+//	                                    (or a gosmee User-Agent) 200 and the URL as text, as gosmee; with
+//	                                    Accept: application/json 200 {"url":…}
+//	GET      /new?private=1             the same for a private channel, with its read token: {"url","token"},
+//	                                    or the URL with ?token= (every channel, with Options.PrivateOnly)
+//	PUT|DELETE /<channel>/secret        bind a private channel to a webhook secret (the body), or unbind it
 //	POST     /<channel>                 any body and content type: 200 {"id":N,"subscribers":K} once stored
 //	GET      /<channel>                 Accept: text/event-stream: the stream
 //	GET|HEAD /<channel>                 otherwise: the channel's page
@@ -53,6 +57,10 @@
 // exact body in "bodyB" in place of "body", and a body of 1 MiB or more as
 // "bodyLink", a URL to GET it from. Errors are JSON: {"error":"what went
 // wrong and what to do"}.
+//
+// Reading a private channel (its stream in every format, page, bodies,
+// redeliveries, secret) needs its token, as "Authorization: Bearer" or
+// ?token=: see access.go.
 //
 // docs/RELAY.md holds the rules the relay follows and why: channel names,
 // message keys, ids and gaps, Idempotency-Key, storage, replicas, limits.

@@ -727,6 +727,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"server": "hookline"})
 		return
+	case path == "/favicon.ico":
+		// What a browser asks for on a page that names no icon (a JSON
+		// error, such as a private channel's 401).
+		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+		serveAsset(w, r, "icon.svg")
+		return
 	case strings.HasPrefix(path, "/assets/"):
 		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
 			return

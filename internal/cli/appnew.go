@@ -211,7 +211,7 @@ func runAppNew(ctx context.Context, o appNewOptions, f appNewFlags, s *streams) 
 	if o.channel == "" {
 		fmt.Fprintf(s.err, "creating a channel on %s (up to %s)\n", httpx.RedactURL(f.server), newChannelTimeout)
 		var err error
-		if o.channel, err = createChannel(ctx, f.server, nil); err != nil {
+		if o.channel, _, err = createChannel(ctx, f.server, nil, false); err != nil {
 			return err
 		}
 		fmt.Fprintf(s.err, "created channel %s\n", httpx.RedactURL(o.channel))

@@ -28,6 +28,7 @@ import (
 	"github.com/hookline/hookline/internal/inspect"
 	"github.com/hookline/hookline/internal/metrics"
 	"github.com/hookline/hookline/internal/sse"
+	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/rest/header"
@@ -37,46 +38,49 @@ import (
 
 // forwardOptions are the parsed flags of `hookline forward`.
 type forwardOptions struct {
-	url          string
-	newChannel   bool
-	server       string
-	format       delivery.Format
-	target       string         // one target (--target once)
-	targets      []proxy.Target // several (--target twice, --route)
-	secret       string
-	schemeSecret map[provider.Scheme][]string // --secret PROVIDER=SECRET
-	scheme       provider.Scheme              // --provider ("": auto)
-	tolerance    time.Duration                // --tolerance (negative: none)
-	sendHint     [2]string                    // how a suggested `hookline send` passes the secret (sendSecretHint)
-	targetSecret string
-	resign       bool
-	noQuery      bool
-	header       http.Header // --header, set on every request to the target
-	plugins      pluginOptions
-	events       []string
-	ignore       []string
-	concurrency  int
-	timeout      time.Duration
-	retries      int
-	saveDir      string
-	saveScripts  bool   // --save-scripts
-	stateFile    string // "" for none
-	stateDefault bool   // stateFile is the default one (not --state-file)
-	noState      bool   // --no-state: no default state file
-	failedDir    string // "" for none
-	failedAuto   bool   // failedDir is the default one (not --save or --failed-dir)
-	dedupWindow  time.Duration
-	insecure     bool
-	jsonOut      bool
-	verbose      bool
-	lastEventID  string
-	listen       string
-	channelName  string           // --channel
-	health       string           // --health ADDR
-	inspect      *inspect.Options // --inspect (nil: off), at inspectAddr
-	inspectAddr  string
-	github       githubOptions
-	keepHook     bool
+	url           string
+	newChannel    bool
+	private       bool   // --private: --new makes a private channel
+	verifyOnRelay bool   // --verify-on-relay
+	token         string // a private channel's read token (private.go)
+	server        string
+	format        delivery.Format
+	target        string         // one target (--target once)
+	targets       []proxy.Target // several (--target twice, --route)
+	secret        string
+	schemeSecret  map[provider.Scheme][]string // --secret PROVIDER=SECRET
+	scheme        provider.Scheme              // --provider ("": auto)
+	tolerance     time.Duration                // --tolerance (negative: none)
+	sendHint      [2]string                    // how a suggested `hookline send` passes the secret (sendSecretHint)
+	targetSecret  string
+	resign        bool
+	noQuery       bool
+	header        http.Header // --header, set on every request to the target
+	plugins       pluginOptions
+	events        []string
+	ignore        []string
+	concurrency   int
+	timeout       time.Duration
+	retries       int
+	saveDir       string
+	saveScripts   bool   // --save-scripts
+	stateFile     string // "" for none
+	stateDefault  bool   // stateFile is the default one (not --state-file)
+	noState       bool   // --no-state: no default state file
+	failedDir     string // "" for none
+	failedAuto    bool   // failedDir is the default one (not --save or --failed-dir)
+	dedupWindow   time.Duration
+	insecure      bool
+	jsonOut       bool
+	verbose       bool
+	lastEventID   string
+	listen        string
+	channelName   string           // --channel
+	health        string           // --health ADDR
+	inspect       *inspect.Options // --inspect (nil: off), at inspectAddr
+	inspectAddr   string
+	github        githubOptions
+	keepHook      bool
 }
 
 func forwardCommand(s *streams) *ucli.Command {
@@ -210,6 +214,16 @@ func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forw
 	}
 	if o.url != "" && o.newChannel {
 		return o, usageErrorf("--url and --new cannot be used together: --new creates a channel, --url uses an existing one")
+	}
+	o.url, o.token = wire.SplitToken(o.url) // the token goes in a header, never in a URL forward shows
+	if o.private && !o.newChannel {
+		return o, usageErrorf("--private makes the channel --new creates private: give --new (a channel given with --url is private or not already)")
+	}
+	if o.verifyOnRelay && o.url == "" && !o.newChannel {
+		return o, usageErrorf("--verify-on-relay binds a private channel of a relay to the secret: give --new --private or --url (the embedded relay on this machine needs no binding)")
+	}
+	if o.verifyOnRelay && o.secret == "" && !o.github.set() {
+		return o, usageErrorf("--verify-on-relay needs the webhook secret to bind the channel to: give --secret")
 	}
 	switch o.format {
 	case "", delivery.FormatSmee, delivery.FormatGosmee, delivery.FormatHookline:
@@ -374,6 +388,12 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	if err := chooseSecret(&o, access, s); err != nil {
 		return err
 	}
+	if o.verifyOnRelay {
+		if err := bindSecret(ctx, transport, channel, o.token, o.secret); err != nil {
+			return err
+		}
+		fmt.Fprintln(s.err, "the relay keeps only deliveries signed with the webhook secret on this channel (--verify-on-relay)")
+	}
 	handlers, err := pluginHandlers(o.plugins, logger, s)
 	if err != nil {
 		return err
@@ -475,10 +495,19 @@ func setUpChannel(ctx context.Context, o *forwardOptions, s *streams, transport 
 	channel = o.url
 	if o.newChannel {
 		fmt.Fprintf(s.err, "creating a channel on %s (up to %s)\n", httpx.RedactURL(o.server), newChannelTimeout)
-		if channel, err = createChannel(ctx, o.server, transport); err != nil {
+		if channel, o.token, err = createChannel(ctx, o.server, transport, o.private); err != nil {
 			return "", stop, err
 		}
 		fmt.Fprintf(s.err, "created channel %s\n", httpx.RedactURL(channel))
+		if o.private {
+			path, err := keepToken(channel, o.token)
+			if err != nil {
+				return "", stop, fmt.Errorf("keeping the private channel's read token: %w (nothing else has it: the channel cannot be read without it)", err)
+			}
+			fmt.Fprintf(s.err, "it is private: its read token is in %s (mode 0600; not shown); elsewhere give it as %s, or as ?token= in a browser's URL\n", path, tokenEnv)
+		}
+	} else if channel != "" {
+		o.token = findToken(channel, o.token)
 	}
 	o.defaultPaths(channel, s)
 	if channel == "" {
@@ -529,8 +558,8 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 	}
 	popts := proxy.Options{
 		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
-		RelayClient: &http.Client{Transport: transport},
-		Secret:      o.secret, SchemeSecrets: o.schemeSecret, Provider: o.scheme, Tolerance: o.tolerance,
+		RelayClient: &http.Client{Transport: transport}, ReadToken: o.token,
+		Secret: o.secret, SchemeSecrets: o.schemeSecret, Provider: o.scheme, Tolerance: o.tolerance,
 		Target: o.target, Targets: o.targets, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
 		HTTPClient: targetClient(o.timeout, o.retries, o.targets != nil, transport, tr.note), DrainTimeout: drainTimeout,
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
@@ -740,10 +769,12 @@ const newChannelTimeout = 10 * time.Second
 // createChannel asks a relay for a new channel the way smee-client does:
 // HEAD <server>/new answers with a redirect whose Location is the channel.
 // A gosmee server answers GET /new with the URL as plain text instead.
-func createChannel(ctx context.Context, server string, transport http.RoundTripper) (string, error) {
+// With private, it asks a hookline relay for a private channel, and
+// returns its read token too (createPrivateChannel).
+func createChannel(ctx context.Context, server string, transport http.RoundTripper, private bool) (channel, token string, err error) {
 	base, err := url.Parse(strings.TrimRight(server, "/"))
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return "", usageErrorf("--server %q: want an http(s) URL such as https://smee.io", server)
+		return "", "", usageErrorf("--server %q: want an http(s) URL such as https://smee.io", server)
 	}
 	newURL := base.JoinPath("new")
 	// One budget for both tries: a server that does not answer costs
@@ -780,20 +811,26 @@ func createChannel(ctx context.Context, server string, transport http.RoundTripp
 		}
 		return "", resp.StatusCode, nil
 	}
-	u, status, err := try(http.MethodHead)
-	if err == nil && u == "" {
+	var u string
+	var status int
+	if private {
+		u, token, err = createPrivateChannel(ctx, client, newURL.String())
+		if err != nil && certHint(err, "relay") == "" && !errors.Is(err, context.DeadlineExceeded) {
+			return "", "", fmt.Errorf("creating a private channel on %s: %w", httpx.RedactURL(server), err)
+		}
+	} else if u, status, err = try(http.MethodHead); err == nil && u == "" {
 		u, status, err = try(http.MethodGet)
 	}
 	switch {
 	case err != nil:
 		if hint := certHint(err, "relay"); hint != "" {
-			return "", fmt.Errorf("creating a channel on %s: %w\n%s", httpx.RedactURL(server), err, hint)
+			return "", "", fmt.Errorf("creating a channel on %s: %w\n%s", httpx.RedactURL(server), err, hint)
 		}
-		return "", fmt.Errorf("creating a channel on %s: %w\nleave out --new (and --url) to use a relay on this machine instead, no internet needed", httpx.RedactURL(server), err)
+		return "", "", fmt.Errorf("creating a channel on %s: %w\nleave out --new (and --url) to use a relay on this machine instead, no internet needed", httpx.RedactURL(server), err)
 	case u == "":
-		return "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", httpx.RedactURL(server), httpx.RedactURL(server), status)
+		return "", "", fmt.Errorf("creating a channel on %s: %s/new answered %d without a channel URL; is it a smee, gosmee or hookline relay?", httpx.RedactURL(server), httpx.RedactURL(server), status)
 	}
-	return u, nil
+	return u, token, nil
 }
 
 // pluginOptions are the plugin flags forward and replay share.
@@ -810,6 +847,8 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 		&ucli.StringFlag{Name: "url", Aliases: []string{"u"}, Usage: "relay channel `URL` to subscribe to", EnvVars: []string{"HOOKLINE_URL"}, Destination: &o.url},
 		&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it", Destination: &o.newChannel},
 		&ucli.StringFlag{Name: "server", Value: "https://smee.io", Usage: "relay `URL` for --new", Destination: &o.server},
+		&ucli.BoolFlag{Name: "private", Usage: "with --new on a hookline relay: a private channel, read with a token kept in the state directory", Destination: &o.private},
+		&ucli.BoolFlag{Name: "verify-on-relay", Usage: "bind the private channel to --secret: the relay keeps only deliveries signed with it", Destination: &o.verifyOnRelay},
 		&ucli.StringFlag{Name: "format", Usage: "relay `FORMAT`: smee, gosmee or hookline (default: detect)", Destination: &f.format},
 		&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "`ADDR` of the embedded relay started without --url or --new (a busy port falls back to a free one)", Destination: &o.listen},
 		&ucli.StringFlag{Name: "channel", Usage: "the embedded relay's channel `NAME` (default: the previous run's, so a sender's URL stays valid)", Destination: &o.channelName},

@@ -274,7 +274,7 @@ func TestCreateChannel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(tt.handler)
 			t.Cleanup(srv.Close)
-			got, err := createChannel(t.Context(), srv.URL, nil)
+			got, _, err := createChannel(t.Context(), srv.URL, nil, false)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Errorf("createChannel error = %v, want %q", err, tt.wantErr)

@@ -164,6 +164,25 @@ func serveCommand(s *streams) *ucli.Command {
 				Usage:       "number (`n`) of redeliveries a minute each channel, and each client address, may ask for (bursts of ten); beyond it, 429",
 				EnvVars:     []string{"HOOKLINE_REDELIVERIES_PER_MINUTE"},
 			},
+			&ucli.BoolFlag{
+				Name:        "private-only",
+				Destination: &o.relay.PrivateOnly,
+				Usage:       "every channel is private: GET /new gives a read token with each, and a channel without one does not exist",
+				EnvVars:     []string{"HOOKLINE_PRIVATE_ONLY"},
+			},
+			&ucli.IntFlag{
+				Name:        "max-private-channels",
+				Destination: &o.relay.MaxPrivateChannels,
+				Value:       relay.DefaultMaxPrivateChannels,
+				Usage:       "number (`n`) of private channels the relay keeps (each is kept for good; GET /new?private=1 makes at most 10 a minute per client)",
+				EnvVars:     []string{"HOOKLINE_MAX_PRIVATE_CHANNELS"},
+			},
+			&ucli.StringFlag{
+				Name:        "channel-secrets",
+				Destination: &f.channelSecrets,
+				Usage:       "`directory` of webhook secrets, one file per channel named as the channel: a POST to one is kept only if signed with its secret (401 otherwise)",
+				EnvVars:     []string{"HOOKLINE_CHANNEL_SECRETS"},
+			},
 			&ucli.StringSliceFlag{
 				Name:        "trusted-proxy",
 				Destination: &f.trustedProxies,
@@ -192,7 +211,7 @@ func serveCommand(s *streams) *ucli.Command {
 
 // serveFlags are what serve's flags hold that are not options yet.
 type serveFlags struct {
-	publicURL, redisURL                             string
+	publicURL, redisURL, channelSecrets             string
 	historyBytes, totalHistoryBytes, maxUploadBytes string
 	trustedProxies                                  ucli.StringSlice
 }
@@ -249,6 +268,14 @@ func parseServe(c *ucli.Context, opts serveOptions, f *serveFlags) (serveOptions
 	} {
 		if f.n < f.min {
 			return serveOptions{}, usageErrorf("--%s %d must be at least %d", f.name, f.n, max(f.min, 1))
+		}
+	}
+	if opts.relay.MaxPrivateChannels < 1 {
+		return serveOptions{}, usageErrorf("--max-private-channels %d must be at least 1", opts.relay.MaxPrivateChannels)
+	}
+	if f.channelSecrets != "" {
+		if opts.relay.ChannelSecrets, err = readChannelSecrets(f.channelSecrets); err != nil {
+			return serveOptions{}, err
 		}
 	}
 	for _, v := range splitNames(f.trustedProxies.Value()) { // also HOOKLINE_TRUSTED_PROXY=a,b
@@ -452,4 +479,36 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	st := srv.Stats()
 	fmt.Fprintf(s.out, "hookline relay stopped after %s: %d deliveries relayed\n", time.Since(start).Round(time.Second), st.Deliveries)
 	return err
+}
+
+// readChannelSecrets reads serve --channel-secrets: one file per channel,
+// named as the channel, holding its webhook secret (as a Kubernetes Secret
+// mounted as a volume lays out its keys). Dot files are skipped (a mounted
+// Secret's ..data); any other name that is not a channel's is an error, as
+// is an empty file: a typo must not leave a channel unprotected silently.
+func readChannelSecrets(dir string) (map[string]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, usageErrorf("--channel-secrets: %v", err)
+	}
+	m := map[string]string{}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		if err := relay.ValidChannelName(name); err != nil {
+			return nil, usageErrorf("--channel-secrets: %s: a file here is named as the channel it binds (%v)", filepath.Join(dir, name), err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, usageErrorf("--channel-secrets: %v", err)
+		}
+		secret := strings.TrimSpace(string(b))
+		if secret == "" {
+			return nil, usageErrorf("--channel-secrets: %s is empty: it must hold the channel's webhook secret", filepath.Join(dir, name))
+		}
+		m[name] = secret
+	}
+	return m, nil
 }

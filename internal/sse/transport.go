@@ -120,7 +120,7 @@ func (e *StatusError) Error() string {
 	case e.StatusCode == http.StatusNotFound || e.StatusCode == http.StatusGone:
 		b.WriteString("; check the channel URL")
 	case e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden:
-		b.WriteString("; check the channel URL and the relay's credentials")
+		b.WriteString("; check the channel URL and its read token (a private channel's: hookline forward --new --private keeps it in its state directory; elsewhere set HOOKLINE_CHANNEL_TOKEN or add ?token= to the URL)")
 	case e.StatusCode == http.StatusBadRequest:
 		b.WriteString("; check the channel URL (a gosmee server streams from /events/<channel>)")
 	}

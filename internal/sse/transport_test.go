@@ -288,7 +288,7 @@ func TestTransportStatus(t *testing.T) {
 		// A JSON error body (hookline serve's) is shown decoded, once:
 		// before, its quotes came back escaped twice.
 		{404, "application/json", `{"error":"no channel \"bad.name\": channel names are 1 to 128 characters"}`, true, `for <url>: no channel "bad.name": channel names are 1 to 128 characters; check the channel URL`},
-		{401, "", "", true, "credentials"},
+		{401, "", "", true, "read token"},
 		{403, "text/html", "Channel has been disabled due to too many connections.", true, "Channel has been disabled"},
 		{408, "", "", false, "408 Request Timeout"},
 		{429, "", "", false, "429 Too Many Requests"},
