@@ -27,7 +27,7 @@ import (
 // Defaults for the zero values of Options.
 const (
 	DefaultPingInterval      = 30 * time.Second
-	DefaultHistoryCount      = 100
+	DefaultHistoryCount      = 0 // no count limit: HistoryBytes bounds a channel's history
 	DefaultHistoryBytes      = 50 << 20
 	DefaultTotalHistoryBytes = 256 << 20
 	DefaultMaxSubscribers    = 100
@@ -74,7 +74,12 @@ type Options struct {
 	// HistoryCount and HistoryBytes bound the deliveries each channel keeps
 	// for replay after Last-Event-ID; the newest delivery is kept even when
 	// it alone is larger than HistoryBytes. If zero, DefaultHistoryCount
-	// and DefaultHistoryBytes.
+	// (no count limit) and DefaultHistoryBytes (50 MiB). The history is
+	// bounded by bytes, not by a count: a subscriber cut off for falling
+	// SubscriberQueue deliveries behind in a burst resumes from it, and a
+	// burst is lost only beyond what memory (or the file) was given to
+	// hold. (The default was 100 deliveries once, which a burst of 400 KiB
+	// overflowed.)
 	HistoryCount int
 	HistoryBytes int64
 

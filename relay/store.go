@@ -154,7 +154,7 @@ func (e *KeyStoredError) Error() string {
 // Options.HistoryCount, HistoryBytes, TotalHistoryBytes and HistoryAge).
 // Sizes are Entry.Size.
 type Limits struct {
-	ChanCount  int           // deliveries per channel
+	ChanCount  int           // deliveries per channel; 0 (or less): no count limit
 	ChanBytes  int64         // bytes per channel (the newest delivery is kept even if larger)
 	TotalBytes int64         // bytes of all channels
 	Age        time.Duration // at an append, the channel drops deliveries received this long before the new one; 0: no limit
@@ -204,6 +204,9 @@ type idempotency struct {
 const idempotencyHeader = "idempotency-key"
 
 func newLedger(l Limits) *ledger {
+	if l.ChanCount <= 0 {
+		l.ChanCount = math.MaxInt // no count limit: the bytes bound the history
+	}
 	return &ledger{Limits: l, chans: map[string]*ledgerChan{}, lru: list.New()}
 }
 

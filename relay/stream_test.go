@@ -2,11 +2,13 @@ package relay_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +175,73 @@ func TestStreamHTTP2(t *testing.T) {
 	srv.Close()
 	if _, err := io.Copy(io.Discard, br); err != nil {
 		t.Errorf("HTTP/2 stream ended with %v, want a clean end", err)
+	}
+}
+
+// A burst larger than the old default count (100) but within the history's
+// bytes loses nothing with the default limits: a subscriber that falls
+// SubscriberQueue deliveries behind is cut off, and resumes from the
+// history without a gap; so does one that was away for the whole burst.
+func TestBurstWithinTheBytesResumesWithoutAGap(t *testing.T) {
+	const n = 300
+	srv, ts := newRelay(t, relay.Options{SubscriberQueue: 32})
+	channel := ts.URL + "/burst-channel-0123456789"
+	away := subscribe(t, channel)
+	away.ready()
+	away.close() // gone for the whole burst
+	// The slow subscriber reads nothing until the burst is over.
+	conn, err := net.Dial("tcp", addr(ts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /burst-channel-0123456789 HTTP/1.1\r\nHost: relay\r\nAccept: text/event-stream\r\n\r\n")
+	pad := strings.Repeat("x", 64<<10) // 300 × 64 KiB: more than the sockets hold, less than 50 MiB
+	for i := 1; i <= n; i++ {
+		mustPost(t, channel, fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, pad), "Content-Type", "application/json")
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := &stream{t: t, resp: resp, events: make(chan event, 4096)}
+	go slow.read()
+	slow.ready()
+	var got []string
+	for ended := false; !ended; { // what it was sent before the cut-off, then the end
+		select {
+		case ev, ok := <-slow.events:
+			if ended = !ok; ok && ev.Event == "" {
+				got = append(got, ev.ID)
+			}
+		case <-time.After(wait):
+			t.Fatalf("the slow stream did not end after its cut-off; it got %d deliveries", len(got))
+		}
+	}
+	if len(got) == n || srv.Stats().CutOff != 1 {
+		t.Fatalf("the slow subscriber was never cut off (it got %d): the test does not test a resume", len(got))
+	}
+	last := "0"
+	if len(got) > 0 {
+		last = got[len(got)-1]
+	}
+	for _, resume := range []struct {
+		who, last string
+		before    []string
+	}{{"the cut-off subscriber", last, got}, {"the one that was away", "0", nil}} {
+		s := subscribe(t, channel, "Last-Event-ID", resume.last)
+		s.ready()
+		all := resume.before
+		for len(all) < n {
+			ev := s.next()
+			if ev.Event != "" {
+				t.Fatalf("%s got a %s event after %s: %s", resume.who, ev.Event, resume.last, ev.Data)
+			}
+			all = append(all, ev.ID)
+		}
+		if want := ids(1, n); !slices.Equal(all, want) {
+			t.Errorf("%s got ids %v…, want 1 to %d in order", resume.who, all[:min(len(all), 10)], n)
+		}
+		s.close()
 	}
 }

@@ -77,7 +77,7 @@ func serveCommand(s *streams) *ucli.Command {
 				Name:        "history",
 				Destination: &o.relay.HistoryCount,
 				Value:       relay.DefaultHistoryCount,
-				Usage:       "number (`n`) of deliveries each channel keeps for subscribers that reconnect",
+				Usage:       "number (`n`) of deliveries each channel keeps at most for subscribers that reconnect (0: no count limit, --history-bytes bounds it)",
 				EnvVars:     []string{"HOOKLINE_HISTORY"},
 			},
 			&ucli.StringFlag{
@@ -252,8 +252,8 @@ func parseServe(c *ucli.Context, opts serveOptions, f *serveFlags) (serveOptions
 	if opts.relay.PingInterval <= 0 {
 		return serveOptions{}, usageErrorf("--ping-interval %s must be positive, such as 30s", opts.relay.PingInterval)
 	}
-	if opts.relay.HistoryCount < 1 {
-		return serveOptions{}, usageErrorf("--history %d must be at least 1", opts.relay.HistoryCount)
+	if opts.relay.HistoryCount < 0 {
+		return serveOptions{}, usageErrorf("--history %d must not be negative (0: no count limit)", opts.relay.HistoryCount)
 	}
 	for _, f := range []struct {
 		name string

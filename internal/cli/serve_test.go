@@ -186,7 +186,7 @@ func TestServeUsageErrors(t *testing.T) {
 		{"public URL with query", []string{"--public-url", "https://x/?a=1"}, `--public-url "https://x/?a=1" must not have a user, query or fragment`},
 		{"ping interval zero", []string{"--ping-interval", "0s"}, `--ping-interval 0s must be positive, such as 30s`},
 		{"ping interval bogus", []string{"--ping-interval", "soon"}, `serve: --ping-interval "soon": want a duration such as 5s, 30s or 2m`},
-		{"history zero", []string{"--history", "0"}, `--history 0 must be at least 1`},
+		{"history negative", []string{"--history", "-1"}, `--history -1 must not be negative (0: no count limit)`},
 		{"history bytes unit", []string{"--history-bytes", "10XB"}, `--history-bytes: "10XB" has an unknown unit; use B, KiB, MiB, GiB (or KB, MB, GB)`},
 		{"total history bytes", []string{"--total-history-bytes", "lots"}, `--total-history-bytes: "lots" is not a size; write it like 50MiB or 1048576`},
 		{"max subscribers", []string{"--max-subscribers", "0"}, `--max-subscribers 0 must be at least 1`},

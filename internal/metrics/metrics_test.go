@@ -40,6 +40,8 @@ hookline_relay_refusals_total{limit="connections"} 0
 hookline_relay_refusals_total{limit="redeliveries"} 0
 hookline_relay_refusals_total{limit="streams"} 3
 hookline_relay_refusals_total{limit="too_large"} 0
+hookline_relay_refusals_total{limit="unauthorized"} 0
+hookline_relay_refusals_total{limit="unsigned"} 0
 hookline_relay_refusals_total{limit="uploads"} 0
 # HELP hookline_forward_target_waiting Deliveries waiting in a target's lane.
 # TYPE hookline_forward_target_waiting gauge
@@ -50,7 +52,7 @@ hookline_forward_target_waiting{target="app"} 2
 	}
 	for name, want := range map[string]int{
 		"hookline_relay_deliveries_received_total": 1,
-		"hookline_relay_refusals_total":            5,
+		"hookline_relay_refusals_total":            7,
 		"hookline_forward_deliveries_total":        11,
 		"hookline_forward_target_deliveries_total": 2,
 		"hookline_forward_target_duration_seconds": 1,

@@ -140,6 +140,7 @@ local name, prefix = ARGV[1], ARGV[2]
 local after, size, recv = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local key, sum, rec = ARGV[6], ARGV[7], ARGV[8]
 local maxCount, maxBytes, maxTotal, age = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
+if maxCount <= 0 then maxCount = math.huge end -- no count limit: the bytes bound the history
 
 -- Numbers are Lua doubles: written as integers, never as 1e+15.
 local function fmt(x) return string.format('%d', x) end
