@@ -764,6 +764,7 @@ func (c *Client) Run(ctx context.Context) error {
 	close(queue)
 	wg.Wait()
 	c.lanesBusy.Wait()
+	c.state.flush()
 	if cause := context.Cause(subCtx); errors.Is(cause, ErrLoop) {
 		return cause
 	}

@@ -21,6 +21,7 @@ func TestCheckpointWatermark(t *testing.T) {
 	c.start("10")
 	read := func() stateDoc {
 		t.Helper()
+		c.flush() // the state is written in the background
 		doc, err := readState(path, "http://relay.test/chan")
 		if err != nil {
 			t.Fatal(err)
@@ -55,6 +56,7 @@ func TestCheckpointWatermark(t *testing.T) {
 	defer os.Chmod(dir, 0o700)
 	if os.Geteuid() != 0 { // root writes anyway
 		c.finish(5, "16", true)
+		c.flush()
 		if writeErr == nil {
 			t.Error("a failed write was not reported")
 		}
