@@ -219,6 +219,12 @@ type Options struct {
 	OnResult func(Result)
 	// OnState, if not nil, is called on every connection state change.
 	OnState func(StateChange)
+	// OnGap, if not nil, is called when the relay reports that deliveries
+	// left its history before this client read them (a burst larger than
+	// the history, a long disconnection, a relay restarted without its
+	// history), from the reading goroutine, at once: before the deliveries
+	// after the gap are handled.
+	OnGap func(Gap)
 	// Logger receives warnings: malformed messages, gaps reported by the
 	// relay, unknown event names, lost deliveries. Without OnResult it also
 	// gets, at WARN, every delivery whose signature failed or that the
@@ -437,6 +443,7 @@ type Stats struct {
 	SaveFails    int64 // capture files that could not be written
 	Malformed    int64 // relay messages that could not be read
 	Gaps         int64 // gap warnings from the relay
+	GapLost      int64 // deliveries those gaps lost, where the relay said how many (Gap.Count)
 	Duplicates   int64 // skipped as duplicates (Result.Duplicate)
 	Redeliveries int64 // repeated delivery ids passed on as redeliveries
 	FailedSaved  int64 // deliveries the target did not take, saved in FailedDir
@@ -474,7 +481,7 @@ type Client struct {
 
 	stats struct {
 		received, filtered, verified, verifyFailed, unverified, handlerFails,
-		forwarded, targetFails, githubFailed, slow, saved, saveFails, malformed, gaps,
+		forwarded, targetFails, githubFailed, slow, saved, saveFails, malformed, gaps, gapLost,
 		duplicates, redeliveries, failedSaved, lost, stateFails, inFlight, unrouted atomic.Int64
 	}
 	warnings loglimit.Limit                     // for malformed messages: warnBurst a minute
@@ -578,11 +585,7 @@ func (c *Client) targetClient() *rest.Client {
 			retry = LaneRetry()
 		}
 	}
-	// No compression: net/http would add an Accept-Encoding the sender
-	// never sent to every replayed request.
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DisableCompression = true
-	return &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: t}, Retry: retry}
+	return &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: httpx.NewTransport()}, Retry: retry}
 }
 
 // SafeRetry returns the retry policy for a target whose handler must not
@@ -632,7 +635,7 @@ func (c *Client) Stats() Stats {
 		VerifyFailed: s.verifyFailed.Load(), Unverified: s.unverified.Load(),
 		HandlerFails: s.handlerFails.Load(), Forwarded: s.forwarded.Load(),
 		TargetFails: s.targetFails.Load(), GitHubFailed: s.githubFailed.Load(), Slow: s.slow.Load(), Saved: s.saved.Load(), SaveFails: s.saveFails.Load(),
-		Malformed: s.malformed.Load(), Gaps: s.gaps.Load(),
+		Malformed: s.malformed.Load(), Gaps: s.gaps.Load(), GapLost: s.gapLost.Load(),
 		Duplicates: s.duplicates.Load(), Redeliveries: s.redeliveries.Load(),
 		FailedSaved: s.failedSaved.Load(), Lost: s.lost.Load(), StateFails: s.stateFails.Load(),
 		InFlight: s.inFlight.Load(), Unrouted: s.unrouted.Load(),
@@ -938,20 +941,45 @@ func (c *Client) decode(ev sse.Event) *delivery.Delivery {
 	case d != nil:
 		c.stats.received.Add(1)
 	case gap != nil:
+		g := Gap{AfterID: gap.LastEventID, OldestID: gap.Oldest, Count: gap.Count(), Reason: gap.Reason}
 		c.stats.gaps.Add(1)
-		if gap.Reason == "unknown" {
-			// Not a loss this client could have avoided: the relay's ids
-			// started again (a relay that keeps its history in memory).
-			c.logger.Warn("the relay restarted and its history is new: what it held after the id resumed from is gone (a relay keeps deliveries across restarts with --data-dir or Redis)", "after_id", gap.LastEventID)
-		} else if gap.LastEventID != "" || gap.Oldest != "" {
-			c.logger.Warn("the relay lost deliveries while this client was away", "after_id", gap.LastEventID, "oldest_kept", gap.Oldest)
+		c.stats.gapLost.Add(g.Count)
+		if c.opts.OnGap != nil {
+			c.opts.OnGap(g)
 		} else {
-			c.logger.Warn("the relay lost deliveries while this client was away")
+			c.logger.Warn(g.String(), "after_id", g.AfterID, "oldest_kept", g.OldestID)
 		}
 	default:
 		c.logger.Debug("relay control event", "name", ev.Event)
 	}
 	return d
+}
+
+// Gap is what the relay reported lost: deliveries that left its history
+// before this client read them.
+type Gap struct {
+	AfterID  string `json:"afterId"`  // the last event id the client had ("" if none)
+	OldestID string `json:"oldestId"` // the oldest the relay still had, when known
+	Count    int64  `json:"count"`    // how many were lost, when the relay said (a hookline relay); 0 when unknown
+	Reason   string `json:"reason"`   // "expired" (the history's limits dropped them), "unknown" (the relay's history is new: it restarted), "lost" (its Redis lost data), or """"
+}
+
+// String says what the gap means, in one sentence.
+func (g Gap) String() string {
+	what := "deliveries"
+	if g.Count > 0 {
+		what = strconv.FormatInt(g.Count, 10) + " deliveries"
+		if g.Count == 1 {
+			what = "1 delivery"
+		}
+	}
+	switch g.Reason {
+	case "unknown":
+		return "the relay restarted and its history is new: what it held after the id resumed from is gone (a relay keeps deliveries across restarts with --data-dir or Redis)"
+	case "lost":
+		return "the relay lost " + what + ": its Redis lost its data"
+	}
+	return "the relay no longer had " + what + " when this client asked: they left its history first (a burst larger than the relay's history, or a long disconnection); GitHub's deliveries can be redelivered with hookline deliveries"
 }
 
 // classify numbers a delivery in read order and decides whether it is a

@@ -786,3 +786,39 @@ func TestResumeOnARestartedRelaySaysSo(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // polls the client's log
 	}
 }
+
+// A client that resumes after deliveries left the relay's history is told
+// at once, with how many (OnGap, Stats.GapLost), before the deliveries
+// after the gap are handled.
+func TestGapReportedAtOnceWithItsCount(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{HistoryCount: 5})
+	for n := 1; n <= 20; n++ {
+		rl.Publish(t, nil, n, relaytest.Body0(n))
+	}
+	target := &relaytest.Sink{}
+	ts := httptestServer(t, target)
+	var mu sync.Mutex
+	var order []string
+	c, cancel, wait := startClient(t, proxy.Options{URL: rl.Channel, Target: ts, LastEventID: "1",
+		OnGap: func(g proxy.Gap) {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, fmt.Sprintf("gap %s %d %s: %s", g.AfterID, g.Count, g.Reason, g))
+		},
+		OnResult: func(r proxy.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, r.Delivery.EventID)
+		}})
+	target.WaitFor(t, 5)
+	cancel()
+	wait() // every delivery received is done and reported
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 6 || !strings.HasPrefix(order[0], "gap 1 14 expired: the relay no longer had 14 deliveries") || order[1] != "16" {
+		t.Errorf("reported %q, want the gap of 14 after 1 first, then 16 to 20", order)
+	}
+	if st := c.Stats(); st.Gaps != 1 || st.GapLost != 14 {
+		t.Errorf("Stats: %d gaps, %d lost; want 1 and 14", st.Gaps, st.GapLost)
+	}
+}

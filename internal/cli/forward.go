@@ -565,6 +565,12 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
 		FailedDir: o.failedDir, DedupWindow: dedupWindow, SaveScripts: o.saveScripts,
 		Logger: logger,
+		OnGap: func(g proxy.Gap) {
+			if ins != nil {
+				ins.AddGap(g)
+			}
+			tr.gap(g)
+		},
 		OnState: func(sc proxy.StateChange) {
 			if health != nil {
 				health.onState(sc)

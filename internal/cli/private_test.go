@@ -129,3 +129,25 @@ func TestPrivateUsageErrors(t *testing.T) {
 		t.Errorf("serve with a bad secret file name: exit %d %q", code, errOut)
 	}
 }
+
+// A gap is reported at once with its count: a line of the trace, an object
+// of --json, and forward's /healthz counters.
+func TestForwardReportsAGapWithItsCount(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	rl := relaytest.Start(t, relay.Options{HistoryCount: 5})
+	for n := 1; n <= 20; n++ {
+		rl.Publish(t, nil, n, relaytest.Body0(n))
+	}
+	target := newRecordingTarget(t, nil)
+	f := startForward(t, "--url", rl.Channel, "--target", target.URL, "--last-event-id", "1")
+	f.waitErr(t, "gap: the relay no longer had 14 deliveries when this client asked")
+	f.waitOutLines(t, 5)
+	f.stop(t)
+	if !strings.Contains(f.err.String(), "(after event 1)") {
+		t.Errorf("the gap line does not say where:\n%s", f.err.String())
+	}
+	g := startForward(t, "--url", rl.Channel, "--target", target.URL, "--last-event-id", "2", "--json")
+	g.waitOut(t, `{"gap":{"afterId":"2","count":13,"message":"the relay no longer had 13 deliveries`)
+	g.waitOutLines(t, 6)
+	g.stop(t)
+}

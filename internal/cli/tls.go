@@ -20,15 +20,12 @@ func insecureFlag(dst *bool) ucli.Flag {
 	}
 }
 
-// httpTransport returns the transport for requests to targets and relays:
-// a copy of net/http's default that never asks for compression (a replayed
-// request carries only the headers its sender sent, and net/http would add
-// Accept-Encoding: gzip) and, with insecure, skips certificate
+// httpTransport returns the transport for requests to targets and relays
+// (httpx.NewTransport) that, with insecure, skips certificate
 // verification. It prints the warning about insecure on stderr, once per
 // call: commands call it once.
 func httpTransport(insecure bool, s *streams) http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DisableCompression = true
+	t := httpx.NewTransport()
 	if insecure {
 		fmt.Fprintf(s.err, "%s --insecure: TLS certificates are not verified; anyone on the network path can read and change deliveries (use it only with test servers)\n",
 			paint(s.errColor, color.FgYellow).Sprint("warning:"))

@@ -659,6 +659,25 @@ func (t *tracer) note(msg string) {
 	fmt.Fprintln(t.info, t.yellow.Sprint(msg))
 }
 
+// gap reports deliveries the relay no longer had, at once: a line of the
+// trace, or with --json an object {"gap":{...}} among the deliveries.
+func (t *tracer) gap(g proxy.Gap) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.json {
+		enc := json.NewEncoder(t.out)
+		enc.SetEscapeHTML(false)
+		enc.Encode(map[string]any{"gap": map[string]any{"afterId": g.AfterID, "oldestId": g.OldestID, "count": g.Count, "reason": g.Reason, "message": g.String()}})
+		t.written()
+		return
+	}
+	after := ""
+	if g.AfterID != "" {
+		after = " (after event " + termSafe(g.AfterID) + ")"
+	}
+	fmt.Fprintf(t.info, "%s %s%s\n", t.yellow.Sprint("gap:"), g.String(), after)
+}
+
 func (t *tracer) state(s proxy.StateChange) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

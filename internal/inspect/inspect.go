@@ -88,6 +88,7 @@ type Inspector struct {
 	bytes   int64
 	next    int64
 	evicted int64
+	gaps    gapTotals // what the relay reported lost (AddGap)
 	subs    map[chan []byte]struct{}
 	pending map[*delivery.Delivery]replayMark // replays on their way through the pipeline
 }
@@ -149,15 +150,42 @@ func (in *Inspector) Add(r proxy.Result) {
 	if len(in.subs) > 0 { // encoded only for a page that listens
 		msg, _ = json.Marshal(summary(it))
 	}
+	in.notifyLocked(msg)
+	in.mu.Unlock()
+}
+
+// gapTotals are the gaps the relay reported, for the page: how many, the
+// deliveries they lost (where the relay said), and the last one.
+type gapTotals struct {
+	Count int64      `json:"count"`
+	Lost  int64      `json:"lost"`
+	Last  *proxy.Gap `json:"last,omitempty"`
+	// Message says what the last gap means (Gap.String).
+	Message string `json:"message,omitempty"`
+}
+
+// AddGap records a gap the relay reported (an OnGap) and tells the pages,
+// which show it at once beside the counts.
+func (in *Inspector) AddGap(g proxy.Gap) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.gaps.Count++
+	in.gaps.Lost += g.Count
+	in.gaps.Last, in.gaps.Message = &g, g.String()
+	in.notifyLocked([]byte(`{}`))
+}
+
+// notifyLocked sends msg to every page that listens; a page too slow to
+// take it reloads when its stream ends.
+func (in *Inspector) notifyLocked(msg []byte) {
 	for ch := range in.subs {
 		select {
 		case ch <- msg:
-		default: // too slow: it reloads when its stream ends
+		default:
 			delete(in.subs, ch)
 			close(ch)
 		}
 	}
-	in.mu.Unlock()
 }
 
 // resultSize is what a Result counts against HistoryBytes: the body, the
@@ -546,6 +574,7 @@ func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 		Counts     map[string]int `json:"counts"` // of every kept delivery, by outcome, and "all"
 		Events     []string       `json:"events"` // the event names kept, for the filter
 		Evicted    int64          `json:"evicted"`
+		Gaps       gapTotals      `json:"gaps"` // deliveries the relay no longer had
 		Limits     map[string]any `json:"limits"`
 		Target     string         `json:"target,omitempty"`
 		Replay     bool           `json:"replay"` // replays are possible
@@ -562,7 +591,7 @@ func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 			events[e] = true
 		}
 	}
-	out.Evicted = in.evicted
+	out.Evicted, out.Gaps = in.evicted, in.gaps
 	out.Limits = map[string]any{"history": in.opts.History, "history_bytes": in.opts.HistoryBytes, "bytes": in.bytes, "answer_cap": proxy.MaxAnswerBody}
 	in.mu.Unlock()
 	out.Events = append([]string{}, slices.Sorted(maps.Keys(events))...) // [] when empty, never null

@@ -451,3 +451,48 @@ func TestInspectorShowsEveryTarget(t *testing.T) {
 		t.Errorf("detail targets %+v", d.Targets)
 	}
 }
+
+// A gap the relay reports reaches the pages at once (an event on the live
+// stream) and the list counts it, with the deliveries lost.
+func TestInspectorGap(t *testing.T) {
+	s := start(t, inspect.Options{}, newTarget(t))
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.base+"/api/events", nil)
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	told := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(stream.Body)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "data: ") {
+				told <- sc.Text()
+			}
+		}
+	}()
+	s.in.AddGap(proxy.Gap{AfterID: "1", OldestID: "16", Count: 14, Reason: "expired"})
+	s.in.AddGap(proxy.Gap{AfterID: "20", Count: 0, Reason: "unknown"})
+	for range 2 {
+		select {
+		case <-told:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the live stream said nothing of the gap")
+		}
+	}
+	resp, err := http.Get(s.base + "/api/deliveries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Gaps struct {
+			Count, Lost int64
+			Message     string
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&list)
+	if list.Gaps.Count != 2 || list.Gaps.Lost != 14 || !strings.Contains(list.Gaps.Message, "relay restarted") {
+		t.Errorf("gaps = %+v, want 2 gaps, 14 lost, the last one's message", list.Gaps)
+	}
+}

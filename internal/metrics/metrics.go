@@ -157,6 +157,7 @@ func (r Registry) Forward(stats func() proxy.Stats, connections func() int64) fu
 		counter("hookline_forward_deliveries_received_total", "Deliveries read from the relay.", func(s proxy.Stats) float64 { return float64(s.Received) }),
 		gauge("hookline_forward_in_flight", "Deliveries being handled now.", func(s proxy.Stats) float64 { return float64(s.InFlight) }),
 		counter("hookline_forward_gaps_total", "Gaps the relay reported (deliveries it no longer had).", func(s proxy.Stats) float64 { return float64(s.Gaps) }),
+		counter("hookline_forward_gap_deliveries_total", "Deliveries the relay's gaps lost, where it said how many.", func(s proxy.Stats) float64 { return float64(s.GapLost) }),
 		counter("hookline_forward_malformed_total", "Relay messages that could not be read.", func(s proxy.Stats) float64 { return float64(s.Malformed) }),
 		counter("hookline_forward_connections_total", "Connections to the relay made (the first, then each reconnection).", func(proxy.Stats) float64 { return float64(connections()) }),
 	}, extraDescs: []*prometheus.Desc{outcomeDesc, targetDeliveriesDesc, targetWaitingDesc}, extra: func(s proxy.Stats, ch chan<- prometheus.Metric) {

@@ -149,6 +149,15 @@ type Gap struct {
 	Oldest string `json:"-"`
 }
 
+// Count returns how many deliveries the gap lost: To-From+1 when the relay
+// said (a hookline relay), 0 when it did not (gosmee's, or unknown).
+func (g Gap) Count() int64 {
+	if g.From > 0 && g.To >= g.From {
+		return g.To - g.From + 1
+	}
+	return 0
+}
+
 // Frame returns the complete SSE event for g.
 func (g Gap) Frame() []byte {
 	data, _ := json.Marshal(g) // cannot fail: plain fields

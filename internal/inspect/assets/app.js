@@ -114,6 +114,7 @@ async function refresh() {
   $("#counts").replaceChildren(
     el("span", {}, el("b", {}, c.all || 0), " deliveries"),
     ...["verified", "bad-signature", "target-failed", "skipped", "duplicate"].filter((k) => c[k]).map((k) => el("span", { class: k }, el("b", {}, c[k]), " " + outcomeText[k])),
+    ...(list.gaps.count ? [el("span", { class: "gap", title: list.gaps.message }, el("b", {}, list.gaps.lost || "?"), " lost by the relay (" + list.gaps.count + (list.gaps.count === 1 ? " gap)" : " gaps)"))] : []),
   );
   const ev = $("#event"), cur = ev.value;
   ev.replaceChildren(el("option", { value: "" }, "all events"), ...list.events.map((e) => el("option", { value: e }, e)));
