@@ -242,6 +242,10 @@ func (h *harness) trial(ctx context.Context, s scenario, p *payload, tool string
 		}
 	}
 
+	selfStart, serr := sampleProcess(os.Getpid())
+	if serr != nil {
+		return r, serr
+	}
 	failed, perr := l.publish(ctx, url, s)
 	r.PublishErrors = failed
 	if perr != nil {
@@ -269,6 +273,9 @@ wait:
 				return r, err
 			}
 		}
+	}
+	if self, err := sampleProcess(os.Getpid()); err == nil {
+		r.HarnessCPU = (self.cpu - selfStart.cpu).Seconds()
 	}
 	if fwd != nil {
 		end, err := fwd.sample()

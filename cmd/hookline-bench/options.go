@@ -57,6 +57,19 @@ var defaultScenarios = []scenario{
 	{Name: "25MiB", N: 3, Size: 25 << 20, Window: 1, Publishers: 1},
 }
 
+// moreScenarios are chosen by name with --scenarios only: the loads of an
+// independent harness's report (issue 39), to reproduce its figures.
+var moreScenarios = []scenario{
+	// 3,000 published at once with nothing holding the publishers back:
+	// the forwarder falls far behind, and the relay cuts it off.
+	{Name: "burst", N: 3000, Size: 4 << 10, Window: 3000, Publishers: 16},
+	{Name: "4KiB@1/s", N: 60, Size: 4 << 10, Rate: 1, Publishers: 1},
+	{Name: "4KiB@20/s", N: 600, Size: 4 << 10, Rate: 20, Publishers: 1},
+	// In order, 8 POSTs in flight and at most 64 published and not yet
+	// at the target: a backlog a user's pipeline has, not a 512-deep one.
+	{Name: "inorder", N: 2000, Size: 4 << 10, Window: 64, Publishers: 8},
+}
+
 // quickScenarios are --quick's: a few hundred small deliveries and a few
 // larger ones, enough to check correctness in the test suite.
 var quickScenarios = []scenario{
@@ -95,6 +108,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		for _, s := range defaultScenarios {
 			fmt.Fprintf(stderr, "  %-11s %s\n", s.Name, s.describe())
 		}
+		fmt.Fprintln(stderr, "\nMore scenarios, chosen by name with --scenarios (an independent harness's loads):")
+		for _, s := range moreScenarios {
+			fmt.Fprintf(stderr, "  %-11s %s\n", s.Name, s.describe())
+		}
 		fmt.Fprintln(stderr, "\nFlags:")
 		fs.PrintDefaults()
 	}
@@ -106,7 +123,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		window   = fs.Int("window", 0, "deliveries in flight at most when publishing as fast as possible (default 512, or 1 for bodies of 1 MiB and more)")
 		pubs     = fs.Int("publishers", 0, "concurrent publishing POSTs (default 4, or 1 for bodies of 1 MiB and more)")
 		tools    = fs.String("tools", strings.Join(allTools, ","), "tools to measure, comma-separated: direct (baseline), hookline, smee, gosmee, compare (the --compare binary)")
-		scenName = fs.String("scenarios", "", "run only these default scenarios, comma-separated (4KiB, 4KiB@500/s, 1MiB, 25MiB)")
+		scenName = fs.String("scenarios", "", "run only these scenarios, comma-separated (4KiB, 4KiB@500/s, 1MiB, 25MiB; burst, 4KiB@1/s, 4KiB@20/s, inorder)")
 	)
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds: every tool runs once per round, in a rotating order")
 	fs.BoolVar(&o.quick, "quick", false, "a few hundred small deliveries and three of 1 MiB, one round: checks correctness (the test suite runs it)")
@@ -173,7 +190,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	case *scenName != "":
 		for _, name := range strings.Split(*scenName, ",") {
 			found := false
-			for _, s := range defaultScenarios {
+			for _, s := range append(slices.Clip(defaultScenarios), moreScenarios...) {
 				if strings.EqualFold(s.Name, strings.TrimSpace(name)) {
 					o.scenarios, found = append(o.scenarios, s), true
 				}

@@ -96,8 +96,11 @@ const clockTick = 10 * time.Millisecond
 
 // sample reads /proc/<pid>/stat (utime, stime) and /proc/<pid>/status
 // (VmHWM).
-func (p *proc) sample() (usage, error) {
-	pid := p.cmd.Process.Pid
+func (p *proc) sample() (usage, error) { return sampleProcess(p.cmd.Process.Pid) }
+
+// sampleProcess reads the usage of process pid (os.Getpid(): the harness's
+// own, publishers and target, to show it did not saturate the machine).
+func sampleProcess(pid int) (usage, error) {
 	var u usage
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
