@@ -333,7 +333,11 @@ type connOut struct {
 	bw   *bufio.Writer // nil between events
 }
 
-var outBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+// outBuffers hold 64 KiB: an event of a webhook of up to about 45 KiB (its
+// body in base64), or several queued ones, go out as one chunk in one
+// write system call. With 4 KiB a 4 KiB webhook took six (the base64
+// encoder writes 1 KiB at a time), each a chunk the client parses.
+var outBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 
 func (o *connOut) Write(b []byte) (int, error) {
 	if o.bw == nil {

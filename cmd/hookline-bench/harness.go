@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -198,7 +199,14 @@ func (h *harness) trial(ctx context.Context, s scenario, p *payload, tool string
 			}
 		}
 		total := int64(s.N) * int64(s.Size+2048)
-		relay, err = startRelay(ctx, h.work, argv, env, 2*total+64<<20)
+		var extra []string
+		if !h.o.serveDefaults {
+			extra = append(extra, "--history-bytes", strconv.FormatInt(2*total+64<<20, 10), "--total-history-bytes", strconv.FormatInt(4*total+128<<20, 10))
+		}
+		if h.o.dataDir {
+			extra = append(extra, "--data-dir", filepath.Join(h.work, fmt.Sprintf("relay-data-%s-%s-r%d", tool, strings.NewReplacer("/", "_", "@", "-").Replace(s.Name), round)))
+		}
+		relay, err = startRelay(ctx, h.work, argv, env, extra)
 		if err != nil {
 			return r, err
 		}

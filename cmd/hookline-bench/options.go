@@ -79,25 +79,27 @@ var quickScenarios = []scenario{
 
 // options are the parsed flags.
 type options struct {
-	scenarios   []scenario
-	tools       []string
-	rounds      int
-	body        string // "json" or "binary"
-	concurrency int    // hookline forward --concurrency
-	hookline    string // a prebuilt hookline binary; empty builds one
-	compare     string // another hookline binary, measured as the tool "compare"
-	node        string
-	smee        string // smee.js; empty: interop/node_modules/smee-client/bin/smee.js
-	gosmee      string // gosmee binary; empty: built from the module proxy
-	stall       time.Duration
-	profile     string // directory for pprof profiles of the hookline trials
-	jsonOut     string // file for the raw results
-	workDir     string
-	verbose     bool
-	trace       bool // with profile: execution traces too
-	quick       bool
-	moduleRoot  string // found with `go env GOMOD` when empty
-	secret      string
+	scenarios     []scenario
+	tools         []string
+	rounds        int
+	body          string // "json" or "binary"
+	concurrency   int    // hookline forward --concurrency
+	hookline      string // a prebuilt hookline binary; empty builds one
+	compare       string // another hookline binary, measured as the tool "compare"
+	node          string
+	smee          string // smee.js; empty: interop/node_modules/smee-client/bin/smee.js
+	gosmee        string // gosmee binary; empty: built from the module proxy
+	stall         time.Duration
+	profile       string // directory for pprof profiles of the hookline trials
+	jsonOut       string // file for the raw results
+	workDir       string
+	verbose       bool
+	trace         bool // with profile: execution traces too
+	serveDefaults bool // serve with its own history limits, not the harness's
+	dataDir       bool // serve --data-dir, a new directory per trial
+	quick         bool
+	moduleRoot    string // found with `go env GOMOD` when empty
+	secret        string
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -136,6 +138,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.gosmee, "gosmee", "", "gosmee binary for the gosmee tool (default: go install "+gosmeeModule+" from the Go module proxy, or the tool is skipped)")
 	fs.DurationVar(&o.stall, "stall", 30*time.Second, "give up on a trial when the target gets nothing new for this long; what is missing is lost")
 	fs.StringVar(&o.profile, "profile", "", "write CPU and allocation profiles of the relay and the forwarder of each hookline trial to `DIR`")
+	fs.BoolVar(&o.serveDefaults, "serve-defaults", false, "run hookline serve with its default history limits (the harness otherwise gives it room for every delivery of a trial)")
+	fs.BoolVar(&o.dataDir, "data-dir", false, "run hookline serve with --data-dir (a new directory per trial): every delivery is on disk before its POST is answered")
 	fs.BoolVar(&o.trace, "trace", false, "with --profile, also write execution traces (go tool trace) of the relay and the forwarder")
 	fs.StringVar(&o.jsonOut, "json", "", "also write every trial's figures to `FILE` as JSON")
 	fs.StringVar(&o.workDir, "workdir", "", "directory for the binary and the processes' logs (default: a temporary one, removed at the end)")

@@ -142,16 +142,12 @@ type relayProc struct {
 	channel string // base/<name>
 }
 
-// startRelay runs `argv0... serve` on a free loopback port and waits for it
-// to print its channel URL. The history keeps serve's default count (a
-// history of every delivery made the relay's memory grow through a run,
-// and its CPU with the page faults: the harness's cost, not the
-// product's), with room in bytes for the largest scenarios.
-func startRelay(ctx context.Context, dir string, argv0, env []string, historyBytes int64) (*relayProc, error) {
-	argv := append(append([]string(nil), argv0...), "serve", "--no-color", "--addr", "127.0.0.1:0",
-		"--history-bytes", strconv.FormatInt(historyBytes, 10),
-		"--total-history-bytes", strconv.FormatInt(2*historyBytes, 10),
-	)
+// startRelay runs `argv0... serve` with extra flags on a free loopback port
+// and waits for it to print its channel URL. The harness gives it room in
+// bytes for the largest scenarios (unless --serve-defaults); the history
+// keeps serve's default count.
+func startRelay(ctx context.Context, dir string, argv0, env, extra []string) (*relayProc, error) {
+	argv := append(append(append([]string(nil), argv0...), "serve", "--no-color", "--addr", "127.0.0.1:0"), extra...)
 	pr, pw := io.Pipe()
 	p, err := startProc("serve", dir, argv, env, pw)
 	if err != nil {
