@@ -250,19 +250,17 @@ func (c *checkpoint) scheduleLocked() {
 // quiet spell is written at once.
 const stateWriteInterval = 100 * time.Millisecond
 
-// writeLoop writes snapshots until the state stops changing, then ends.
+// writeLoop writes the newest snapshot, waits stateWriteInterval (what
+// finishes meanwhile shares the next write), and again while the state
+// changed; then ends.
 func (c *checkpoint) writeLoop() {
 	c.mu.Lock()
-	for first := true; c.dirty; first = false {
-		if !first {
-			c.mu.Unlock()
-			time.Sleep(stateWriteInterval) // more finish meanwhile: one write for all
-			c.mu.Lock()
-		}
+	for c.dirty {
 		c.dirty = false
 		doc, version := c.snapshotLocked()
 		c.mu.Unlock()
 		c.write(doc, version)
+		time.Sleep(stateWriteInterval)
 		c.mu.Lock()
 	}
 	c.writing = false
