@@ -175,6 +175,10 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 	}
 
 	all := arrived()
+	maxAtKill := 0
+	for _, n := range atKill {
+		maxAtKill = max(maxAtKill, n)
+	}
 	t.Logf("killed after %d arrivals with the state file at %d; %d arrivals in all", len(atKill), stored, len(all))
 	count := map[int]int{}
 	var order []int
@@ -188,8 +192,12 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 		switch c := count[n]; {
 		case c == 0:
 			t.Errorf("delivery %d never arrived (lost)", n)
-		case c == 2 && n == stored+1:
-			// in flight at the kill: at least once
+		case c == 2 && n > stored && n <= maxAtKill+1:
+			// Finished after the state file's last write (written at
+			// most every 100 ms, off the deliveries' path), or in flight
+			// at the kill (the next one, which may reach the target
+			// after the kill): at least once. What the file says is
+			// done never comes again.
 		case c != 1:
 			t.Errorf("delivery %d arrived %d times (the state file said %d were done)", n, c, stored)
 		}
