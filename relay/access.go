@@ -108,17 +108,22 @@ func requestToken(r *http.Request) string {
 	return r.URL.Query().Get(wire.TokenQuery)
 }
 
-// access returns channel name's Access (nil for a public one); a store
-// failure is answered (503) and reported as ok false. Only a private
-// channel's name (PrivatePrefix) can have one: a public channel costs no
-// lookup, and works as before while a shared store is down.
+// access returns channel name's Access (nil for a public one), or answers
+// r and reports ok false: 503 when the store fails, 404 when the channel
+// can only be private and is not (a private channel's name the store does
+// not know, or any name with Options.PrivateOnly). Only a private
+// channel's name (PrivatePrefix) can have an Access: a public channel
+// costs no lookup, and works as before while a shared store is down.
 func (s *Server) access(w http.ResponseWriter, r *http.Request, name string) (a *Access, ok bool) {
-	if !IsPrivateName(name) {
-		return nil, true
+	if IsPrivateName(name) {
+		var err error
+		if a, err = s.store.Access(r.Context(), name); err != nil {
+			s.storeFailed(w, "request", name, err)
+			return nil, false
+		}
 	}
-	a, err := s.store.Access(r.Context(), name)
-	if err != nil {
-		s.storeFailed(w, "request", name, err)
+	if a == nil && (s.opts.PrivateOnly || IsPrivateName(name)) {
+		s.unknownPrivate(w, name)
 		return nil, false
 	}
 	return a, true
@@ -130,14 +135,8 @@ func (s *Server) access(w http.ResponseWriter, r *http.Request, name string) (a 
 // private does not exist.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, name string) bool {
 	a, ok := s.access(w, r, name)
-	switch {
-	case !ok:
-		return false
-	case a == nil && (s.opts.PrivateOnly || IsPrivateName(name)):
-		s.unknownPrivate(w, name)
-		return false
-	case a == nil:
-		return true
+	if !ok || a == nil {
+		return ok
 	}
 	token := requestToken(r)
 	sum := sha256.Sum256([]byte(token))
@@ -181,13 +180,10 @@ func IsPrivateName(name string) bool { return strings.HasPrefix(name, PrivatePre
 func (s *Server) admitPost(w http.ResponseWriter, r *http.Request, name string, body []byte) bool {
 	secret := s.opts.ChannelSecrets[name]
 	a, ok := s.access(w, r, name)
-	switch {
-	case !ok:
+	if !ok {
 		return false
-	case a == nil && (s.opts.PrivateOnly || IsPrivateName(name)):
-		s.unknownPrivate(w, name)
-		return false
-	case a != nil && secret == "":
+	}
+	if a != nil && secret == "" {
 		secret = a.Secret
 	}
 	if secret == "" {

@@ -14,37 +14,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hookline/hookline/internal/testutil/redistest"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/relay/redisstore"
 	"github.com/hookline/hookline/webhooks/provider"
 )
 
-// syncBuffer is a log destination the relay's goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // debugLogger logs every record of the relay, debug included, into buf.
-func debugLogger(buf *syncBuffer) *slog.Logger {
+func debugLogger(buf *relaytest.Buffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
@@ -69,39 +51,13 @@ func newPrivate(t testing.TB, base string) (string, string) {
 	return answer.URL, answer.Token
 }
 
-// do sends method url with the header pairs given and returns the status
-// and the body (its first 64 KiB: a stream's start).
-func do(t testing.TB, method, url, body string, header ...string) (int, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b := make([]byte, 64<<10)
-	n, _ := io.ReadAtLeast(resp.Body, b, 1)
-	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
-		// A stream: its first bytes (the ready event) are enough.
-		return resp.StatusCode, string(b[:n])
-	}
-	rest, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b[:n]) + string(rest)
-}
-
 // Every read path of a private channel (the stream in the three formats,
 // the page, a body, a redelivery, binding a secret) needs the channel's
 // token: none and a wrong one get 401, the right one (as a header or in
 // the query) gets through. POSTs stay open. The token never shows in the
 // relay's log, debug records included.
 func TestPrivateChannelReadPaths(t *testing.T) {
-	var logs syncBuffer
+	var logs relaytest.Buffer
 	_, ts := newRelay(t, relay.Options{Logger: debugLogger(&logs)})
 	channel, token := newPrivate(t, ts.URL)
 	name := strings.TrimPrefix(channel, ts.URL+"/")

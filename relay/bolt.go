@@ -190,10 +190,8 @@ func (s *historyFile) load(tx *bolt.Tx, l *ledger) error {
 		if err != nil {
 			return err
 		}
-		for _, k := range bad {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
+		if err := deleteKeys(b, bad); err != nil {
+			return err
 		}
 		for _, k := range nested {
 			if err := b.DeleteBucket(k); err != nil {
@@ -336,9 +334,10 @@ func (s *historyFile) remove(tx *bolt.Tx, rs []removal) error {
 	return nil
 }
 
-// loadAccess reads the private channels' records into m, dropping (with a
-// warning) those that do not decode: their channels become public, and
-// their streams need no token; a damaged record is not worth refusing to
+// loadAccess reads the private channels' records into m, dropping (with an
+// error in the log) those that do not decode: their channels are unknown
+// from then on (a private channel's name without a record is a 404, see
+// IsPrivateName), never public; a damaged record is not worth refusing to
 // start for, but it is worth saying.
 func (s *historyFile) loadAccess(tx *bolt.Tx, m map[string]Access) error {
 	b, err := tx.CreateBucketIfNotExists(accessBucket)
@@ -349,7 +348,7 @@ func (s *historyFile) loadAccess(tx *bolt.Tx, m map[string]Access) error {
 	err = b.ForEach(func(k, v []byte) error {
 		var a Access
 		if err := json.Unmarshal(v, &a); err != nil || ValidChannelName(string(k)) != nil {
-			s.log.Error("dropping a damaged private channel record from the history file: the channel is no longer private", "channel", truncate(string(k), 64), "err", err)
+			s.log.Error("dropping a damaged private channel record from the history file: the channel is unknown from now on (404), never public; its owner makes a new one", "channel", truncate(string(k), 64), "err", err)
 			bad = append(bad, slices.Clone(k))
 			return nil
 		}
@@ -359,7 +358,12 @@ func (s *historyFile) loadAccess(tx *bolt.Tx, m map[string]Access) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range bad {
+	return deleteKeys(b, bad)
+}
+
+// deleteKeys deletes keys from b (what a load found damaged).
+func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
+	for _, k := range keys {
 		if err := b.Delete(k); err != nil {
 			return err
 		}

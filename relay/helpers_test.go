@@ -200,11 +200,11 @@ func normalize(data string) string {
 	return timestampRE.ReplaceAllString(data, `"timestamp":0`)
 }
 
-// post POSTs body to url with the header pairs given and returns the status
-// and response body.
-func post(t testing.TB, url, body string, header ...string) (int, string) {
+// do sends method url with the header pairs given and returns the status
+// and the body (its first 64 KiB: a stream's start).
+func do(t testing.TB, method, url, body string, header ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,14 +213,24 @@ func post(t testing.TB, url, body string, header ...string) (int, string) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
+		t.Fatalf("%s %s: %v", method, url, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("POST %s: reading the answer: %v", url, err)
+	b := make([]byte, 64<<10)
+	n, _ := io.ReadAtLeast(resp.Body, b, 1)
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
+		// A stream: its first bytes (the ready event) are enough.
+		return resp.StatusCode, string(b[:n])
 	}
-	return resp.StatusCode, string(b)
+	rest, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b[:n]) + string(rest)
+}
+
+// post POSTs body to url with the header pairs given and returns the status
+// and response body.
+func post(t testing.TB, url, body string, header ...string) (int, string) {
+	t.Helper()
+	return do(t, http.MethodPost, url, body, header...)
 }
 
 // mustPost POSTs and fails the test unless the answer is 200.
