@@ -502,19 +502,18 @@ type item struct {
 // New checks opts and returns a Client. Errors wrap ErrInvalidTarget or
 // ErrInvalidOptions and say what to change.
 func New(opts Options) (*Client, error) {
+	if u, token := wire.SplitToken(opts.URL); token != "" {
+		opts.URL = u
+		if opts.ReadToken == "" {
+			opts.ReadToken = token
+		}
+	}
 	c := &Client{opts: opts, logger: opts.Logger, writeCapture: capture.Write,
 		warnings: loglimit.Limit{Burst: warnBurst, Window: time.Minute}}
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
 	var err error
-	if u, token := wire.SplitToken(opts.URL); token != "" {
-		opts.URL = u
-		if opts.ReadToken == "" {
-			opts.ReadToken = token
-		}
-		c.opts = opts
-	}
 	if opts.URL != "" {
 		if c.streamURL, err = sse.StreamURL(opts.URL, opts.Format); err != nil {
 			return nil, fmt.Errorf("%w: relay URL: %v", ErrInvalidOptions, err)

@@ -138,6 +138,12 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, name string) 
 	if !ok || a == nil {
 		return ok
 	}
+	return s.tokenMatches(w, r, a)
+}
+
+// tokenMatches reports whether r carries the read token of a private
+// channel whose Access is a, and answers 401 when it does not.
+func (s *Server) tokenMatches(w http.ResponseWriter, r *http.Request, a *Access) bool {
 	token := requestToken(r)
 	sum := sha256.Sum256([]byte(token))
 	if token != "" && subtle.ConstantTimeCompare(sum[:], a.TokenSum[:]) == 1 {
@@ -216,7 +222,7 @@ func (s *Server) serveSecret(w http.ResponseWriter, r *http.Request, name string
 		httpx.WriteError(w, http.StatusConflict, "only a private channel stores a secret (GET /new?private=1 makes one); serve --channel-secrets binds any channel")
 		return
 	}
-	if !s.authorize(w, r, name) {
+	if !s.tokenMatches(w, r, a) {
 		return
 	}
 	secret := ""

@@ -820,9 +820,9 @@ func createChannel(ctx context.Context, server string, transport http.RoundTripp
 	var u string
 	var status int
 	if private {
-		u, token, err = createPrivateChannel(ctx, client, newURL.String())
-		if err != nil && certHint(err, "relay") == "" && !errors.Is(err, context.DeadlineExceeded) {
-			return "", "", fmt.Errorf("creating a private channel on %s: %w", httpx.RedactURL(server), err)
+		var refusal string
+		if u, token, refusal, err = createPrivateChannel(ctx, client, newURL.String()); err == nil && refusal != "" {
+			return "", "", fmt.Errorf("creating a private channel on %s: %s", httpx.RedactURL(server), refusal)
 		}
 	} else if u, status, err = try(http.MethodHead); err == nil && u == "" {
 		u, status, err = try(http.MethodGet)

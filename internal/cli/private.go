@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -69,16 +68,18 @@ func findToken(channel, inURL string) string {
 }
 
 // createPrivateChannel asks a hookline relay for a private channel:
-// GET /new?private=1, answered {"url","token"}.
-func createPrivateChannel(ctx context.Context, client *http.Client, newURL string) (channel, token string, err error) {
+// GET /new?private=1, answered {"url","token"}. err is a request that
+// failed (the caller words it as for any channel); refusal says why an
+// answer gave no private channel.
+func createPrivateChannel(ctx context.Context, client *http.Client, newURL string) (channel, token, refusal string, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, newURL+"?private=1", nil)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -86,14 +87,14 @@ func createPrivateChannel(ctx context.Context, client *http.Client, newURL strin
 	jerr := json.Unmarshal(body, &answer)
 	switch {
 	case resp.StatusCode != http.StatusOK && answer.Error != "":
-		return "", "", fmt.Errorf("the relay answered %s: %s", resp.Status, answer.Error)
+		return "", "", fmt.Sprintf("the relay answered %s: %s", resp.Status, answer.Error), nil
 	case resp.StatusCode != http.StatusOK || jerr != nil || answer.Token == "" || answer.URL == "":
-		return "", "", fmt.Errorf("the relay answered %s without a private channel: private channels are a hookline relay's (hookline serve), not smee.io's or gosmee's", resp.Status)
+		return "", "", fmt.Sprintf("the relay answered %s without a private channel: private channels are a hookline relay's (hookline serve), not smee.io's or gosmee's", resp.Status), nil
 	}
 	if _, err := httpx.ParseHTTPURL(answer.URL); err != nil {
-		return "", "", fmt.Errorf("the relay answered a channel URL that is not one: %v", err)
+		return "", "", fmt.Sprintf("the relay answered a channel URL that is not one: %v", err), nil
 	}
-	return answer.URL, answer.Token, nil
+	return answer.URL, answer.Token, "", nil
 }
 
 // bindSecret binds a private channel to the webhook secret on the relay
@@ -113,7 +114,7 @@ func bindSecret(ctx context.Context, transport http.RoundTripper, channel, token
 	req.Header.Set("Content-Type", "text/plain")
 	resp, err := (&http.Client{Transport: transport}).Do(req)
 	if err != nil {
-		return fmt.Errorf("--verify-on-relay: %w", errors.New(httpx.RedactText(err.Error())))
+		return fmt.Errorf("--verify-on-relay: %s", httpx.RedactText(err.Error()))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

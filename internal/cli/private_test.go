@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -150,4 +151,22 @@ func TestForwardReportsAGapWithItsCount(t *testing.T) {
 	g.waitOut(t, `{"gap":{"afterId":"2","count":13,"message":"the relay no longer had 13 deliveries`)
 	g.waitOutLines(t, 6)
 	g.stop(t)
+}
+
+// --new --private on a relay that makes no private channels (smee.io
+// answers /new with a redirect) says so, rather than using a public one.
+func TestCreatePrivateChannelOnAnotherRelay(t *testing.T) {
+	smee := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/AbCdEf1234567890", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(smee.Close)
+	_, token, err := createChannel(t.Context(), smee.URL, nil, true)
+	if err == nil || token != "" || !strings.Contains(err.Error(), "creating a private channel on "+smee.URL+": the relay answered 307 Temporary Redirect without a private channel") {
+		t.Errorf("a private channel from a smee-like relay: %q, %v", token, err)
+	}
+	rl := relaytest.Start(t, relay.Options{})
+	u, token, err := createChannel(t.Context(), rl.Base, nil, true)
+	if err != nil || token == "" || !strings.HasPrefix(u, rl.Base+"/"+relay.PrivatePrefix) {
+		t.Errorf("a private channel from hookline serve: %q, %q, %v", u, token, err)
+	}
 }
