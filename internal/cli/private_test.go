@@ -148,7 +148,7 @@ func TestForwardReportsAGapWithItsCount(t *testing.T) {
 		t.Errorf("the gap line does not say where:\n%s", f.err.String())
 	}
 	g := startForward(t, "--url", rl.Channel, "--target", target.URL, "--last-event-id", "2", "--json")
-	g.waitOut(t, `{"gap":{"afterId":"2","count":13,"message":"the relay no longer had 13 deliveries`)
+	g.waitOut(t, `{"gap":{"afterId":"2","oldestId":"16","count":13,"reason":"expired","message":"the relay no longer had 13 deliveries`)
 	g.waitOutLines(t, 6)
 	g.stop(t)
 }

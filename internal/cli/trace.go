@@ -611,9 +611,15 @@ func (t *tracer) writeJSON(r proxy.Result) {
 			j.Headers[k] = v
 		}
 	}
+	t.writeJSONLine(j)
+}
+
+// writeJSONLine writes v as one line of --json's output (HTML characters
+// as they are: bodies and messages are shown, not embedded in a page).
+func (t *tracer) writeJSONLine(v any) {
 	enc := json.NewEncoder(t.out)
 	enc.SetEscapeHTML(false)
-	enc.Encode(j)
+	enc.Encode(v)
 	t.written()
 }
 
@@ -665,10 +671,11 @@ func (t *tracer) gap(g proxy.Gap) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.json {
-		enc := json.NewEncoder(t.out)
-		enc.SetEscapeHTML(false)
-		enc.Encode(map[string]any{"gap": map[string]any{"afterId": g.AfterID, "oldestId": g.OldestID, "count": g.Count, "reason": g.Reason, "message": g.String()}})
-		t.written()
+		type gapLine struct {
+			proxy.Gap
+			Message string `json:"message"`
+		}
+		t.writeJSONLine(map[string]gapLine{"gap": {g, g.String()}})
 		return
 	}
 	after := ""
