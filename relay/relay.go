@@ -867,7 +867,7 @@ func (s *Server) serveNew(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	name, token := "", ""
-	if q := r.URL.Query().Get("private"); s.opts.PrivateOnly || q == "1" || q == "true" {
+	if s.opts.PrivateOnly || truthy(r.URL.Query().Get("private")) {
 		if r.Method == http.MethodHead {
 			w.WriteHeader(http.StatusOK) // a private channel is kept for good: not made for a HEAD
 			return

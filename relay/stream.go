@@ -35,12 +35,15 @@ func (f streamFormat) String() string {
 // with wire.StreamHeader or wire.StreamQuery (what the page's EventSource
 // uses, as it cannot set headers) set to 1 or true.
 func requestedFormat(r *http.Request) streamFormat {
-	truthy := func(v string) bool { return v == "1" || v == "true" }
 	if truthy(r.URL.Query().Get(wire.StreamQuery)) || truthy(r.Header.Get(wire.StreamHeader)) {
 		return formatHookline
 	}
 	return formatSmee
 }
+
+// truthy reports whether a query parameter or header turns an option on:
+// "1" or "true".
+func truthy(v string) bool { return v == "1" || v == "true" }
 
 // lastEventID returns the client's Last-Event-ID and whether it sent one.
 // An empty value counts as none, as for EventSource, which never sends one.

@@ -89,7 +89,7 @@ type Inspector struct {
 	next    int64
 	evicted int64
 	gaps    gapTotals // what the relay reported lost (AddGap)
-	subs    map[chan []byte]struct{}
+	subs    map[chan liveEvent]struct{}
 	pending map[*delivery.Delivery]replayMark // replays on their way through the pipeline
 }
 
@@ -117,7 +117,7 @@ func New(opts Options) *Inspector {
 	if opts.HistoryBytes <= 0 {
 		opts.HistoryBytes = DefaultHistoryBytes
 	}
-	in := &Inspector{opts: opts, token: rand.Text(), subs: map[chan []byte]struct{}{}, pending: map[*delivery.Delivery]replayMark{}}
+	in := &Inspector{opts: opts, token: rand.Text(), subs: map[chan liveEvent]struct{}{}, pending: map[*delivery.Delivery]replayMark{}}
 	in.routes()
 	return in
 }
@@ -150,7 +150,7 @@ func (in *Inspector) Add(r proxy.Result) {
 	if len(in.subs) > 0 { // encoded only for a page that listens
 		msg, _ = json.Marshal(summary(it))
 	}
-	in.notifyLocked(msg)
+	in.notifyLocked(liveEvent{"delivery", msg})
 	in.mu.Unlock()
 }
 
@@ -172,15 +172,23 @@ func (in *Inspector) AddGap(g proxy.Gap) {
 	in.gaps.Count++
 	in.gaps.Lost += g.Count
 	in.gaps.Last, in.gaps.Message = &g, g.String()
-	in.notifyLocked([]byte(`{}`))
+	msg, _ := json.Marshal(g)
+	in.notifyLocked(liveEvent{"gap", msg})
 }
 
-// notifyLocked sends msg to every page that listens; a page too slow to
+// liveEvent is an event of the pages' live stream (events): "delivery" with
+// a Summary, or "gap" with a proxy.Gap.
+type liveEvent struct {
+	name string
+	data []byte
+}
+
+// notifyLocked sends ev to every page that listens; a page too slow to
 // take it reloads when its stream ends.
-func (in *Inspector) notifyLocked(msg []byte) {
+func (in *Inspector) notifyLocked(ev liveEvent) {
 	for ch := range in.subs {
 		select {
-		case ch <- msg:
+		case ch <- ev:
 		default:
 			delete(in.subs, ch)
 			close(ch)
@@ -852,14 +860,15 @@ func (in *Inspector) export(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// events streams a Summary for every new Result (Server-Sent Events).
+// events streams a Summary for every new Result, and a proxy.Gap for every
+// gap the relay reports (Server-Sent Events "delivery" and "gap").
 func (in *Inspector) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		httpx.WriteError(w, http.StatusInternalServerError, "streaming unsupported")
 		return
 	}
-	ch := make(chan []byte, 256)
+	ch := make(chan liveEvent, 256)
 	in.mu.Lock()
 	in.subs[ch] = struct{}{}
 	in.mu.Unlock()
@@ -881,11 +890,11 @@ func (in *Inspector) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
-		case msg, ok := <-ch:
+		case ev, ok := <-ch:
 			if !ok {
 				return
 			}
-			fmt.Fprintf(w, "event: delivery\ndata: %s\n\n", msg)
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, ev.data)
 			flusher.Flush()
 		case <-ping.C:
 			io.WriteString(w, ": ping\n\n")

@@ -466,7 +466,7 @@ func TestInspectorGap(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(stream.Body)
 		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "data: ") {
+			if strings.HasPrefix(sc.Text(), "event: ") {
 				told <- sc.Text()
 			}
 		}
@@ -475,7 +475,10 @@ func TestInspectorGap(t *testing.T) {
 	s.in.AddGap(proxy.Gap{AfterID: "20", Count: 0, Reason: "unknown"})
 	for range 2 {
 		select {
-		case <-told:
+		case ev := <-told:
+			if ev != "event: gap" {
+				t.Errorf("the live stream said %q, want event: gap", ev)
+			}
 		case <-time.After(20 * time.Second):
 			t.Fatal("the live stream said nothing of the gap")
 		}

@@ -316,6 +316,7 @@ function listen() {
   const es = new EventSource("api/events");
   es.onopen = () => refresh();
   es.addEventListener("delivery", () => refresh());
+  es.addEventListener("gap", () => refresh());
   es.onerror = () => { es.close(); setTimeout(listen, 1000); };
 }
 listen();
