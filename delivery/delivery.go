@@ -100,6 +100,9 @@ const (
 	// BodyBase64 is "bodyB": the exact bytes, base64-encoded by gosmee and
 	// hookline. Signatures always verify.
 	BodyBase64 BodySource = "bodyB"
+	// BodyJSONExact is "body" with "bodyB": null: a hookline relay wrote a
+	// JSON body's exact bytes once rather than in base64.
+	BodyJSONExact BodySource = "body-exact"
 	// BodyLinked is "bodyLink": a hookline relay sent a large body by link
 	// and the client fetched its exact bytes.
 	BodyLinked BodySource = "bodyLink"
@@ -128,10 +131,10 @@ const (
 )
 
 // Exact reports whether the body bytes are exactly those sent on (bodyB,
-// rawdata, a link, a capture file, an edit) rather than a relay's
-// re-serialisation.
+// hookline's exact "body", rawdata, a link, a capture file, an edit) rather
+// than a relay's re-serialisation.
 func (s BodySource) Exact() bool {
-	return s == BodyBase64 || s == BodyRaw || s == BodyLinked || s == BodyCapture || s == BodyEdited
+	return s == BodyBase64 || s == BodyJSONExact || s == BodyRaw || s == BodyLinked || s == BodyCapture || s == BodyEdited
 }
 
 // Format names a relay's message shape.

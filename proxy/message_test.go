@@ -238,7 +238,8 @@ func TestDecodeBody(t *testing.T) {
 		{"bodyB beats rawdata and body", `{"x-github-event":"push","body":{"a":1},"rawdata":"x","bodyB":"eyAiYSI6IDEgfQ=="}`, `{ "a": 1 }`, delivery.BodyBase64},
 		{"bodyB keeps bytes that are not UTF-8", `{"x-github-event":"push","bodyB":"/wD+"}`, "\xff\x00\xfe", delivery.BodyBase64},
 		{"empty bodyB", `{"x-github-event":"push","bodyB":""}`, "", delivery.BodyBase64},
-		{"null bodyB falls back", `{"x-github-event":"push","bodyB":null,"body":{"a":1}}`, `{"a":1}`, delivery.BodyJSON},
+		{"null bodyB: body is exact", `{"x-github-event":"push","bodyB":null,"body":{"b" : 1.50,"a":"\u00e9"}}`, `{"b" : 1.50,"a":"\u00e9"}`, delivery.BodyJSONExact},
+		{"null bodyB and no body", `{"x-github-event":"push","bodyB":null}`, "", delivery.BodyNone},
 		{"null rawdata falls back", `{"x-github-event":"push","rawdata":null,"body":{"a":1}}`, `{"a":1}`, delivery.BodyJSON},
 	}
 	for _, tt := range tests {
@@ -247,7 +248,7 @@ func TestDecodeBody(t *testing.T) {
 			if string(d.Body) != tt.body || d.BodySource != tt.source {
 				t.Errorf("Body, BodySource = %q, %q; want %q, %q", d.Body, d.BodySource, tt.body, tt.source)
 			}
-			if want := tt.source == delivery.BodyBase64 || tt.source == delivery.BodyRaw; d.BodySource.Exact() != want {
+			if want := tt.source == delivery.BodyBase64 || tt.source == delivery.BodyRaw || tt.source == delivery.BodyJSONExact; d.BodySource.Exact() != want {
 				t.Errorf("BodySource(%q).Exact() = %v, want %v", d.BodySource, d.BodySource.Exact(), want)
 			}
 		})

@@ -54,8 +54,10 @@
 // Last-Event-ID (or ?lastEventId=), then sends deliveries as they arrive
 // and a "ping" every 30 s. The message format is smee.io's; a subscriber
 // that sends X-Hookline-Stream: 1 (or ?hookline=1) gets hookline's: the
-// exact body in "bodyB" in place of "body", and a body of 1 MiB or more as
-// "bodyLink", a URL to GET it from. Errors are JSON: {"error":"what went
+// exact body in "bodyB" in place of "body" (or, asked with
+// X-Hookline-JSON-Body: 1, a JSON body "body" holds byte for byte in
+// "body" with "bodyB": null), and a body of 1 MiB or more as "bodyLink", a
+// URL to GET it from. Errors are JSON: {"error":"what went
 // wrong and what to do"}.
 //
 // Reading a private channel (its stream in every format, page, bodies,

@@ -79,12 +79,31 @@ func FuzzIngest(f *testing.F) {
 				}
 			}
 		}
+		// hookline's client asks for JSON bodies in "body": what its
+		// decoder reads is the exact body, whatever the body.
+		got, err := wire.DecodeDelivery(frameData(t, d.frame(formatHooklineJSON).Bytes()))
+		if err != nil {
+			t.Fatalf("hookline+json message: %v", err)
+		}
+		if !bytes.Equal(got.Body, body) || !got.BodySource.Exact() {
+			t.Fatalf("hookline+json message: body %q from %q, want %q", got.Body, got.BodySource, body)
+		}
 	})
 }
 
 // decodeFrame joins an event's data lines as an SSE client does and decodes
 // the JSON.
 func decodeFrame(t *testing.T, frame []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(frameData(t, frame), &m); err != nil {
+		t.Fatalf("message is not JSON: %v\n%s", err, frame)
+	}
+	return m
+}
+
+// frameData joins an event's data lines as an SSE client does.
+func frameData(t *testing.T, frame []byte) []byte {
 	t.Helper()
 	text := strings.TrimSuffix(string(frame), "\n\n")
 	var lines []string
@@ -94,11 +113,7 @@ func decodeFrame(t *testing.T, frame []byte) map[string]any {
 		}
 		lines = append(lines, strings.TrimPrefix(line, "data: "))
 	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(strings.Join(lines, "\n")), &m); err != nil {
-		t.Fatalf("message is not JSON: %v\n%s", err, frame)
-	}
-	return m
+	return []byte(strings.Join(lines, "\n"))
 }
 
 // FuzzDecodeRecord feeds arbitrary bytes to the decoder of the records the

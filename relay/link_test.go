@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/relay"
 )
@@ -231,5 +232,54 @@ func TestShedDropsWholeFetchesFirst(t *testing.T) {
 	}
 	if st := srv.Stats(); st.CutOff != 0 || st.Subscribers != 2 {
 		t.Errorf("stats %+v: no stream should be cut for a body the forwarder fetched whole", st)
+	}
+}
+
+// A hookline client that asks for JSON bodies in "body" (wire.JSONBodyHeader)
+// gets a JSON body that "body" can hold byte for byte written once, with
+// "bodyB": null, and every other body in "bodyB" as before; a client that
+// does not ask (an older hookline, the relay's page) gets "bodyB" for all.
+func TestExactJSONBodies(t *testing.T) {
+	_, ts := newRelay(t, relay.Options{})
+	ch := ts.URL + "/exact-json-bodies-channel-0001"
+	asks := subscribe(t, ch, wire.StreamHeader, "1", wire.JSONBodyHeader, "1")
+	asks.ready()
+	older := subscribeLinked(t, ch)
+	for _, tt := range []struct {
+		name, contentType, body string
+		inBody                  bool
+	}{
+		{"compact JSON", "application/json", `{"action":"opened","n":[1,2.5e3],"s":"\u00e9\\\"x"}`, true},
+		{"a +json type", "application/vnd.github+json; charset=utf-8", `[true,null]`, true},
+		{"a JSON string", "application/json", `"just text"`, true},
+		{"space before", "application/json", ` {"a":1}`, false},
+		{"tab after", "application/json", "{\"a\":1}\t", false},
+		{"line breaks", "application/json", "{\"a\":\n1}", false},
+		{"CR inside", "application/json", "{\"a\":\r1}", false},
+		{"not JSON", "application/json", `{"a":`, false},
+		{"a form", "application/x-www-form-urlencoded", `payload=%7B%7D`, false},
+		{"text", "text/plain", `{"looks":"like JSON"}`, false},
+	} {
+		mustPost(t, ch, tt.body, "Content-Type", tt.contentType)
+		ev := asks.next()
+		m := message(t, ev)
+		bodyB, hasB := m[wire.KeyBodyB]
+		switch {
+		case tt.inBody && (!hasB || bodyB != nil):
+			t.Errorf("%s: bodyB = %v, want null", tt.name, bodyB)
+		case !tt.inBody && bodyB == nil:
+			t.Errorf("%s: bodyB is null or missing, want the body in base64", tt.name)
+		}
+		// What hookline's decoder makes of the event: the exact body.
+		d, err := wire.DecodeDelivery([]byte(ev.Data))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if string(d.Body) != tt.body || !d.BodySource.Exact() || d.Format != delivery.FormatHookline {
+			t.Errorf("%s: decoded body %q from %q (%s), want %q exactly", tt.name, d.Body, d.BodySource, d.Format, tt.body)
+		}
+		if got, err := bodyOf(t, ch, message(t, older.next())); err != nil || string(got) != tt.body {
+			t.Errorf("%s: a client that did not ask got %q (%v), want it in bodyB", tt.name, got, err)
+		}
 	}
 }

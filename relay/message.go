@@ -49,6 +49,10 @@ type Entry struct {
 
 	plain    *wire.Frame // its message for smee.io's subscribers
 	hookline *wire.Frame // hookline's (bodyB in place of body), sharing the parts of the full smee.io frame
+	// exact is hookline's with the body in "body" (wire.JSONBodyHeader),
+	// the full smee.io frame itself, when that holds the body byte for
+	// byte; else nil.
+	exact *wire.Frame
 
 	// refs counts who holds the delivery: its history in memory (one,
 	// taken by ledgerStore) and subscribers (subscriber.hold). Once no
@@ -118,6 +122,9 @@ func makeDelivery(header []wire.Header, query string, body []byte, now time.Time
 	full := wire.NewFrame(m)
 	d.plain = full
 	d.hookline = full.Hookline(body)
+	if wire.CarriesExactly(m.Body, body) {
+		d.exact = full.ExactJSON()
+	}
 	if slices.ContainsFunc(header, unsafeForSmee) {
 		m.Header = slices.DeleteFunc(slices.Clone(header), unsafeForSmee)
 		d.plain = wire.NewFrame(m)
@@ -231,10 +238,15 @@ func bodyValue(contentType string, body []byte) []byte {
 
 // frame returns d's message for a subscriber of format. A gosmee one is
 // encoded for each write (its headers and timestamp; bodyB is encoded as it
-// is written), so that deliveries hold no third frame.
+// is written), so that deliveries hold no frame of their own for it.
 func (d *Entry) frame(format streamFormat) *wire.Frame {
 	switch format {
 	case formatHookline:
+		return d.hookline
+	case formatHooklineJSON:
+		if d.exact != nil {
+			return d.exact
+		}
 		return d.hookline
 	case formatGosmee:
 		header := d.header

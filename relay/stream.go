@@ -22,23 +22,31 @@ import (
 type streamFormat int
 
 const (
-	formatSmee     streamFormat = iota // smee.io's: headers, body, query, timestamp
-	formatHookline                     // hookline's: bodyB (or bodyLink) in place of body (wire.StreamHeader)
-	formatGosmee                       // a gosmee server's, on /events/<channel>
+	formatSmee         streamFormat = iota // smee.io's: headers, body, query, timestamp
+	formatHookline                         // hookline's: bodyB (or bodyLink) in place of body (wire.StreamHeader)
+	formatGosmee                           // a gosmee server's, on /events/<channel>
+	formatHooklineJSON                     // hookline's, with JSON bodies written once in body (wire.JSONBodyHeader)
 )
 
 func (f streamFormat) String() string {
-	return [...]string{"smee", "hookline", "gosmee"}[f]
+	return [...]string{"smee", "hookline", "gosmee", "hookline+json"}[f]
 }
+
+// hookline reports whether f is one of hookline's formats.
+func (f streamFormat) hookline() bool { return f == formatHookline || f == formatHooklineJSON }
 
 // requestedFormat is the format a GET /<channel> stream asked for: hookline's
 // with wire.StreamHeader or wire.StreamQuery (what the page's EventSource
-// uses, as it cannot set headers) set to 1 or true.
+// uses, as it cannot set headers) set to 1 or true, with exact JSON bodies
+// when wire.JSONBodyHeader is set too.
 func requestedFormat(r *http.Request) streamFormat {
-	if truthy(r.URL.Query().Get(wire.StreamQuery)) || truthy(r.Header.Get(wire.StreamHeader)) {
-		return formatHookline
+	switch {
+	case !truthy(r.URL.Query().Get(wire.StreamQuery)) && !truthy(r.Header.Get(wire.StreamHeader)):
+		return formatSmee
+	case truthy(r.Header.Get(wire.JSONBodyHeader)):
+		return formatHooklineJSON
 	}
-	return formatSmee
+	return formatHookline
 }
 
 // truthy reports whether a query parameter or header turns an option on:
@@ -90,7 +98,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 		pins:   s.pinned,
 		out:    out,
 	}
-	if format == formatHookline {
+	if format.hookline() {
 		sub.token = newChannelName() // 128 random bits: names its links
 	}
 	last, resume := lastEventID(r)
@@ -454,7 +462,7 @@ func (sw *streamWriter) delivery(d *Entry) (linked bool, err error) {
 	if sw.linkBase != "" && len(d.body) >= wire.LinkMin {
 		linked = true
 		sw.sub.link(d)
-		frame = frame.Linked(sw.linkBase + strconv.FormatInt(d.id, 10) + "?s=" + sw.sub.token)
+		frame = d.hookline.Linked(sw.linkBase + strconv.FormatInt(d.id, 10) + "?s=" + sw.sub.token)
 	}
 	if err := sw.arm(frame.Len()); err != nil {
 		return linked, err

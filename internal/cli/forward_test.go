@@ -349,8 +349,8 @@ func TestForwardEmbeddedRelay(t *testing.T) {
 	if c := <-code; c != ExitOK {
 		t.Errorf("exit code = %d, want 0; stderr:\n%s", c, stderr.String())
 	}
-	if !strings.Contains(stdout.String(), `"delivery":"emb-1"`) || !strings.Contains(stdout.String(), `"body_source":"bodyB"`) {
-		t.Errorf("trace = %s, want emb-1 with the exact body (bodyB)", stdout.String())
+	if !strings.Contains(stdout.String(), `"delivery":"emb-1"`) || !strings.Contains(stdout.String(), `"body_source":"body-exact"`) {
+		t.Errorf("trace = %s, want emb-1 with the exact JSON body (body-exact)", stdout.String())
 	}
 }
 

@@ -10,7 +10,8 @@
 // "query" (an object) and "timestamp" (milliseconds since the epoch):
 // smee.io's shape. Subscribers that ask with [StreamHeader] or
 // [StreamQuery] get hookline's: "bodyB" (the exact body, base64) or
-// "bodyLink" in place of "body". DecodeDelivery also reads smee.io's
+// "bodyLink" in place of "body", or, with [JSONBodyHeader], a JSON body's
+// exact bytes in "body" and "bodyB": null. DecodeDelivery also reads smee.io's
 // "rawdata" and gosmee's shape (string timestamp, bodyB, no body or query).
 package wire
 
@@ -48,9 +49,20 @@ import (
 // midway can be made again. The query parameter is for clients that cannot
 // set headers (a browser's EventSource). LastEventIDQuery stands in for the
 // Last-Event-ID header for them too; the header wins when both are present.
+//
+// JSONBodyHeader set to "1" as well asks for a JSON body to be written once,
+// as it is, rather than in base64: "body" holds the body's exact bytes and
+// "bodyB" is null. The relay does so for a JSON body that its "body" key
+// can hold byte for byte (valid JSON, no line break, no white space at
+// either end: what GitHub sends), which spares both sides the base64 and
+// the stream a third of its bytes; any other body still comes in "bodyB".
+// A client that does not send the header (an older hookline, the relay's
+// page) gets "bodyB" for every body, and a relay that does not know it
+// ignores it.
 const (
 	StreamHeader     = "X-Hookline-Stream"
 	StreamQuery      = "hookline"
+	JSONBodyHeader   = "X-Hookline-JSON-Body"
 	LastEventIDQuery = "lastEventId"
 	LinkMin          = 1 << 20
 )
@@ -212,6 +224,8 @@ type Frame struct {
 	bodyB []byte
 	// copied: body is a copy of Message.Body
 	copied bool
+	// exact: "bodyB":null follows the tail (see JSONBodyHeader)
+	exact bool
 }
 
 // NewFrame encodes m as smee.io does: every header, then body, query and
@@ -305,6 +319,9 @@ const bodyBKey = `,"` + KeyBodyB + `":"`
 // Len returns the number of bytes WriteTo writes.
 func (f *Frame) Len() int {
 	n := len(f.head) + len(f.body) + len(f.tail) + len("}\n\n")
+	if f.exact {
+		n += len(exactKey)
+	}
 	if f.bodyB != nil {
 		n += len(bodyBKey) + base64.StdEncoding.EncodedLen(len(f.bodyB)) + 1
 	}
@@ -334,6 +351,30 @@ func (f *Frame) Hookline(body []byte) *Frame {
 	return &Frame{head: head, tail: tail, bodyB: body}
 }
 
+// ExactJSON returns hookline's message for the smee.io frame f whose
+// Message.Body was the exact body (see JSONBodyHeader): f itself, with
+// "bodyB": null. The caller checks that "body" holds the body byte for byte
+// ([CarriesExactly]).
+func (f *Frame) ExactJSON() *Frame {
+	return &Frame{head: f.head, body: f.body, tail: f.tail, exact: true}
+}
+
+// CarriesExactly reports whether a message's "body" written from jsonText
+// holds body byte for byte, as ExactJSON promises: jsonText is body itself
+// (valid JSON with no line break: see the relay's body value), and body has
+// no white space at either end, which a reader of the JSON would not keep.
+func CarriesExactly(jsonText, body []byte) bool {
+	if len(body) == 0 || len(jsonText) != len(body) || &jsonText[0] != &body[0] {
+		return false
+	}
+	return !isSpace(body[0]) && !isSpace(body[len(body)-1])
+}
+
+// isSpace reports whether c is JSON white space.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+const exactKey = `,"` + KeyBodyB + `":null`
+
 // Linked returns hookline's frame f with "bodyLink" set to link in place
 // of "bodyB" (see StreamHeader). f must be a Hookline frame.
 func (f *Frame) Linked(link string) *Frame {
@@ -349,6 +390,13 @@ func (f *Frame) WriteTo(w io.Writer) (int64, error) {
 	var n int64
 	for _, part := range [...][]byte{f.head, f.body, f.tail} {
 		k, err := w.Write(part)
+		n += int64(k)
+		if err != nil {
+			return n, err
+		}
+	}
+	if f.exact {
+		k, err := io.WriteString(w, exactKey)
 		n += int64(k)
 		if err != nil {
 			return n, err
@@ -701,6 +749,13 @@ func decodeBody(d *delivery.Delivery, obj map[string]json.RawMessage) error {
 		}
 		d.Link, d.BodySource = string(link), delivery.BodyLinked
 		return nil
+	}
+	if raw, ok := obj[KeyBodyB]; ok && isNull(raw) {
+		// A hookline relay's JSON body written once (JSONBodyHeader).
+		if raw, ok := obj[KeyBody]; ok && !isNull(raw) {
+			d.Body, d.BodySource = []byte(raw), delivery.BodyJSONExact
+			return nil
+		}
 	}
 	if raw, ok := obj[KeyBodyB]; ok && !isNull(raw) {
 		s, err := jsonString(raw)

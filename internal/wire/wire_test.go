@@ -75,6 +75,53 @@ func TestEncodeDecode(t *testing.T) {
 	}
 }
 
+// hookline's exact JSON message (JSONBodyHeader): "body" is the body's
+// bytes as sent, escapes and number spellings kept, and "bodyB" is null;
+// the decoder takes those bytes as they are. CarriesExactly allows it only
+// for the body's own bytes with no white space at either end.
+func TestExactJSONBody(t *testing.T) {
+	body := []byte(`{"s":"\u00e9\/\"","n":[1.50,2e3],"o":{}}`)
+	m := Message{Header: []Header{{Name: "content-type", Value: "application/json"}}, Body: body, Query: []byte("{}"), Timestamp: time.UnixMilli(1)}
+	frame := NewFrame(m).ExactJSON().Bytes()
+	if !bytes.Contains(frame, []byte(`"bodyB":null`)) || !bytes.Contains(frame, body) {
+		t.Fatalf("frame %s: want the body as it is and bodyB null", frame)
+	}
+	if n := NewFrame(m).ExactJSON().Len(); n != len(frame) {
+		t.Errorf("Len = %d, WriteTo wrote %d", n, len(frame))
+	}
+	d, err := DecodeDelivery(data(t, frame))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(d.Body, body) || d.BodySource != delivery.BodyJSONExact || !d.BodySource.Exact() || d.Format != delivery.FormatHookline {
+		t.Errorf("Body = %q from %q (%s), want %q exactly (hookline)", d.Body, d.BodySource, d.Format, body)
+	}
+
+	copied := append([]byte(nil), body...)
+	for _, tt := range []struct {
+		name       string
+		text, body []byte
+		want       bool
+	}{
+		{"the body itself", body, body, true},
+		{"a copy", copied, body, false},
+		{"a part", body[:len(body)-1], body, false},
+		{"empty", nil, nil, false},
+		{"space first", []byte(" 1"), nil, false},
+		{"tab last", []byte("1\t"), nil, false},
+		{"CR last", []byte("1\r"), nil, false},
+		{"a number", []byte("1"), nil, true},
+	} {
+		text, b := tt.text, tt.body
+		if b == nil {
+			b = text
+		}
+		if got := CarriesExactly(text, b); got != tt.want {
+			t.Errorf("CarriesExactly(%s) = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 // A delivery whose body is nested as deep as encoding/json allows decodes;
 // the message around it does not count against the limit.
 func TestDecodeDeepBody(t *testing.T) {
