@@ -1088,14 +1088,22 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": p.id, "duplicate": true})
 		return
 	}
-	s.log.Debug("delivery", "channel", name, "id", p.id, "bytes", len(body), "subscribers", p.queued, "event", headerValue(d.header, "x-github-event"))
-	answer := map[string]int64{"id": p.id}
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.Debug("delivery", "channel", name, "id", p.id, "bytes", len(body), "subscribers", p.queued, "event", headerValue(d.header, "x-github-event"))
+	}
+	answer := postAnswer{ID: p.id}
 	if s.shared == nil {
 		// How many streams got it: 0 tells a sender nobody is listening
 		// (replicas sharing Redis cannot know the others' streams).
-		answer["subscribers"] = int64(p.queued)
+		answer.Subscribers = &p.queued
 	}
 	httpx.WriteJSON(w, http.StatusOK, answer)
+}
+
+// postAnswer is the answer to a POST that was relayed.
+type postAnswer struct {
+	ID          int64 `json:"id"`
+	Subscribers *int  `json:"subscribers,omitempty"`
 }
 
 // storeFailed answers a request the history store could not serve: 503,

@@ -26,6 +26,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -597,24 +598,23 @@ func Classify(name string, data []byte) Kind {
 	if len(data) > 256 { // a control object is tiny; deliveries are not
 		return KindDelivery
 	}
-	if obj, ok := members(data); ok {
-		if _, ok := controlObject(obj); ok {
-			return KindControl
-		}
+	if m, ok := split(data); ok && m.control() {
+		return KindControl
 	}
 	return KindDelivery
 }
 
-func controlObject(obj map[string]json.RawMessage) (string, bool) {
-	raw, ok := obj["message"]
-	if !ok || len(obj) != 1 {
-		return "", false
+// control reports whether m is a control object: its only member (repeated
+// or not) is "message", a string.
+func (m *message) control() bool {
+	if m.body != nil || m.bodyB != nil || m.bodyLink != nil || m.rawData != nil || m.query != nil || m.timestamp != nil || m.method != nil {
+		return false
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
+	if len(m.headers) != 1 || m.headers[0].name != "message" {
+		return false
 	}
-	return s, true
+	_, err := jsonString(m.headers[0].value)
+	return err == nil
 }
 
 // DecodeDelivery reads the data of an event [Classify] calls a delivery,
@@ -623,33 +623,69 @@ func controlObject(obj map[string]json.RawMessage) (string, bool) {
 // decoded over its own base64 text, so that a 25 MiB delivery does not
 // take another 25 MiB. ID and Event are set from the headers.
 func DecodeDelivery(data []byte) (*delivery.Delivery, error) {
-	obj, ok := members(data)
+	m, ok := split(data)
 	if !ok {
 		return nil, errors.New("data is not a JSON object")
 	}
-	return decodeDelivery(obj)
+	return decodeDelivery(&m)
 }
 
-// members reads a JSON object as json.Unmarshal into a
-// map[string]json.RawMessage would (the last of repeated keys wins), but
-// the values alias data instead of being copied: "bodyB" alone may be
-// 33 MiB.
-func members(data []byte) (map[string]json.RawMessage, bool) {
+// message is a relay message's JSON object split into its members as
+// json.Unmarshal into a map would read them (the last of repeated names
+// wins), but in one pass and with values that alias the data: "bodyB" alone
+// may be 33 MiB. A message key's value is nil when the key is absent (a
+// value is never empty).
+type message struct {
+	body, bodyB, bodyLink, rawData, query, timestamp, method []byte
+	headers                                                  []member // every other member, sorted by name
+}
+
+// member is a message member that is not a message key: a request header.
+type member struct {
+	name  string // decoded
+	value []byte // JSON text
+}
+
+// split reads data, a JSON object, into a message.
+func split(data []byte) (message, bool) {
 	ms, ok := jsonscan.Object(data)
 	if !ok {
-		return nil, false
+		return message{}, false
 	}
-	obj := make(map[string]json.RawMessage, len(ms))
-	for _, m := range ms {
-		obj[jsonKey(m.Key)] = json.RawMessage(m.Value)
+	m := message{headers: make([]member, 0, len(ms))}
+	for _, jm := range ms {
+		switch v := jm.Value; {
+		case jm.Is(KeyBody):
+			m.body = v
+		case jm.Is(KeyBodyB):
+			m.bodyB = v
+		case jm.Is(KeyBodyLink):
+			m.bodyLink = v
+		case jm.Is(KeyRawData):
+			m.rawData = v
+		case jm.Is(KeyQuery):
+			m.query = v
+		case jm.Is(KeyTimestamp):
+			m.timestamp = v
+		case jm.Is(KeyMethod):
+			m.method = v
+		default:
+			name, _ := jsonscan.String(jm.Key)
+			m.headers = append(m.headers, member{name: string(name), value: v})
+		}
 	}
-	return obj, true
-}
-
-// jsonKey decodes a member name jsonscan.Object split off.
-func jsonKey(raw []byte) string {
-	s, _ := jsonscan.String(raw)
-	return string(s)
+	// Sorted names make the order of repeated canonical names (such as
+	// "x-a" and "X-A") deterministic; a relay writes them sorted already.
+	// Of repeated names, the last one is kept.
+	slices.SortStableFunc(m.headers, func(a, b member) int { return strings.Compare(a.name, b.name) })
+	kept := m.headers[:0]
+	for i, h := range m.headers {
+		if i+1 == len(m.headers) || m.headers[i+1].name != h.name {
+			kept = append(kept, h)
+		}
+	}
+	m.headers = kept
+	return m, true
 }
 
 // SendUserAgent is the User-Agent of deliveries made by `hookline send`
@@ -664,60 +700,43 @@ const SendUserAgent = "GitHub-Hookshot/hookline"
 // exceed it, since it would turn each into a request header.
 const MaxHeaderBytes = 16 << 10
 
-var messageKeys = map[string]bool{
-	KeyBody: true, KeyBodyB: true, KeyRawData: true, KeyQuery: true, KeyTimestamp: true, KeyMethod: true,
-}
-
-func decodeDelivery(obj map[string]json.RawMessage) (*delivery.Delivery, error) {
-	d := &delivery.Delivery{Headers: make(http.Header, len(obj))}
-	// Sorted names make the order of repeated canonical names (such as
-	// "x-a" and "X-A") deterministic.
-	names := make([]string, 0, len(obj))
-	for k := range obj {
-		if !messageKeys[k] {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
+func decodeDelivery(m *message) (*delivery.Delivery, error) {
+	d := &delivery.Delivery{Headers: make(http.Header, len(m.headers))}
 	size := 0
-	for _, k := range names {
-		if !header.IsToken(k) {
+	for _, h := range m.headers {
+		if !header.IsToken(h.name) {
 			continue
 		}
-		for _, v := range headerValues(obj[k]) {
+		for _, v := range headerValues(h.value) {
 			if header.IsValue(v) {
-				if size += len(k) + len(v) + 4; size > MaxHeaderBytes {
+				if size += len(h.name) + len(v) + 4; size > MaxHeaderBytes {
 					return nil, fmt.Errorf("the message's headers take more than %d bytes, more than any relay accepts", MaxHeaderBytes)
 				}
-				d.Headers.Add(k, v)
+				d.Headers.Add(h.name, v)
 			}
 		}
 	}
 	if len(d.Headers) == 0 {
 		return nil, errors.New("no request headers in the message")
 	}
-	d.ReceivedAt = decodeTimestamp(obj[KeyTimestamp])
-	if raw, ok := obj[KeyQuery]; ok {
-		d.Query = decodeQuery(raw).Encode()
+	d.ReceivedAt = decodeTimestamp(m.timestamp)
+	if m.query != nil {
+		d.Query = decodeQuery(m.query).Encode()
 	}
-	if err := decodeBody(d, obj); err != nil {
+	if err := decodeBody(d, m); err != nil {
 		return nil, err
 	}
-	_, hasBody := obj[KeyBody]
-	_, hasQuery := obj[KeyQuery]
-	_, hasBodyB := obj[KeyBodyB]
-	_, hasLink := obj[KeyBodyLink]
-	stringTime := len(obj[KeyTimestamp]) > 0 && obj[KeyTimestamp][0] == '"'
+	stringTime := len(m.timestamp) > 0 && m.timestamp[0] == '"'
 	switch {
-	case hasLink || hasBodyB && (hasBody || hasQuery):
+	case m.bodyLink != nil || m.bodyB != nil && (m.body != nil || m.query != nil):
 		d.Format = delivery.FormatHookline
-	case hasBodyB || stringTime:
+	case m.bodyB != nil || stringTime:
 		d.Format = delivery.FormatGosmee
 	default:
 		d.Format = delivery.FormatSmee
 	}
 	if d.Format == delivery.FormatGosmee {
-		d.Method = decodeMethod(obj[KeyMethod])
+		d.Method = decodeMethod(m.method)
 	}
 	d.Identify()
 	return d, nil
@@ -741,8 +760,8 @@ func decodeMethod(raw []byte) string {
 
 // decodeBody picks the body by fidelity: bodyLink (to fetch), bodyB,
 // rawdata, body.
-func decodeBody(d *delivery.Delivery, obj map[string]json.RawMessage) error {
-	if raw, ok := obj[KeyBodyLink]; ok && !isNull(raw) {
+func decodeBody(d *delivery.Delivery, m *message) error {
+	if raw := m.bodyLink; raw != nil && !isNull(raw) {
 		link, err := jsonString(raw)
 		if err != nil || len(link) == 0 {
 			return errors.New(`"bodyLink" is not a URL reference`)
@@ -750,14 +769,12 @@ func decodeBody(d *delivery.Delivery, obj map[string]json.RawMessage) error {
 		d.Link, d.BodySource = string(link), delivery.BodyLinked
 		return nil
 	}
-	if raw, ok := obj[KeyBodyB]; ok && isNull(raw) {
+	if m.bodyB != nil && isNull(m.bodyB) && m.body != nil && !isNull(m.body) {
 		// A hookline relay's JSON body written once (JSONBodyHeader).
-		if raw, ok := obj[KeyBody]; ok && !isNull(raw) {
-			d.Body, d.BodySource = []byte(raw), delivery.BodyJSONExact
-			return nil
-		}
+		d.Body, d.BodySource = m.body, delivery.BodyJSONExact
+		return nil
 	}
-	if raw, ok := obj[KeyBodyB]; ok && !isNull(raw) {
+	if raw := m.bodyB; raw != nil && !isNull(raw) {
 		s, err := jsonString(raw)
 		if err != nil {
 			return errors.New(`"bodyB" is not a string`)
@@ -769,7 +786,7 @@ func decodeBody(d *delivery.Delivery, obj map[string]json.RawMessage) error {
 		d.Body, d.BodySource = body, delivery.BodyBase64
 		return nil
 	}
-	if raw, ok := obj[KeyRawData]; ok && !isNull(raw) {
+	if raw := m.rawData; raw != nil && !isNull(raw) {
 		s, err := jsonString(raw)
 		if err != nil {
 			return errors.New(`"rawdata" is not a string`)
@@ -777,8 +794,8 @@ func decodeBody(d *delivery.Delivery, obj map[string]json.RawMessage) error {
 		d.Body, d.BodySource = s, delivery.BodyRaw
 		return nil
 	}
-	raw, ok := obj[KeyBody]
-	if !ok || isNull(raw) {
+	raw := m.body
+	if raw == nil || isNull(raw) {
 		d.BodySource = delivery.BodyNone
 		return nil
 	}
@@ -792,7 +809,7 @@ func decodeBody(d *delivery.Delivery, obj map[string]json.RawMessage) error {
 		d.Body, d.BodySource = s, delivery.BodyText
 		return nil
 	}
-	d.Body, d.BodySource = []byte(raw), delivery.BodyJSON
+	d.Body, d.BodySource = raw, delivery.BodyJSON
 	return nil
 }
 
@@ -838,7 +855,7 @@ func jsonString(raw []byte) ([]byte, error) {
 	return v, nil
 }
 
-func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+func isNull(raw []byte) bool { return string(raw) == "null" }
 
 // headerValues reads a header's value: a string, an array of strings (Node
 // keeps repeated set-cookie headers so), or a number or boolean (their JSON
@@ -912,6 +929,9 @@ func decodeQuery(raw json.RawMessage) url.Values {
 		}
 		q, _ := url.ParseQuery(strings.TrimPrefix(string(s), "?"))
 		return q
+	}
+	if string(raw) == "{}" { // no query: what nearly every message has
+		return nil
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil || obj == nil {

@@ -141,6 +141,9 @@ func TestClassify(t *testing.T) {
 		{"", `{"message":"connected"}`, KindControl},
 		{"message", `ready`, KindControl},
 		{"", `{"message":"hi","x-a":"1"}`, KindDelivery},
+		{"", `{"message":"a","message":"b"}`, KindControl},
+		{"", `{"message":1}`, KindDelivery},
+		{"", `{"message":"hi","timestamp":1}`, KindDelivery},
 		{"", `[1]`, KindDelivery},
 		{EventPing, `{}`, KindControl},
 		{"unknown-name", `{"x-a":"1"}`, KindControl},
@@ -151,6 +154,31 @@ func TestClassify(t *testing.T) {
 		if got := Classify(tt.name, []byte(tt.data)); got != tt.want {
 			t.Errorf("Classify(%q, %s) = %v, want %v", tt.name, tt.data, got, tt.want)
 		}
+	}
+}
+
+// The message keys are never request headers (a linked message's bodyLink
+// once reached the target as a "Bodylink" header, its token with it); of
+// repeated names the last wins, as in JSON.parse, escaped names included;
+// headers come out in the order of their names.
+func TestDecodeMembers(t *testing.T) {
+	data := `{"x-b":"first","bodyLink":"ch/body/2?s=secret","x-b":"last","method":"PUT","rawdata":null,` +
+		`"x-a":["1","2"],"\u0078-c":"escaped","x-c":"plain","query":{},"timestamp":5,"body":null,"bodyB":null}`
+	d, err := DecodeDelivery([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := http.Header{"X-A": {"1", "2"}, "X-B": {"last"}, "X-C": {"plain"}}
+	if !reflect.DeepEqual(d.Headers, want) {
+		t.Errorf("Headers = %v, want %v", d.Headers, want)
+	}
+	if d.Link != "ch/body/2?s=secret" || d.BodySource != delivery.BodyLinked || d.Format != delivery.FormatHookline || d.Method != "" {
+		t.Errorf("Link %q, BodySource %q, Format %q, Method %q", d.Link, d.BodySource, d.Format, d.Method)
+	}
+	// Two names that canonicalise alike keep the order of their names.
+	d, err = DecodeDelivery([]byte(`{"x-y":"lower","X-Y":"upper"}`))
+	if err != nil || !reflect.DeepEqual(d.Headers["X-Y"], []string{"upper", "lower"}) {
+		t.Errorf("X-Y = %q (%v), want upper then lower", d.Headers["X-Y"], err)
 	}
 }
 
