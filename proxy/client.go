@@ -497,6 +497,7 @@ type item struct {
 	durable    bool // its event id may be stored (sse.Event.Durable)
 	duplicate  bool
 	redelivery bool
+	pre        *prepared // nil: process prepares it
 }
 
 // New checks opts and returns a Client. Errors wrap ErrInvalidTarget or
@@ -753,6 +754,9 @@ func (c *Client) Run(ctx context.Context) error {
 				}
 			}
 			it := c.classify(d, ev.Durable)
+			// Prepared here, while the workers are busy with the
+			// deliveries before it (in order, the one at the target).
+			it.pre = c.prepare(d, it.duplicate)
 			select {
 			case queue <- it:
 			case <-ctx.Done():
@@ -1085,11 +1089,11 @@ func (c *Client) handle(ctx context.Context, it item) {
 // targets, after process returns: see fanOut).
 func (c *Client) process(ctx context.Context, it item, then func(Result)) {
 	if c.lanes == nil {
-		then(c.processOne(ctx, it.d, it.duplicate, it.redelivery, nil))
+		then(c.processOne(ctx, it, nil))
 		return
 	}
 	fanned := false
-	r := c.processOne(ctx, it.d, it.duplicate, it.redelivery, func(r Result, handlers func() ([]HandlerResult, error)) {
+	r := c.processOne(ctx, it, func(r Result, handlers func() ([]HandlerResult, error)) {
 		fanned = true
 		c.fanOut(ctx, it.d, r, it, handlers, then)
 	})
@@ -1098,26 +1102,68 @@ func (c *Client) process(ctx context.Context, it item, then func(Result)) {
 	}
 }
 
-// processOne is the pipeline for one target, or, with fan (several
-// targets), its part before the targets: it then ends by calling fan with
-// the Result so far and what runs the handlers, and returns nothing of
-// use.
-func (c *Client) processOne(ctx context.Context, d *delivery.Delivery, duplicate, redelivery bool, fan func(Result, func() ([]HandlerResult, error))) (r Result) {
-	r = Result{Delivery: d, Received: time.Now(), Duplicate: duplicate, Redelivery: redelivery}
-	if d.BodySource == delivery.BodyCapture && !d.ReceivedAt.IsZero() {
-		r.Received = d.ReceivedAt
-	}
+// prepared is what the pipeline works out from a delivery alone, before
+// the deliveries ahead of it are done: its payload and trace fields, its
+// event, whether the filter keeps it, and (unless it is a duplicate or
+// filtered out) its signature's check. Run prepares each delivery as it
+// queues it, so that in order (Concurrency 1) the next one is ready while
+// the one before is at the target.
+type prepared struct {
+	payload              []byte
+	action, repo, sender string
+	filtered             bool
+	verification         Verification
+	verifyNote           string
+	scheme               provider.Scheme
+}
+
+// prepare works out d's prepared part. It sets d.Event when the headers
+// name none (another sender's event: its header, or the payload's type).
+func (c *Client) prepare(d *delivery.Delivery, duplicate bool) *prepared {
+	p := &prepared{}
 	payload, members := payloadJSON(d)
-	r.Action, r.Repository, r.Sender = summarize(members)
+	p.payload = payload
+	p.action, p.repo, p.sender = summarize(members)
 	if d.Event == "" {
-		// Another sender's event: its header, or the payload's type.
 		scheme := c.verify.scheme
 		if scheme == "" {
 			scheme = provider.Detect(d.Headers)
 		}
 		d.Event = provider.Event(scheme, d.Headers, d.Body)
 	}
+	if duplicate {
+		return p
+	}
+	if !c.filter.keep(d.Event, p.action) {
+		p.filtered = true
+		return p
+	}
+	p.verification, p.verifyNote, p.scheme = c.verify.check(d)
+	if v := c.opts.Verifier; v != nil && p.verification == VerificationSkipped {
+		p.verification, p.verifyNote = VerificationPassed, ""
+		sig, _ := d.Signature()
+		if ok, err := v.VerifyWithFallback(d.Body, sig); !ok || err != nil {
+			p.verification, p.verifyNote = VerificationFailed, "the signature does not match the Verifier's secrets"
+		}
+	}
+	return p
+}
 
+// processOne is the pipeline for one target, or, with fan (several
+// targets), its part before the targets: it then ends by calling fan with
+// the Result so far and what runs the handlers, and returns nothing of
+// use.
+func (c *Client) processOne(ctx context.Context, it item, fan func(Result, func() ([]HandlerResult, error))) (r Result) {
+	d, p := it.d, it.pre
+	if p == nil {
+		p = c.prepare(d, it.duplicate)
+	}
+	r = Result{Delivery: d, Received: time.Now(), Duplicate: it.duplicate, Redelivery: it.redelivery}
+	if d.BodySource == delivery.BodyCapture && !d.ReceivedAt.IsZero() {
+		r.Received = d.ReceivedAt
+	}
+	payload := p.payload
+	r.Action, r.Repository, r.Sender = p.action, p.repo, p.sender
 	if r.Duplicate {
 		c.stats.duplicates.Add(1)
 		return r
@@ -1125,20 +1171,13 @@ func (c *Client) processOne(ctx context.Context, d *delivery.Delivery, duplicate
 	if r.Redelivery {
 		c.stats.redeliveries.Add(1)
 	}
-	if !c.filter.keep(d.Event, r.Action) {
+	if p.filtered {
 		r.Filtered = true
 		c.stats.filtered.Add(1)
 		return r
 	}
 
-	r.Verification, r.VerifyNote, r.Scheme = c.verify.check(d)
-	if v := c.opts.Verifier; v != nil && r.Verification == VerificationSkipped {
-		r.Verification, r.VerifyNote = VerificationPassed, ""
-		sig, _ := d.Signature()
-		if ok, err := v.VerifyWithFallback(d.Body, sig); !ok || err != nil {
-			r.Verification, r.VerifyNote = VerificationFailed, "the signature does not match the Verifier's secrets"
-		}
-	}
+	r.Verification, r.VerifyNote, r.Scheme = p.verification, p.verifyNote, p.scheme
 	switch r.Verification {
 	case VerificationPassed:
 		c.stats.verified.Add(1)
