@@ -52,9 +52,20 @@ type Member struct {
 // encoding/json accepts (a body nested 10,000 deep makes a 10,001-deep
 // message).
 func Object(b []byte) ([]Member, bool) {
-	s := scanner{b: b}
 	members := make([]Member, 0, 16)
-	ok := s.whole('{', '}', func() bool {
+	if !Members(b, func(m Member) { members = append(members, m) }) {
+		return nil, false
+	}
+	return members, true
+}
+
+// Members is Object without the slice: it calls fn with each member in
+// order, as it reads it, and reports whether b is a JSON object as Object
+// does. When it reports false, fn may have been called for the members
+// before the fault.
+func Members(b []byte, fn func(Member)) bool {
+	s := scanner{b: b}
+	return s.whole('{', '}', func() bool {
 		start := s.i
 		if s.i >= len(b) || b[s.i] != '"' || !s.str() {
 			return false
@@ -67,16 +78,12 @@ func Object(b []byte) ([]Member, bool) {
 		s.i++
 		s.ws()
 		start = s.i
-		if !s.value(0) { // the value on its own: see the doc comment
+		if !s.value(0) { // the value on its own: see Object's doc comment
 			return false
 		}
-		members = append(members, Member{Key: key, Value: b[start:s.i]})
+		fn(Member{Key: key, Value: b[start:s.i]})
 		return true
 	})
-	if !ok {
-		return nil, false
-	}
-	return members, true
 }
 
 // Array splits b, which must be a JSON array (white space around it
@@ -396,14 +403,18 @@ func (m Member) Is(name string) bool {
 // string: with duplicates the last one wins, as in JSON.parse), and
 // whether obj is a valid JSON object at all. The value may alias obj.
 func StringMember(obj []byte, name string) (value []byte, isObject bool) {
-	members, ok := Object(obj)
+	var last []byte // the last member's value, unquoted once at the end
+	found := false
+	ok := Members(obj, func(m Member) {
+		if m.Is(name) {
+			last, found = m.Value, true
+		}
+	})
 	if !ok {
 		return nil, false
 	}
-	for _, m := range members {
-		if m.Is(name) {
-			value, _ = String(m.Value)
-		}
+	if found {
+		value, _ = String(last)
 	}
 	return value, true
 }

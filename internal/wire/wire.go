@@ -648,12 +648,8 @@ type member struct {
 
 // split reads data, a JSON object, into a message.
 func split(data []byte) (message, bool) {
-	ms, ok := jsonscan.Object(data)
-	if !ok {
-		return message{}, false
-	}
-	m := message{headers: make([]member, 0, len(ms))}
-	for _, jm := range ms {
+	m := message{headers: make([]member, 0, 16)}
+	ok := jsonscan.Members(data, func(jm jsonscan.Member) {
 		switch v := jm.Value; {
 		case jm.Is(KeyBody):
 			m.body = v
@@ -673,6 +669,9 @@ func split(data []byte) (message, bool) {
 			name, _ := jsonscan.String(jm.Key)
 			m.headers = append(m.headers, member{name: string(name), value: v})
 		}
+	})
+	if !ok {
+		return message{}, false
 	}
 	// Sorted names make the order of repeated canonical names (such as
 	// "x-a" and "X-A") deterministic; a relay writes them sorted already.
