@@ -234,6 +234,7 @@ func (h *harness) trial(ctx context.Context, s scenario, p *payload, tool string
 			// gosmee's client streams from <base>/events/<channel>.
 			fargv = []string{h.gosmee, "client", "--nocolor", relay.channel, targetURL}
 		}
+		started := time.Now()
 		fwd, err = startProc(tool, h.work, fargv, fenv, nil)
 		if err != nil {
 			return r, err
@@ -242,6 +243,7 @@ func (h *harness) trial(ctx context.Context, s scenario, p *payload, tool string
 		if err := relay.waitSubscribed(ctx, 1, fwd); err != nil {
 			return r, err
 		}
+		r.Ready = float64(time.Since(started)) / float64(time.Millisecond)
 		if fwdStart, err = fwd.sample(); err != nil {
 			return r, err
 		}

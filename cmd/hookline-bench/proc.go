@@ -233,7 +233,7 @@ func (r *relayProc) waitSubscribed(ctx context.Context, n int, fwd *proc) error 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(5 * time.Millisecond): // the resolution of Ready
 		}
 	}
 }

@@ -42,6 +42,9 @@ type result struct {
 	HarnessCPU   float64 `json:"harnessCPUSeconds"`     // this program's: publishers and target
 	CutOff       int64   `json:"relayCutOff,omitempty"` // the relay cut the forwarder off as too slow
 	Note         string  `json:"note,omitempty"`
+	// Ready is from starting the forwarder to the relay counting it as a
+	// subscriber (polled every 5 ms).
+	Ready float64 `json:"readyms,omitempty"`
 }
 
 // fill computes the delivery figures from what the target saw.
@@ -96,6 +99,7 @@ type summary struct {
 	PerSecond, P50, P95, P99, Max float64
 	FwdPeakRSS, RelayPeakRSS      float64
 	FwdCPU, RelayCPU, HarnessCPU  float64
+	Ready                         float64
 	Lost, NotExact, Duplicates    int64
 	Deliveries                    int64
 	CutOff, PublishErrors         int64
@@ -111,7 +115,7 @@ func (sr *scenarioReport) summarize(tools []string) {
 	sr.Summaries = nil
 	for _, tool := range tools {
 		s := &summary{Tool: tool}
-		var rate, p50, p95, p99, mx, rss, rrss, cpu, rcpu, hcpu []float64
+		var rate, p50, p95, p99, mx, rss, rrss, cpu, rcpu, hcpu, ready []float64
 		for _, r := range sr.Trials {
 			if r.Tool != tool {
 				continue
@@ -119,7 +123,7 @@ func (sr *scenarioReport) summarize(tools []string) {
 			s.Rounds++
 			rate, p50, p95, p99, mx = append(rate, r.PerSecond), append(p50, r.P50), append(p95, r.P95), append(p99, r.P99), append(mx, r.Max)
 			rss, rrss, cpu, rcpu = append(rss, float64(r.FwdPeakRSS)), append(rrss, float64(r.RelayPeakRSS)), append(cpu, r.FwdCPU), append(rcpu, r.RelayCPU)
-			hcpu = append(hcpu, r.HarnessCPU)
+			hcpu, ready = append(hcpu, r.HarnessCPU), append(ready, r.Ready)
 			s.Lost += r.Lost
 			s.NotExact += r.NotExact
 			s.Duplicates += r.Duplicates
@@ -132,6 +136,7 @@ func (sr *scenarioReport) summarize(tools []string) {
 		}
 		s.PerSecond, s.P50, s.P95, s.P99, s.Max = median(rate), median(p50), median(p95), median(p99), median(mx)
 		s.FwdPeakRSS, s.RelayPeakRSS, s.FwdCPU, s.RelayCPU, s.HarnessCPU = median(rss), median(rrss), median(cpu), median(rcpu), median(hcpu)
+		s.Ready = median(ready)
 		sr.Summaries = append(sr.Summaries, s)
 	}
 }
@@ -187,14 +192,15 @@ func writeReport(w io.Writer, rep *report) {
 	for i := range rep.Scenarios {
 		sr := &rep.Scenarios[i]
 		fmt.Fprintf(w, "\n**%s** (%s)\n\n", sr.Scenario.Name, sr.Scenario.describe())
-		fmt.Fprintln(w, "| tool | deliveries/s | p50 ms | p95 ms | p99 ms | max ms | lost | not exact | forwarder peak RSS | forwarder CPU s (µs/delivery) | relay peak RSS | relay CPU s (µs/delivery) | harness CPU µs/delivery |")
-		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		fmt.Fprintln(w, "| tool | deliveries/s | p50 ms | p95 ms | p99 ms | max ms | lost | not exact | forwarder peak RSS | forwarder CPU s (µs/delivery) | relay peak RSS | relay CPU s (µs/delivery) | harness CPU µs/delivery | ready ms |")
+		fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 		perDelivery := func(sec float64) string {
 			return fmt.Sprintf("%.0f", sec*1e6/float64(max(sr.Scenario.N, 1)))
 		}
 		for _, s := range sr.Summaries {
-			fwdRSS, fwdCPU, relRSS, relCPU := "–", "–", "–", "–"
+			fwdRSS, fwdCPU, relRSS, relCPU, ready := "–", "–", "–", "–", "–"
 			if s.Tool != toolDirect {
+				ready = fmt.Sprintf("%.0f", s.Ready)
 				fwdRSS, fwdCPU = bytesize.Format(int64(s.FwdPeakRSS)), fmt.Sprintf("%.2f (%s)", s.FwdCPU, perDelivery(s.FwdCPU))
 				relRSS, relCPU = bytesize.Format(int64(s.RelayPeakRSS)), fmt.Sprintf("%.2f (%s)", s.RelayCPU, perDelivery(s.RelayCPU))
 			}
@@ -205,23 +211,23 @@ func writeReport(w io.Writer, rep *report) {
 			if s.CutOff > 0 {
 				lost += fmt.Sprintf(" (cut off %d×)", s.CutOff)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d of %d | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %d of %d | %s | %s | %s | %s | %s | %s |\n",
 				toolNames[s.Tool], formatRate(s.PerSecond), formatMs(s.P50), formatMs(s.P95), formatMs(s.P99), formatMs(s.Max),
-				lost, s.NotExact, s.Deliveries, fwdRSS, fwdCPU, relRSS, relCPU, perDelivery(s.HarnessCPU))
+				lost, s.NotExact, s.Deliveries, fwdRSS, fwdCPU, relRSS, relCPU, perDelivery(s.HarnessCPU), ready)
 		}
 		hl, smee, direct := sr.summary(toolHookline), sr.summary(toolSmee), sr.summary(toolDirect)
 		if hl != nil && smee != nil {
-			fmt.Fprintf(w, "| hookline / smee-client | %s | %s | %s | %s | %s | | | %s | %s | | | |\n",
+			fmt.Fprintf(w, "| hookline / smee-client | %s | %s | %s | %s | %s | | | %s | %s | | | | %s |\n",
 				ratio(hl.PerSecond, smee.PerSecond), ratio(hl.P50, smee.P50), ratio(hl.P95, smee.P95), ratio(hl.P99, smee.P99), ratio(hl.Max, smee.Max),
-				ratio(hl.FwdPeakRSS, smee.FwdPeakRSS), ratio(hl.FwdCPU, smee.FwdCPU))
+				ratio(hl.FwdPeakRSS, smee.FwdPeakRSS), ratio(hl.FwdCPU, smee.FwdCPU), ratio(hl.Ready, smee.Ready))
 		}
 		if gs := sr.summary(toolGosmee); hl != nil && gs != nil {
-			fmt.Fprintf(w, "| hookline / gosmee client | %s | %s | %s | %s | %s | | | %s | %s | | | |\n",
+			fmt.Fprintf(w, "| hookline / gosmee client | %s | %s | %s | %s | %s | | | %s | %s | | | | %s |\n",
 				ratio(hl.PerSecond, gs.PerSecond), ratio(hl.P50, gs.P50), ratio(hl.P95, gs.P95), ratio(hl.P99, gs.P99), ratio(hl.Max, gs.Max),
-				ratio(hl.FwdPeakRSS, gs.FwdPeakRSS), ratio(hl.FwdCPU, gs.FwdCPU))
+				ratio(hl.FwdPeakRSS, gs.FwdPeakRSS), ratio(hl.FwdCPU, gs.FwdCPU), ratio(hl.Ready, gs.Ready))
 		}
 		if hl != nil && direct != nil {
-			fmt.Fprintf(w, "| hookline − direct | %s of direct | %s | %s | %s | %s | | | | | | | |\n",
+			fmt.Fprintf(w, "| hookline − direct | %s of direct | %s | %s | %s | %s | | | | | | | | |\n",
 				percent(hl.PerSecond, direct.PerSecond), added(hl.P50, direct.P50), added(hl.P95, direct.P95), added(hl.P99, direct.P99), added(hl.Max, direct.Max))
 		}
 	}
