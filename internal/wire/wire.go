@@ -607,8 +607,10 @@ func Classify(name string, data []byte) Kind {
 // control reports whether m is a control object: its only member (repeated
 // or not) is "message", a string.
 func (m *message) control() bool {
-	if m.body != nil || m.bodyB != nil || m.bodyLink != nil || m.rawData != nil || m.query != nil || m.timestamp != nil || m.method != nil {
-		return false
+	for _, k := range m.keys() {
+		if *k.value != nil {
+			return false
+		}
 	}
 	if len(m.headers) != 1 || m.headers[0].name != "message" {
 		return false
@@ -646,29 +648,33 @@ type member struct {
 	value []byte // JSON text
 }
 
+// keyRef is a message key and where its value goes.
+type keyRef struct {
+	name  string
+	value *[]byte
+}
+
+// keys returns m's message keys.
+func (m *message) keys() [7]keyRef {
+	return [...]keyRef{
+		{KeyBody, &m.body}, {KeyBodyB, &m.bodyB}, {KeyBodyLink, &m.bodyLink}, {KeyRawData, &m.rawData},
+		{KeyQuery, &m.query}, {KeyTimestamp, &m.timestamp}, {KeyMethod, &m.method},
+	}
+}
+
 // split reads data, a JSON object, into a message.
 func split(data []byte) (message, bool) {
 	m := message{headers: make([]member, 0, 16)}
+	keys := m.keys()
 	ok := jsonscan.Members(data, func(jm jsonscan.Member) {
-		switch v := jm.Value; {
-		case jm.Is(KeyBody):
-			m.body = v
-		case jm.Is(KeyBodyB):
-			m.bodyB = v
-		case jm.Is(KeyBodyLink):
-			m.bodyLink = v
-		case jm.Is(KeyRawData):
-			m.rawData = v
-		case jm.Is(KeyQuery):
-			m.query = v
-		case jm.Is(KeyTimestamp):
-			m.timestamp = v
-		case jm.Is(KeyMethod):
-			m.method = v
-		default:
-			name, _ := jsonscan.String(jm.Key)
-			m.headers = append(m.headers, member{name: string(name), value: v})
+		for _, k := range keys {
+			if jm.Is(k.name) {
+				*k.value = jm.Value
+				return
+			}
 		}
+		name, _ := jsonscan.String(jm.Key)
+		m.headers = append(m.headers, member{name: string(name), value: jm.Value})
 	})
 	if !ok {
 		return message{}, false
