@@ -10,8 +10,8 @@ import "net/http"
 const writeBufferSize = 64 << 10
 
 // readBufferSize is the read buffer per connection, for the same reason: an
-// event of a relay's stream (a 4 KiB webhook is a 6 KiB event) is read in
-// one system call rather than two or three of 4 KiB.
+// event of a relay's stream (a 4 KiB webhook in base64 is a 6 KiB event) is
+// read in one system call rather than two or three of 4 KiB.
 const readBufferSize = 64 << 10
 
 // NewTransport returns the transport for requests to targets and relays: a
