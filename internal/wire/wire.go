@@ -56,7 +56,7 @@ import (
 // "bodyB" is null. The relay does so for a JSON body that its "body" key
 // can hold byte for byte (valid JSON, no line break, no white space at
 // either end: what GitHub sends), which spares both sides the base64 and
-// the stream a third of its bytes; any other body still comes in "bodyB".
+// the stream a quarter of its bytes; any other body still comes in "bodyB".
 // A client that does not send the header (an older hookline, the relay's
 // page) gets "bodyB" for every body, and a relay that does not know it
 // ignores it.
