@@ -667,13 +667,13 @@ func split(data []byte) (message, bool) {
 	m := message{headers: make([]member, 0, 16)}
 	keys := m.keys()
 	ok := jsonscan.Members(data, func(jm jsonscan.Member) {
+		name, _ := jsonscan.String(jm.Key) // decoded once; aliases data unless escaped
 		for _, k := range keys {
-			if jm.Is(k.name) {
+			if string(name) == k.name {
 				*k.value = jm.Value
 				return
 			}
 		}
-		name, _ := jsonscan.String(jm.Key)
 		m.headers = append(m.headers, member{name: string(name), value: jm.Value})
 	})
 	if !ok {
