@@ -965,7 +965,7 @@ type Gap struct {
 	AfterID  string `json:"afterId"`  // the last event id the client had ("" if none)
 	OldestID string `json:"oldestId"` // the oldest the relay still had, when known
 	Count    int64  `json:"count"`    // how many were lost, when the relay said (a hookline relay); 0 when unknown
-	Reason   string `json:"reason"`   // "expired" (the history's limits dropped them), "unknown" (the relay's history is new: it restarted), "lost" (its Redis lost data), or """"
+	Reason   string `json:"reason"`   // "expired" (the history's limits dropped them), "unknown" (the relay's history is new: it restarted), "lost" (its Redis lost data), or "" (not said)
 }
 
 // String says what the gap means, in one sentence.
