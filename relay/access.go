@@ -43,6 +43,22 @@ type Access struct {
 	TokenSum [sha256.Size]byte // the SHA-256 of the read token
 	Secret   string            // the webhook secret POSTs must be signed with; "" for none
 	Created  time.Time
+	// Network is the client network that made the channel (an IPv4
+	// address, an IPv6 /48), for Limits.PrivatePerNetwork; "" for a
+	// channel made before the relay recorded it.
+	Network string
+	// Used is the channel's last use the store recorded (Store.TouchAccess:
+	// a delivery received, a reader); zero if never. PutAccess does not
+	// change it.
+	Used time.Time
+}
+
+// lastUse is when a was last used, or made if never.
+func (a *Access) lastUse() time.Time {
+	if a.Used.IsZero() {
+		return a.Created
+	}
+	return a.Used
 }
 
 // Errors of Store.PutAccess.
@@ -50,25 +66,43 @@ var (
 	// ErrChannelExists: the channel is private already (a new one is
 	// never made over it).
 	ErrChannelExists = errors.New("relay: the channel exists")
-	// ErrTooManyPrivate: the store holds Limits.PrivateChannels already.
+	// ErrTooManyPrivate: the store holds Limits.PrivateChannels already,
+	// each of them used.
 	ErrTooManyPrivate = errors.New("relay: the relay holds as many private channels as it may")
+	// ErrNetworkShare: the client network making the channel holds
+	// Limits.PrivatePerNetwork already.
+	ErrNetworkShare = errors.New("relay: the client's network holds as many private channels as it may")
 )
 
 // DefaultMaxPrivateChannels is Options.MaxPrivateChannels' default.
 const DefaultMaxPrivateChannels = 100_000
 
-// privateChannelsPerMinute bounds GET /new?private=1 per client address
-// (bursts of privateChannelBurst): a private channel is kept until the
-// store is emptied, so strangers must not fill MaxPrivateChannels quickly.
+// DefaultPrivateChannelTTL is Options.PrivateChannelTTL's default: a
+// private channel that received nothing and had no reader for a week is
+// removed.
+const DefaultPrivateChannelTTL = 7 * 24 * time.Hour
+
+// How fast strangers may make private channels (GET /new?private=1):
+// privateChannelsPerMinute per client network (an IPv4 address, an IPv6
+// /48: holderOf), in bursts of privateChannelBurst, and
+// relayChannelsPerMinute for the whole relay, in bursts of
+// relayChannelBurst. Each network holds at most its share of
+// MaxPrivateChannels (privateShare).
 const (
 	privateChannelsPerMinute = 10
 	privateChannelBurst      = 10
+	relayChannelsPerMinute   = 120
+	relayChannelBurst        = 60
 )
+
+// privateShare is the private channels one client network may hold: a
+// hundredth of the relay's limit, and at least 10.
+func privateShare(limit int) int { return max(limit/100, 10) }
 
 // MarshalJSON and UnmarshalJSON give the stored form of an Access (the
 // bbolt file and Redis keep the same bytes): the token's hash in hex.
 func (a Access) MarshalJSON() ([]byte, error) {
-	return json.Marshal(storedAccess{TokenSHA256: hex.EncodeToString(a.TokenSum[:]), Secret: a.Secret, Created: a.Created.UTC()})
+	return json.Marshal(storedAccess{TokenSHA256: hex.EncodeToString(a.TokenSum[:]), Secret: a.Secret, Created: a.Created.UTC(), Network: a.Network, Used: a.Used.UTC()})
 }
 
 func (a *Access) UnmarshalJSON(b []byte) error {
@@ -80,7 +114,7 @@ func (a *Access) UnmarshalJSON(b []byte) error {
 	if err != nil || len(sum) != sha256.Size {
 		return fmt.Errorf("relay: a private channel's record has no valid token hash")
 	}
-	*a = Access{Secret: s.Secret, Created: s.Created}
+	*a = Access{Secret: s.Secret, Created: s.Created, Network: s.Network, Used: s.Used}
 	copy(a.TokenSum[:], sum)
 	return nil
 }
@@ -89,6 +123,8 @@ type storedAccess struct {
 	TokenSHA256 string    `json:"tokenSHA256"`
 	Secret      string    `json:"secret,omitempty"`
 	Created     time.Time `json:"created"`
+	Network     string    `json:"network,omitempty"`
+	Used        time.Time `json:"used,omitzero"`
 }
 
 // newToken returns a read token and its Access.
@@ -138,7 +174,67 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, name string) 
 	if !ok || a == nil {
 		return ok
 	}
-	return s.tokenMatches(w, r, a)
+	if !s.tokenMatches(w, r, a) {
+		return false
+	}
+	s.touch(r.Context(), name, a.Used)
+	return true
+}
+
+// touch records a use of private channel name (a reader, a delivery) for
+// Options.PrivateChannelTTL, unless the last one recorded (last) is
+// recent: at most one store write per touchEvery. It returns the use now
+// recorded. A store that fails is logged: the request goes on.
+func (s *Server) touch(ctx context.Context, name string, last time.Time) time.Time {
+	now := time.Now()
+	if now.Sub(last) < s.touchEvery() {
+		return last
+	}
+	if err := s.store.TouchAccess(context.WithoutCancel(ctx), name, now); err != nil {
+		s.log.Warn("recording a private channel's use failed", "channel", name, "err", err)
+		return last
+	}
+	return now
+}
+
+// touchEvery is how often a private channel in use records it: an eighth
+// of Options.PrivateChannelTTL, at most an hour.
+func (s *Server) touchEvery() time.Duration { return min(s.opts.PrivateChannelTTL/8, time.Hour) }
+
+// expireEvery is how often the relay removes the private channels unused
+// for Options.PrivateChannelTTL: at most every quarter of it, and every
+// ten minutes at most, when GET /new?private=1 is asked (a relay that
+// makes no private channel never grows).
+func (s *Server) expireEvery() time.Duration { return min(s.opts.PrivateChannelTTL/4, 10*time.Minute) }
+
+// expirePrivate removes the private channels unused for
+// Options.PrivateChannelTTL, if the last time is expireEvery ago: those
+// with a stream on this relay are recorded as used first.
+func (s *Server) expirePrivate(ctx context.Context) {
+	now := time.Now()
+	last := s.expired.Load()
+	if now.UnixNano()-last < int64(s.expireEvery()) || !s.expired.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	s.mu.Lock()
+	var read []string
+	for name, c := range s.channels {
+		if IsPrivateName(name) && c.nsubs.Load() > 0 {
+			read = append(read, name)
+		}
+	}
+	s.mu.Unlock()
+	for _, name := range read {
+		s.touch(ctx, name, time.Time{})
+	}
+	gone, err := s.store.ExpireAccess(ctx, now.Add(-s.opts.PrivateChannelTTL))
+	for _, name := range gone {
+		s.counts.remove(name)
+	}
+	if len(gone) > 0 || err != nil {
+		s.log.Info("unused private channels removed", "channels", len(gone), "unusedFor", s.opts.PrivateChannelTTL.String(), "err", err)
+	}
 }
 
 // tokenMatches reports whether r carries the read token of a private
@@ -189,8 +285,11 @@ func (s *Server) admitPost(w http.ResponseWriter, r *http.Request, name string, 
 	if !ok {
 		return false
 	}
-	if a != nil && secret == "" {
-		secret = a.Secret
+	if a != nil {
+		s.touch(r.Context(), name, a.Used) // a delivery to it, signed or not, shows it in use
+		if secret == "" {
+			secret = a.Secret
+		}
 	}
 	if secret == "" {
 		return true
@@ -248,24 +347,42 @@ func (s *Server) serveSecret(w http.ResponseWriter, r *http.Request, name string
 
 // newPrivateChannel makes a private channel for r's client and returns its
 // name and token; on failure it has answered r.
+//
+// A client network (holderOf) makes privateChannelsPerMinute and holds its
+// privateShare; the relay makes relayChannelsPerMinute. When the relay
+// holds Options.MaxPrivateChannels, the oldest channel never used makes
+// room (a channel someone reads or posts to is never taken), and the
+// channels unused for Options.PrivateChannelTTL are removed first.
 func (s *Server) newPrivateChannel(w http.ResponseWriter, r *http.Request) (name, token string, ok bool) {
-	if allowed, wait := s.creations.allow(time.Now(), s.clientIP(r)); !allowed {
+	ip := s.clientIP(r)
+	network := holderOf(ip)
+	if allowed, wait, all := s.creations.allow(time.Now(), network); !allowed {
+		who := fmt.Sprintf("from your network (%s), %d a minute", network, privateChannelsPerMinute)
+		if all {
+			who = fmt.Sprintf("on this relay, %d a minute", relayChannelsPerMinute)
+		}
 		w.Header().Set("Retry-After", fmt.Sprint(int(wait/time.Second)+1))
-		httpx.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("too many private channels made from this address (%d a minute); retry in %s", privateChannelsPerMinute, wait.Round(time.Second)+time.Second))
+		httpx.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("too many private channels made %s; retry in %s", who, wait.Round(time.Second)+time.Second))
 		return "", "", false
 	}
+	s.expirePrivate(r.Context())
 	token, a := newToken(time.Now())
+	a.Network = network
 	name = PrivatePrefix + newChannelName()
 	err := s.store.PutAccess(context.WithoutCancel(r.Context()), name, a, true)
 	switch {
+	case errors.Is(err, ErrNetworkShare):
+		w.Header().Set("Retry-After", "3600")
+		httpx.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("your network (%s) holds %d private channels, its share of this relay; one unused for %s is removed", network, privateShare(s.opts.MaxPrivateChannels), s.opts.PrivateChannelTTL))
+		return "", "", false
 	case errors.Is(err, ErrTooManyPrivate):
 		w.Header().Set("Retry-After", "3600")
-		httpx.WriteError(w, http.StatusServiceUnavailable, fmt.Sprintf("the relay holds %d private channels, its limit (serve --max-private-channels)", s.opts.MaxPrivateChannels))
+		httpx.WriteError(w, http.StatusServiceUnavailable, fmt.Sprintf("the relay holds %d private channels, its limit (serve --max-private-channels), and each is in use", s.opts.MaxPrivateChannels))
 		return "", "", false
 	case err != nil:
 		s.storeFailed(w, "private channel", name, err)
 		return "", "", false
 	}
-	s.log.Info("private channel made", "channel", name, "client", s.clientIP(r))
+	s.log.Info("private channel made", "channel", name, "client", ip)
 	return name, token, true
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -346,4 +347,92 @@ func redisValues(t *testing.T, u string) []byte {
 		out.WriteString("\n")
 	}
 	return out.Bytes()
+}
+
+// newPrivateFrom asks base for a private channel as a client behind the
+// trusted proxy with address xff; it returns the status, URL and token.
+func newPrivateFrom(t testing.TB, base, xff string) (int, string, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/new?private=1", nil)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-Forwarded-For", xff)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer struct{ URL, Token, Error string }
+	json.NewDecoder(resp.Body).Decode(&answer)
+	if resp.StatusCode != http.StatusOK && answer.Error == "" {
+		t.Errorf("GET /new?private=1 = %d with no error message", resp.StatusCode)
+	}
+	return resp.StatusCode, answer.URL, answer.Token
+}
+
+// The attack of one IPv6 site: a new /64 of its /48 every 10 requests.
+// Its network gets its share at most (10 of 1,000), refused with 429 and
+// a message naming the network, and an owner from another network still
+// gets a private channel. Before, each /64 made 10: the cap of 100,000
+// was full in seconds, for good.
+func TestPrivateChannelsPerNetwork(t *testing.T) {
+	_, ts := newRelay(t, relay.Options{MaxPrivateChannels: 1000, TrustedProxies: loopbackProxy})
+	made := 0
+	for i := range 300 {
+		switch code, _, _ := newPrivateFrom(t, ts.URL, fmt.Sprintf("2001:db8:1:%x::1", i/10)); code {
+		case http.StatusOK:
+			made++
+		case http.StatusTooManyRequests:
+		default:
+			t.Fatalf("request %d = %d, want 200 or 429", i, code)
+		}
+	}
+	if made == 0 || made > 10 {
+		t.Errorf("one /48 made %d private channels, want 1-10 (its share of 1,000)", made)
+	}
+	if code, _, _ := newPrivateFrom(t, ts.URL, "203.0.113.9"); code != http.StatusOK {
+		t.Errorf("an owner from another network got %d, want a private channel", code)
+	}
+}
+
+// A relay full of private channels: the oldest never used makes room for a
+// newcomer; a channel in use (here: one that received a delivery) is never
+// taken.
+func TestFullRelayTakesTheOldestUnusedPrivateChannel(t *testing.T) {
+	_, ts := newRelay(t, relay.Options{MaxPrivateChannels: 30, TrustedProxies: loopbackProxy})
+	mk := func(xff string) (string, string) {
+		t.Helper()
+		code, u, token := newPrivateFrom(t, ts.URL, xff)
+		if code != http.StatusOK {
+			t.Fatalf("a private channel for %s = %d, want 200", xff, code)
+		}
+		return u, token
+	}
+	// Asked without the token (401: it exists, 404: it does not), which
+	// is no use of the channel; a read with the token would be.
+	exists := func(u string) bool {
+		code, _ := do(t, "HEAD", u, "")
+		if code != http.StatusUnauthorized && code != http.StatusNotFound {
+			t.Fatalf("HEAD %s = %d, want 401 or 404", u, code)
+		}
+		return code == http.StatusUnauthorized
+	}
+	owner, _ := mk("198.51.100.1")
+	mustPost(t, owner, `{"zen":"Design for failure."}`, "Content-Type", "application/json")
+	var first string
+	for n := range 29 { // the relay is full: 30
+		u, _ := mk(fmt.Sprintf("192.0.2.%d", 1+n/10))
+		if n == 0 {
+			first = u
+		}
+	}
+	if !exists(first) {
+		t.Fatal("the first stranger's channel is gone before the relay was full")
+	}
+	mk("203.0.113.50")
+	if exists(first) {
+		t.Error("the oldest channel never used is still there after a newcomer made one on a full relay")
+	}
+	if !exists(owner) {
+		t.Error("the owner's channel, which received a delivery, was taken for a newcomer")
+	}
 }

@@ -106,6 +106,9 @@ func openBolt(dir string, l Limits, pinned *atomic.Int64, log *slog.Logger, obse
 			e.d.refs.Add(1) // held by the history, as append does
 		}
 	}
+	for _, a := range s.access {
+		s.networks[a.Network]++
+	}
 	return s, nil
 }
 
@@ -371,13 +374,21 @@ func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
 	return nil
 }
 
-// putAccess stores a private channel's record.
-func (s *historyFile) putAccess(channel string, a Access) error {
-	v, err := json.Marshal(a)
-	if err != nil {
-		return err
+// putAccess stores a private channel's record, or deletes it (a nil a).
+func (s *historyFile) putAccess(channel string, a *Access) error {
+	var v []byte
+	if a != nil {
+		var err error
+		if v, err = json.Marshal(a); err != nil {
+			return err
+		}
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(accessBucket).Put([]byte(channel), v) })
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if a == nil {
+			return tx.Bucket(accessBucket).Delete([]byte(channel))
+		}
+		return tx.Bucket(accessBucket).Put([]byte(channel), v)
+	})
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrStoreClosed
 	}

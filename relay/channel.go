@@ -311,7 +311,7 @@ func (s *Server) publish(ctx context.Context, name string, d *Entry) (published,
 	s.writeErr.Store(nil)
 	s.deliveries.Add(1)
 	if s.opts.CountPerChannel {
-		s.countFor(name).Add(1)
+		s.counts.add(name)
 	}
 	p := published{id: d.id}
 	c.mu.Lock()

@@ -325,6 +325,7 @@ func (s *Server) trusted(a netip.Addr) bool {
 type rateLimits struct {
 	limit rate.Limit
 	burst int
+	all   *rate.Limiter // if not nil, every allow takes a token from it too
 
 	mu sync.Mutex
 	m  map[string]*rate.Limiter
@@ -334,9 +335,13 @@ func newRateLimits(perMinute, burst int) *rateLimits {
 	return &rateLimits{limit: rate.Limit(float64(perMinute) / 60), burst: burst, m: map[string]*rate.Limiter{}}
 }
 
-// allow takes a token from the bucket of every key, or from none and
-// returns how long to wait until it could.
-func (l *rateLimits) allow(now time.Time, keys ...string) (bool, time.Duration) {
+// perMinute returns a token bucket of perMinute tokens a minute, burst at once.
+func perMinute(n, burst int) *rate.Limiter { return rate.NewLimiter(rate.Limit(float64(n)/60), burst) }
+
+// allow takes a token from the bucket of every key (and l.all), or from
+// none and returns how long to wait until it could, and whether l.all is
+// what refused.
+func (l *rateLimits) allow(now time.Time, keys ...string) (ok bool, wait time.Duration, all bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.m) > 10000 {
@@ -346,8 +351,7 @@ func (l *rateLimits) allow(now time.Time, keys ...string) (bool, time.Duration) 
 			}
 		}
 	}
-	rs := make([]*rate.Reservation, 0, len(keys))
-	var wait time.Duration
+	rs := make([]*rate.Reservation, 0, len(keys)+1)
 	for _, k := range keys {
 		lim := l.m[k]
 		if lim == nil {
@@ -358,13 +362,18 @@ func (l *rateLimits) allow(now time.Time, keys ...string) (bool, time.Duration) 
 		rs = append(rs, r)
 		wait = max(wait, r.DelayFrom(now))
 	}
+	if l.all != nil && wait == 0 {
+		r := l.all.ReserveN(now, 1)
+		rs = append(rs, r)
+		wait, all = r.DelayFrom(now), true
+	}
 	if wait == 0 {
-		return true, 0
+		return true, 0, false
 	}
 	for _, r := range rs {
 		r.CancelAt(now)
 	}
-	return false, wait
+	return false, wait, all
 }
 
 // fallbackMaxStreams is Options.MaxStreams's default where the limit on

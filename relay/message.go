@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/jsonscan"
@@ -143,6 +144,22 @@ func makeDelivery(header []wire.Header, query string, body []byte, now time.Time
 // sameBytes reports whether a and b are the same memory.
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// notUTF8Header returns the name of the first header of h whose value is
+// not valid UTF-8, or "". Such a value cannot cross the stream as it is:
+// every stream format carries header values as JSON strings, which would
+// replace each invalid byte with U+FFFD, so the relay refuses it (400)
+// rather than change it silently.
+func notUTF8Header(h http.Header) string {
+	for name, vs := range h {
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // headerBytes returns the size of r's header block as maxHeaderBytes counts it.

@@ -201,11 +201,19 @@ type Options struct {
 	// does not exist (404 to its streams, page and POSTs).
 	PrivateOnly bool
 
-	// MaxPrivateChannels bounds the private channels the store keeps (a
-	// private channel is kept for good; GET /new?private=1 is also limited
-	// to 10 a minute per client address). If zero,
-	// DefaultMaxPrivateChannels.
+	// MaxPrivateChannels bounds the private channels the store keeps. GET
+	// /new?private=1 is limited to 10 a minute per client network (an
+	// IPv4 address, an IPv6 /48) and 120 a minute for the relay; a network
+	// holds at most a hundredth of MaxPrivateChannels (10 at least); when
+	// the relay holds MaxPrivateChannels, the oldest channel never used
+	// makes room for a new one. If zero, DefaultMaxPrivateChannels.
 	MaxPrivateChannels int
+
+	// PrivateChannelTTL is how long a private channel may go unused (no
+	// delivery received, no reader) before it is removed from the store,
+	// its name unknown from then on (404). A channel with a stream open
+	// is in use. If zero, DefaultPrivateChannelTTL.
+	PrivateChannelTTL time.Duration
 
 	// ChannelSecrets binds channels (private or not) to webhook secrets:
 	// a POST to one is stored only if its signature verifies with the
@@ -220,8 +228,13 @@ type Options struct {
 	// CountPerChannel counts deliveries per channel (Stats.PerChannel, by
 	// ChannelKey: a channel's name is its secret). Off by default: a relay
 	// has as many channels as strangers make, each a time series to a
-	// metrics system.
+	// metrics system. At most MaxChannelSeries channels are counted apart.
 	CountPerChannel bool
+	// MaxChannelSeries bounds the channels CountPerChannel counts apart:
+	// beyond it, the channel delivered to least recently (or a private
+	// channel removed) has its count moved to the "other" key. If zero,
+	// DefaultMaxChannelSeries.
+	MaxChannelSeries int
 	// ObserveWrite, if set, is told how long each durable write of the
 	// history took (with DataDir: a bbolt transaction, synced to disk).
 	ObserveWrite func(time.Duration)
@@ -276,15 +289,16 @@ type Server struct {
 	streamsByIP     map[string]int // of them, by client address
 	streamsByHolder map[string]int // of them, by holder (holderOf: IPv6 by /48)
 	redeliver       *rateLimits    // of redeliveries, by channel and client address
-	creations       *rateLimits    // of private channels, by client address
+	creations       *rateLimits    // of private channels, by client network
+	expired         atomic.Int64   // UnixNano of the last expirePrivate
 	closing         chan struct{}  // closed by Close
 	hijacked        sync.WaitGroup // streams served on hijacked connections (see serveStream)
 
 	subscribers atomic.Int64
 	deliveries  atomic.Int64
 	cutOff      atomic.Int64
-	perChannel  sync.Map     // channel name → *atomic.Int64, with Options.CountPerChannel
-	sent        atomic.Int64 // deliveries written to streams (Stats.Sent)
+	counts      *channelCounts // with Options.CountPerChannel
+	sent        atomic.Int64   // deliveries written to streams (Stats.Sent)
 	// refused counts what each limit refused (Stats.Refused).
 	refusedUploads, refusedStreams, refusedRedeliveries, refusedTooLarge atomic.Int64
 	refusedUnauthorized, refusedUnsigned                                 atomic.Int64
@@ -364,6 +378,8 @@ func New(opts Options) (*Server, error) {
 	defInt(&opts.MaxConnsPerIP, 2*opts.MaxStreamsPerIP)
 	defInt(&opts.RedeliveriesPerMinute, DefaultRedeliveryRate)
 	defInt(&opts.MaxPrivateChannels, DefaultMaxPrivateChannels)
+	defDur(&opts.PrivateChannelTTL, DefaultPrivateChannelTTL)
+	defInt(&opts.MaxChannelSeries, DefaultMaxChannelSeries)
 	def(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	def(&opts.MaxUploadBytes, DefaultMaxUploadBytes)
 	defInt(&opts.SubscriberQueue, DefaultSubscriberQueue)
@@ -376,7 +392,8 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lim := Limits{ChanCount: opts.HistoryCount, ChanBytes: opts.HistoryBytes, TotalBytes: opts.TotalHistoryBytes, Age: max(opts.HistoryAge, 0), PrivateChannels: opts.MaxPrivateChannels}
+	lim := Limits{ChanCount: opts.HistoryCount, ChanBytes: opts.HistoryBytes, TotalBytes: opts.TotalHistoryBytes, Age: max(opts.HistoryAge, 0),
+		PrivateChannels: opts.MaxPrivateChannels, PrivatePerNetwork: privateShare(opts.MaxPrivateChannels)}
 	pinned := new(atomic.Int64)
 	var st Store = newMemStore(lim, pinned)
 	switch {
@@ -409,9 +426,11 @@ func New(opts Options) (*Server, error) {
 		fetches:         map[string]*fetch{},
 		redeliver:       newRateLimits(opts.RedeliveriesPerMinute, redeliveryBurst),
 		creations:       newRateLimits(privateChannelsPerMinute, privateChannelBurst),
+		counts:          newChannelCounts(opts.MaxChannelSeries),
 		closing:         make(chan struct{}),
 		pinned:          pinned,
 	}
+	s.creations.all = perMinute(relayChannelsPerMinute, relayChannelBurst)
 	if shared != nil {
 		shared.StartFeed(s.fromFeed)
 	}
@@ -482,7 +501,8 @@ type Stats struct {
 	// Canary is the canary's last round trip (Options.Canary); nil without.
 	Canary *CanaryStats `json:"canary,omitempty"`
 	// PerChannel counts the deliveries each channel received since New,
-	// by ChannelKey (Options.CountPerChannel; nil without).
+	// by ChannelKey (Options.CountPerChannel; nil without), for at most
+	// Options.MaxChannelSeries channels; the others' under "other".
 	PerChannel map[string]int64 `json:"perChannel,omitempty"`
 }
 
@@ -505,27 +525,12 @@ type RefusedStats struct {
 	Unsigned     int64 `json:"unsigned"`     // POSTs to a channel bound to a secret whose signature did not verify
 }
 
-// countFor is channel name's delivery count (Options.CountPerChannel),
-// made once per channel; the name is hashed only when Stats are read.
-func (s *Server) countFor(name string) *atomic.Int64 {
-	if n, ok := s.perChannel.Load(name); ok {
-		return n.(*atomic.Int64)
-	}
-	n, _ := s.perChannel.LoadOrStore(name, new(atomic.Int64))
-	return n.(*atomic.Int64)
-}
-
 // perChannelStats is Stats.PerChannel.
 func (s *Server) perChannelStats() map[string]int64 {
 	if !s.opts.CountPerChannel {
 		return nil
 	}
-	out := map[string]int64{}
-	s.perChannel.Range(func(k, v any) bool {
-		out[ChannelKey(k.(string))] = v.(*atomic.Int64).Load()
-		return true
-	})
-	return out
+	return s.counts.stats()
 }
 
 // canaryStats is Stats.Canary.
@@ -1049,6 +1054,10 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		httpx.WriteError(w, http.StatusRequestHeaderFieldsTooLarge, fmt.Sprintf("the request headers take %d bytes; the relay accepts %d (clients such as smee-client would send them on to Node servers, which refuse more)", n, maxHeaderBytes))
 		return
 	}
+	if name := notUTF8Header(r.Header); name != "" {
+		httpx.WriteError(w, http.StatusBadRequest, fmt.Sprintf("the value of header %s is not valid UTF-8: the relay carries header values as text and would have to change its bytes; send it as UTF-8 (or percent-encoded)", name))
+		return
+	}
 	body, release, err := s.readBody(w, r, s.clientIP(r))
 	defer release()
 	var mbe *http.MaxBytesError
@@ -1169,7 +1178,7 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		httpx.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("too many redeliveries (the relay allows %d a minute per channel and per client); retry in %s", s.opts.RedeliveriesPerMinute, wait.Round(time.Second)+time.Second))
 	}
-	if ok, wait := s.redeliver.allow(time.Now(), "client "+s.clientIP(r)); !ok {
+	if ok, wait, _ := s.redeliver.allow(time.Now(), "client "+s.clientIP(r)); !ok {
 		tooMany(wait)
 		return
 	}
@@ -1185,7 +1194,7 @@ func (s *Server) serveRedeliver(w http.ResponseWriter, r *http.Request, name, id
 		httpx.WriteError(w, http.StatusNotFound, fmt.Sprintf("delivery %d of this channel is not in the relay's history (never received, or expired)", id))
 		return
 	}
-	if ok, wait := s.redeliver.allow(time.Now(), "channel "+name); !ok {
+	if ok, wait, _ := s.redeliver.allow(time.Now(), "channel "+name); !ok {
 		tooMany(wait)
 		return
 	}

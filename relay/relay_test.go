@@ -12,7 +12,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -972,5 +974,43 @@ func TestStatsSent(t *testing.T) {
 			t.Fatalf("Sent = %d, want 2 (one delivery, two subscribers)", srv.Stats().Sent)
 		}
 		time.Sleep(5 * time.Millisecond) // the count follows the write the client read
+	}
+}
+
+// TestCountPerChannelIsBounded: 20,000 channel names POSTed to a relay that
+// counts per channel (the attack: no auth needed) leave at most
+// MaxChannelSeries keys and one "other", whose counts add up to every
+// delivery, and the heap within 50 MiB of where it started.
+func TestCountPerChannelIsBounded(t *testing.T) {
+	const names, series = 20000, 1000
+	srv := mustNew(t, relay.Options{CountPerChannel: true, MaxChannelSeries: series})
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	start := heap()
+	for i := range names {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, fmt.Sprintf("/stranger-%022d", i), strings.NewReader(`{"zen":"Keep it logically awesome."}`)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("POST #%d = %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	// The latest channel counted again stays counted apart.
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, fmt.Sprintf("/stranger-%022d", names-1), strings.NewReader(`{}`)))
+	got := srv.Stats().PerChannel
+	var total int64
+	for _, n := range got {
+		total += n
+	}
+	if len(got) != series+1 || got[relay.OtherChannels] != names-series || total != names+1 || got[relay.ChannelKey(fmt.Sprintf("stranger-%022d", names-1))] != 2 {
+		t.Errorf("PerChannel has %d keys, other %d, total %d; want %d keys, other %d, total %d, the last channel 2",
+			len(got), got[relay.OtherChannels], total, series+1, names-series, names+1)
+	}
+	if grew := int64(heap()) - int64(start); grew > 50<<20 {
+		t.Errorf("the heap grew by %d MiB over 20,000 channels, want at most 50", grew>>20)
 	}
 }

@@ -60,10 +60,24 @@ type Store interface {
 
 	// PutAccess records a for channel. With create, channel becomes
 	// private: it fails with ErrChannelExists if it is private already,
-	// and with ErrTooManyPrivate when the store holds
-	// Limits.PrivateChannels; without, it replaces a private channel's
-	// record. It returns once a is stored as durably as a delivery.
+	// and with ErrNetworkShare when a.Network holds
+	// Limits.PrivatePerNetwork; when the store holds
+	// Limits.PrivateChannels, the oldest channel never used (see
+	// TouchAccess) is removed to make room, and it fails with
+	// ErrTooManyPrivate if every one was used. Without create, it
+	// replaces a private channel's record (its last use stays). It
+	// returns once a is stored as durably as a delivery.
 	PutAccess(ctx context.Context, channel string, a Access, create bool) error
+
+	// TouchAccess records that private channel channel was used at at (it
+	// received a delivery, or had a reader): Access.Used. It does nothing
+	// for a channel that is not private.
+	TouchAccess(ctx context.Context, channel string, at time.Time) error
+
+	// ExpireAccess removes the private channels last used (or, never
+	// used, made) before idle, and returns their names: they are unknown
+	// from then on (404), as a private channel the store lost is.
+	ExpireAccess(ctx context.Context, idle time.Time) ([]string, error)
 
 	// Missing counts the channels that have no retained deliveries (all of
 	// them when the store cannot tell).
@@ -159,7 +173,8 @@ type Limits struct {
 	TotalBytes int64         // bytes of all channels
 	Age        time.Duration // at an append, the channel drops deliveries received this long before the new one; 0: no limit
 
-	PrivateChannels int // private channels the store keeps (Store.PutAccess)
+	PrivateChannels   int // private channels the store keeps (Store.PutAccess)
+	PrivatePerNetwork int // of them, made by one client network (Access.Network); 0: no limit
 }
 
 // ledger is the bookkeeping of this package's store: which deliveries each
@@ -483,11 +498,13 @@ type ledgerStore struct {
 	closed bool
 	pinned *atomic.Int64 // Server.pinned: evicted deliveries subscribers hold count there
 	file   *historyFile  // nil: memory only
-	access map[string]Access
+
+	access   map[string]Access // the private channels
+	networks map[string]int    // how many of them each Access.Network made
 }
 
 func newMemStore(l Limits, pinned *atomic.Int64) *ledgerStore {
-	return &ledgerStore{l: newLedger(l), pinned: pinned, access: map[string]Access{}}
+	return &ledgerStore{l: newLedger(l), pinned: pinned, access: map[string]Access{}, networks: map[string]int{}}
 }
 
 func (m *ledgerStore) Access(_ context.Context, channel string) (*Access, error) {
@@ -512,22 +529,97 @@ func (m *ledgerStore) PutAccess(ctx context.Context, channel string, a Access, c
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, exists := m.access[channel]
+	old, exists := m.access[channel]
 	switch {
 	case create && exists:
 		return ErrChannelExists
+	case create && a.Network != "" && m.l.PrivatePerNetwork > 0 && m.networks[a.Network] >= m.l.PrivatePerNetwork:
+		return ErrNetworkShare
 	case create && len(m.access) >= m.l.PrivateChannels:
-		return ErrTooManyPrivate
+		oldest, found := "", false
+		for name, o := range m.access {
+			if o.Used.IsZero() && (!found || o.Created.Before(m.access[oldest].Created)) {
+				oldest, found = name, true
+			}
+		}
+		if !found {
+			return ErrTooManyPrivate
+		}
+		if err := m.removeAccess(oldest); err != nil {
+			return err
+		}
 	case !create && !exists:
 		return fmt.Errorf("relay: channel %s is not private", channel)
 	}
+	if !create {
+		a.Used, a.Network = old.Used, old.Network
+	}
+	return m.setAccess(channel, a)
+}
+
+// setAccess stores channel's record, in the file first.
+func (m *ledgerStore) setAccess(channel string, a Access) error {
 	if m.file != nil {
-		if err := m.file.putAccess(channel, a); err != nil {
+		if err := m.file.putAccess(channel, &a); err != nil {
 			return err
 		}
 	}
+	if _, ok := m.access[channel]; !ok {
+		m.networks[a.Network]++
+	}
 	m.access[channel] = a
 	return nil
+}
+
+// removeAccess removes channel's record, from the file first.
+func (m *ledgerStore) removeAccess(channel string) error {
+	if m.file != nil {
+		if err := m.file.putAccess(channel, nil); err != nil {
+			return err
+		}
+	}
+	if n := m.networks[m.access[channel].Network] - 1; n > 0 {
+		m.networks[m.access[channel].Network] = n
+	} else {
+		delete(m.networks, m.access[channel].Network)
+	}
+	delete(m.access, channel)
+	return nil
+}
+
+func (m *ledgerStore) TouchAccess(ctx context.Context, channel string, at time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrStoreClosed
+	}
+	a, ok := m.access[channel]
+	if !ok || !at.After(a.Used) {
+		return ctx.Err()
+	}
+	a.Used = at
+	return m.setAccess(channel, a)
+}
+
+func (m *ledgerStore) ExpireAccess(ctx context.Context, idle time.Time) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, ErrStoreClosed
+	}
+	var gone []string
+	for name, a := range m.access {
+		if err := ctx.Err(); err != nil {
+			return gone, err
+		}
+		if a.lastUse().Before(idle) {
+			if err := m.removeAccess(name); err != nil {
+				return gone, err
+			}
+			gone = append(gone, name)
+		}
+	}
+	return gone, nil
 }
 
 func (m *ledgerStore) Persistent() bool { return m.file != nil }

@@ -259,6 +259,7 @@ func (st *stream) run(ctx context.Context, out streamOut) (err error) {
 
 	ping := time.NewTicker(s.opts.PingInterval)
 	defer ping.Stop()
+	touched := time.Now() // the reader's use of a private channel, recorded by authorize
 	var batch []*Entry
 	// send writes the deliveries waiting for the subscriber.
 	send := func() error {
@@ -282,6 +283,9 @@ func (st *stream) run(ctx context.Context, out streamOut) (err error) {
 			}
 			if err = sw.write(frame); err == nil {
 				err = out.Flush()
+			}
+			if IsPrivateName(c.name) {
+				touched = s.touch(ctx, c.name, touched)
 			}
 		case <-sub.kicked:
 			err = errCutOff

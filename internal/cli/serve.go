@@ -109,7 +109,14 @@ func serveCommand(s *streams) *ucli.Command {
 			&ucli.BoolFlag{
 				Name:        "metrics-per-channel",
 				Destination: &o.relay.CountPerChannel,
-				Usage:       "count deliveries per channel in /metrics and /healthz, keyed by a hash of the name (a series per channel: only where channels are few)",
+				Usage:       "count deliveries per channel in /metrics and /healthz, keyed by a hash of the name (a series per channel, at most --metrics-max-channels)",
+			},
+			&ucli.IntFlag{
+				Name:        "metrics-max-channels",
+				Destination: &o.relay.MaxChannelSeries,
+				Value:       relay.DefaultMaxChannelSeries,
+				Usage:       "with --metrics-per-channel, the number (`n`) of channels counted apart; the rest are counted under channel=\"other\"",
+				EnvVars:     []string{"HOOKLINE_METRICS_MAX_CHANNELS"},
 			},
 			&ucli.StringFlag{
 				Name:        "data-dir",
@@ -174,8 +181,15 @@ func serveCommand(s *streams) *ucli.Command {
 				Name:        "max-private-channels",
 				Destination: &o.relay.MaxPrivateChannels,
 				Value:       relay.DefaultMaxPrivateChannels,
-				Usage:       "number (`n`) of private channels the relay keeps (each is kept for good; GET /new?private=1 makes at most 10 a minute per client)",
+				Usage:       "number (`n`) of private channels the relay keeps (a client network makes at most 10 a minute and holds a hundredth; when full, the oldest never used makes room)",
 				EnvVars:     []string{"HOOKLINE_MAX_PRIVATE_CHANNELS"},
+			},
+			&ucli.DurationFlag{
+				Name:        "private-channel-ttl",
+				Destination: &o.relay.PrivateChannelTTL,
+				Value:       relay.DefaultPrivateChannelTTL,
+				Usage:       "`duration` a private channel may go unused (no delivery, no reader) before the relay removes it",
+				EnvVars:     []string{"HOOKLINE_PRIVATE_CHANNEL_TTL"},
 			},
 			&ucli.StringFlag{
 				Name:        "channel-secrets",

@@ -54,6 +54,10 @@ import (
 //	P{C}:a   string: the channel's relay.Access as JSON, for a private
 //	         channel (the SHA-256 of its read token, never the token)
 //	P:private the number of private channels (Limits.PrivateChannels)
+//	P:fresh  sorted set: private channel -> ms it was made, while never used
+//	P:used   sorted set: private channel -> ms of its last use (TouchAccess)
+//	P:nets   hash: client network -> private channels it made
+//	         (Limits.PrivatePerNetwork)
 //	P:g      hash: bytes, retained (all channels), seq (append counter),
 //	         epoch (random, set once: a relay that finds it changed or
 //	         gone knows Redis lost its data)
@@ -748,31 +752,106 @@ func parseKeyEntry(v string) (int64, [sha256.Size]byte, error) {
 	return id, sum, nil
 }
 
-// createAccessScript makes a channel private: KEYS 1 P{C}:a, 2 P:private;
-// ARGV 1 the record, 2 the limit. It returns 0 (made), 1 (the channel is
-// private already) or 2 (the limit is reached).
-var createAccessScript = redis.NewScript(`#!lua
+// removeAccessLua removes private channel name (prefix and the keys
+// P:private, P:fresh, P:used, P:nets given) in a script: its record, its
+// place in the sorted sets and its network's count.
+const removeAccessLua = `
+local function removeAccess(prefix, private, fresh, used, nets, name)
+  local key = prefix .. '{' .. name .. '}:a'
+  local rec = redis.call('GET', key)
+  if rec then
+    local ok, a = pcall(cjson.decode, rec)
+    local net = (ok and type(a) == 'table' and type(a.network) == 'string') and a.network or ''
+    if redis.call('HINCRBY', nets, net, -1) <= 0 then redis.call('HDEL', nets, net) end
+    redis.call('DEL', key)
+    redis.call('DECR', private)
+  end
+  redis.call('ZREM', fresh, name)
+  redis.call('ZREM', used, name)
+end
+`
+
+// createAccessScript makes a channel private: KEYS 1 P{C}:a, 2 P:private,
+// 3 P:fresh, 4 P:used, 5 P:nets; ARGV 1 the record, 2 the limit, 3 the
+// limit per network (0: none), 4 the network, 5 ms made, 6 C, 7 the
+// prefix. When the limit is reached, the channel made first of those
+// never used goes. It returns 0 (made), 1 (the channel is private
+// already), 2 (the limit is reached, every channel used) or 3 (the
+// network's share is).
+var createAccessScript = redis.NewScript(`#!lua` + removeAccessLua + `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 1 end
-if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[2]) then return 2 end
+local net = ARGV[4]
+if net ~= '' and tonumber(ARGV[3]) > 0 and tonumber(redis.call('HGET', KEYS[5], net) or '0') >= tonumber(ARGV[3]) then return 3 end
+if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[2]) then
+  local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)
+  if #oldest == 0 then return 2 end
+  removeAccess(ARGV[7], KEYS[2], KEYS[3], KEYS[4], KEYS[5], oldest[1])
+end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('INCR', KEYS[2])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[6])
+redis.call('HINCRBY', KEYS[5], net, 1)
 return 0
+`)
+
+// replaceAccessScript replaces a private channel's record, keeping its
+// network: KEYS 1 P{C}:a; ARGV 1 the record. It returns 0 when the channel
+// is not private.
+var replaceAccessScript = redis.NewScript(`#!lua
+local old = redis.call('GET', KEYS[1])
+if not old then return 0 end
+local ok, o = pcall(cjson.decode, old)
+local n = cjson.decode(ARGV[1])
+if ok and type(o) == 'table' then n.network = o.network end
+redis.call('SET', KEYS[1], cjson.encode(n))
+return 1
+`)
+
+// touchAccessScript records a use: KEYS 1 P{C}:a, 2 P:fresh, 3 P:used;
+// ARGV 1 ms, 2 C.
+var touchAccessScript = redis.NewScript(`#!lua
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[2])
+redis.call('ZADD', KEYS[3], 'GT', ARGV[1], ARGV[2])
+return 1
+`)
+
+// expireAccessScript removes up to ARGV 3 private channels last used (or
+// made, never used) before ARGV 1 ms: KEYS 1 P:private, 2 P:fresh, 3
+// P:used, 4 P:nets; ARGV 2 the prefix. It returns their names.
+var expireAccessScript = redis.NewScript(`#!lua` + removeAccessLua + `
+local gone = {}
+for _, z in ipairs({KEYS[2], KEYS[3]}) do
+  for _, name in ipairs(redis.call('ZRANGEBYSCORE', z, '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]) - #gone)) do
+    removeAccess(ARGV[2], KEYS[1], KEYS[2], KEYS[3], KEYS[4], name)
+    table.insert(gone, name)
+  end
+end
+return gone
 `)
 
 func (s *Store) accessKey(channel string) string { return s.prefix + "{" + channel + "}:a" }
 
-// Access returns a private channel's record (see relay.Store).
+// Access returns a private channel's record (see relay.Store), with its
+// last use, in one round trip.
 func (s *Store) Access(ctx context.Context, channel string) (*relay.Access, error) {
 	if s.isClosed() {
 		return nil, relay.ErrStoreClosed
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
-	v, err := s.rdb.Get(ctx, s.accessKey(channel)).Bytes()
-	if errors.Is(err, redis.Nil) {
+	var rec *redis.StringCmd
+	var used *redis.FloatCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		rec = p.Get(ctx, s.accessKey(channel))
+		used = p.ZScore(ctx, s.prefix+"used", channel)
+		return nil
+	})
+	v, gerr := rec.Bytes()
+	if errors.Is(gerr, redis.Nil) {
 		return nil, nil
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, s.wrap("reading a private channel from", err)
 	}
 	a := new(relay.Access)
@@ -780,7 +859,17 @@ func (s *Store) Access(ctx context.Context, channel string) (*relay.Access, erro
 		// Refusing every read is safer than serving the channel to all.
 		return nil, fmt.Errorf("relay: Redis at %s: the record of private channel %s is damaged (%v); delete the key %s to make the channel anew", s.where, channel, err, s.accessKey(channel))
 	}
+	a.Used = time.Time{}
+	if ms, err := used.Result(); err == nil {
+		a.Used = time.UnixMilli(int64(ms))
+	}
 	return a, nil
+}
+
+// accessKeys are the keys every private channel's script shares: P:private,
+// P:fresh, P:used, P:nets.
+func (s *Store) accessKeys() []string {
+	return []string{s.prefix + "private", s.prefix + "fresh", s.prefix + "used", s.prefix + "nets"}
 }
 
 // PutAccess stores a private channel's record (see relay.Store).
@@ -788,6 +877,7 @@ func (s *Store) PutAccess(ctx context.Context, channel string, a relay.Access, c
 	if s.isClosed() {
 		return relay.ErrStoreClosed
 	}
+	a.Used = time.Time{} // kept in P:used
 	v, err := json.Marshal(a)
 	if err != nil {
 		return err
@@ -795,16 +885,17 @@ func (s *Store) PutAccess(ctx context.Context, channel string, a relay.Access, c
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	if !create {
-		ok, err := s.rdb.SetXX(ctx, s.accessKey(channel), v, 0).Result()
+		n, err := replaceAccessScript.Run(ctx, s.rdb, []string{s.accessKey(channel)}, v).Int()
 		switch {
 		case err != nil:
 			return s.wrap("storing a private channel in", err)
-		case !ok:
+		case n == 0:
 			return fmt.Errorf("relay: channel %s is not private", channel)
 		}
 		return nil
 	}
-	n, err := createAccessScript.Run(ctx, s.rdb, []string{s.accessKey(channel), s.prefix + "private"}, v, s.lim.PrivateChannels).Int()
+	keys := append([]string{s.accessKey(channel)}, s.accessKeys()...)
+	n, err := createAccessScript.Run(ctx, s.rdb, keys, v, s.lim.PrivateChannels, s.lim.PrivatePerNetwork, a.Network, a.Created.UnixMilli(), channel, s.prefix).Int()
 	switch {
 	case err != nil:
 		return s.wrap("storing a private channel in", err)
@@ -812,8 +903,48 @@ func (s *Store) PutAccess(ctx context.Context, channel string, a relay.Access, c
 		return relay.ErrChannelExists
 	case n == 2:
 		return relay.ErrTooManyPrivate
+	case n == 3:
+		return relay.ErrNetworkShare
 	}
 	return nil
+}
+
+// TouchAccess records a private channel's use (see relay.Store).
+func (s *Store) TouchAccess(ctx context.Context, channel string, at time.Time) error {
+	if s.isClosed() {
+		return relay.ErrStoreClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
+	defer cancel()
+	k := s.accessKeys()
+	if err := touchAccessScript.Run(ctx, s.rdb, []string{s.accessKey(channel), k[1], k[2]}, at.UnixMilli(), channel).Err(); err != nil {
+		return s.wrap("recording a private channel's use in", err)
+	}
+	return nil
+}
+
+// expireBatch is how many private channels one script removes.
+const expireBatch = 500
+
+// ExpireAccess removes the private channels unused since idle (see
+// relay.Store), expireBatch at a time.
+func (s *Store) ExpireAccess(ctx context.Context, idle time.Time) ([]string, error) {
+	var gone []string
+	for {
+		if s.isClosed() {
+			return gone, relay.ErrStoreClosed
+		}
+		tctx, cancel := context.WithTimeout(ctx, redisTimeout)
+		names, err := expireAccessScript.Run(tctx, s.rdb, s.accessKeys(), idle.UnixMilli(), s.prefix, expireBatch).StringSlice()
+		cancel()
+		if err != nil {
+			return gone, s.wrap("removing unused private channels from", err)
+		}
+		gone = append(gone, names...)
+		if len(names) < expireBatch {
+			return gone, nil
+		}
+	}
 }
 
 // Persistent reports true: the history is in Redis.

@@ -300,45 +300,7 @@ func Run(t *testing.T, e Engine) {
 		}
 	})
 
-	t.Run("private channels", func(t *testing.T) {
-		lim := Roomy
-		lim.PrivateChannels = 2
-		s, reopen := e.Open(t, lim)
-		if a, err := s.Access(t.Context(), "p1"); a != nil || err != nil {
-			t.Fatalf("Access of a public channel = %v, %v; want nil, nil", a, err)
-		}
-		created := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-		a1 := relay.Access{TokenSum: sha256.Sum256([]byte("token one")), Created: created}
-		if err := s.PutAccess(t.Context(), "p1", a1, true); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.PutAccess(t.Context(), "p1", relay.Access{TokenSum: sha256.Sum256([]byte("other")), Created: created}, true); !errors.Is(err, relay.ErrChannelExists) {
-			t.Errorf("making a private channel again = %v, want ErrChannelExists", err)
-		}
-		if err := s.PutAccess(t.Context(), "nope", relay.Access{Secret: "s"}, false); err == nil {
-			t.Error("replacing the record of a public channel succeeded")
-		}
-		a1.Secret = "It's a Secret to Everybody"
-		if err := s.PutAccess(t.Context(), "p1", a1, false); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.PutAccess(t.Context(), "p2", relay.Access{Created: created}, true); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.PutAccess(t.Context(), "p3", relay.Access{Created: created}, true); !errors.Is(err, relay.ErrTooManyPrivate) {
-			t.Errorf("a third private channel with a limit of 2 = %v, want ErrTooManyPrivate", err)
-		}
-		check := func(s relay.Store, when string) {
-			got, err := s.Access(t.Context(), "p1")
-			if err != nil || got == nil || got.TokenSum != a1.TokenSum || got.Secret != a1.Secret || !got.Created.Equal(created) {
-				t.Errorf("%s: Access(p1) = %+v, %v; want %+v", when, got, err, a1)
-			}
-		}
-		check(s, "stored")
-		if reopen != nil {
-			check(reopen(), "reopened")
-		}
-	})
+	t.Run("private channels", func(t *testing.T) { testPrivate(t, e) })
 
 	if e.Stored != nil {
 		t.Run("redeliveries are references", func(t *testing.T) { testReferences(t, e) })
@@ -395,5 +357,99 @@ func testReferences(t *testing.T, e Engine) {
 	}
 	if rec, held := e.Stored(t, s, "c"); held != 0 || rec > 4096 {
 		t.Errorf("once no redelivery refers to it, %d bytes are still held (%d in records)", held, rec)
+	}
+}
+
+// testPrivate: private channels' records, their uses, the limit (the
+// oldest never used makes room), the share of a network, and their
+// expiry, across a reopen. Times are whole milliseconds (Redis keeps
+// those).
+func testPrivate(t *testing.T, e Engine) {
+	lim := Roomy
+	lim.PrivateChannels, lim.PrivatePerNetwork = 2, 1
+	s, reopen := e.Open(t, lim)
+	ctx := t.Context()
+	if a, err := s.Access(ctx, "p1"); a != nil || err != nil {
+		t.Fatalf("Access of a public channel = %v, %v; want nil, nil", a, err)
+	}
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	mk := func(name string, created time.Time, network string) error {
+		return s.PutAccess(ctx, name, relay.Access{TokenSum: sha256.Sum256([]byte(name)), Created: created, Network: network}, true)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	exists := func(names ...string) {
+		t.Helper()
+		for _, name := range names {
+			want := !strings.HasPrefix(name, "-")
+			name = strings.TrimPrefix(name, "-")
+			if a, err := s.Access(ctx, name); err != nil || (a != nil) != want {
+				t.Errorf("Access(%s) = %+v, %v; want it to exist: %v", name, a, err, want)
+			}
+		}
+	}
+	a1 := relay.Access{TokenSum: sha256.Sum256([]byte("token one")), Created: t0, Network: "192.0.2.1"}
+	must(s.PutAccess(ctx, "p1", a1, true))
+	if err := s.PutAccess(ctx, "p1", relay.Access{TokenSum: sha256.Sum256([]byte("other")), Created: t0}, true); !errors.Is(err, relay.ErrChannelExists) {
+		t.Errorf("making a private channel again = %v, want ErrChannelExists", err)
+	}
+	if err := s.PutAccess(ctx, "nope", relay.Access{Secret: "s"}, false); err == nil {
+		t.Error("replacing the record of a public channel succeeded")
+	}
+	if err := mk("q", at(1), "192.0.2.1"); !errors.Is(err, relay.ErrNetworkShare) {
+		t.Errorf("a second channel of a network whose share is 1 = %v, want ErrNetworkShare", err)
+	}
+	must(s.TouchAccess(ctx, "p1", at(5)))
+	must(s.TouchAccess(ctx, "p1", at(4))) // an older use changes nothing
+	must(s.TouchAccess(ctx, "nope", at(5)))
+	a1.Secret = "It's a Secret to Everybody"
+	replaced := a1
+	replaced.Network, replaced.Used = "198.51.100.7", at(1) // neither is the caller's to change
+	must(s.PutAccess(ctx, "p1", replaced, false))
+	a1.Used = at(5)
+	exists("-nope")
+
+	// Full: the oldest never used makes room, until every one is used.
+	must(mk("p2", at(10), "198.51.100.2"))
+	must(mk("p3", at(11), "198.51.100.3"))
+	exists("p1", "-p2", "p3")
+	must(s.TouchAccess(ctx, "p3", at(12)))
+	if err := mk("p4", at(13), "198.51.100.4"); !errors.Is(err, relay.ErrTooManyPrivate) {
+		t.Errorf("a third private channel, both held used, with a limit of 2 = %v, want ErrTooManyPrivate", err)
+	}
+
+	// Expiry: p1 (last used at 5) goes, p3 (at 12) stays, and its network
+	// may make one again.
+	gone, err := s.ExpireAccess(ctx, at(12))
+	if err != nil || !slices.Equal(gone, []string{"p1"}) {
+		t.Errorf("ExpireAccess(12 ms) = %v, %v; want [p1]", gone, err)
+	}
+	exists("-p1", "p3")
+	must(mk("p5", at(20), "192.0.2.1"))
+	if gone, err := s.ExpireAccess(ctx, at(20)); err != nil || len(gone) != 1 || gone[0] != "p3" {
+		t.Errorf("ExpireAccess(20 ms) = %v, %v; want [p3] (p5, made at 20, never used, stays)", gone, err)
+	}
+	check := func(s relay.Store, when string) {
+		got, err := s.Access(ctx, "p5")
+		if err != nil || got == nil || got.Network != "192.0.2.1" || !got.Created.Equal(at(20)) || !got.Used.IsZero() {
+			t.Errorf("%s: Access(p5) = %+v, %v; want network 192.0.2.1, made at 20 ms, never used", when, got, err)
+		}
+	}
+	check(s, "stored")
+	must(mk("p6", at(21), "198.51.100.6"))
+	must(s.TouchAccess(ctx, "p6", at(30)))
+	must(s.PutAccess(ctx, "p6", relay.Access{TokenSum: sha256.Sum256([]byte("p6")), Created: at(21), Secret: a1.Secret}, false))
+	if reopen != nil {
+		s = reopen()
+		check(s, "reopened")
+	}
+	got, err := s.Access(ctx, "p6")
+	if err != nil || got == nil || got.Secret != a1.Secret || got.Network != "198.51.100.6" || !got.Used.Equal(at(30)) {
+		t.Errorf("Access(p6) = %+v, %v; want its secret, network 198.51.100.6, used at 30 ms", got, err)
 	}
 }
