@@ -76,18 +76,6 @@ func (d *Delivery) Identify() {
 	}
 }
 
-// Signature returns the delivery's signature: X-Hub-Signature-256, or, when
-// that is absent, the legacy X-Hub-Signature (an HMAC-SHA1 from an old
-// server), in which case sha1 is true and the caller should warn. Both are
-// empty for an unsigned delivery.
-func (d *Delivery) Signature() (sig string, sha1 bool) {
-	if sig = d.Headers.Get("X-Hub-Signature-256"); sig != "" {
-		return sig, false
-	}
-	sig = d.Headers.Get("X-Hub-Signature")
-	return sig, sig != ""
-}
-
 // ContentType returns the Content-Type header.
 func (d *Delivery) ContentType() string { return d.Headers.Get("Content-Type") }
 

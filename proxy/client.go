@@ -541,6 +541,9 @@ func New(opts Options) (*Client, error) {
 	if opts.Concurrency < 0 {
 		return nil, fmt.Errorf("%w: concurrency %d is negative", ErrInvalidOptions, opts.Concurrency)
 	}
+	if opts.Handlers != nil && !opts.AllowUnverified && opts.Verifier == nil && opts.Secret == "" && len(opts.SchemeSecrets) == 0 {
+		return nil, fmt.Errorf("%w: Handlers run only on verified deliveries, and nothing verifies them: set Secret (or Verifier: the *webhooks.Webhooks of Handlers), or AllowUnverified to run them on any delivery", ErrInvalidOptions)
+	}
 	if c.filter, err = newFilter(opts.Events, opts.Ignore, c.logger); err != nil {
 		return nil, err
 	}
@@ -1141,8 +1144,7 @@ func (c *Client) prepare(d *delivery.Delivery, duplicate bool) *prepared {
 	p.verification, p.verifyNote, p.scheme = c.verify.check(d)
 	if v := c.opts.Verifier; v != nil && p.verification == VerificationSkipped {
 		p.verification, p.verifyNote = VerificationPassed, ""
-		sig, _ := d.Signature()
-		if ok, err := v.VerifyWithFallback(d.Body, sig); !ok || err != nil {
+		if ok, err := v.VerifyWithFallback(d.Body, d.Headers.Get("X-Hub-Signature-256")); !ok || err != nil {
 			p.verification, p.verifyNote = VerificationFailed, "the signature does not match the Verifier's secrets"
 		}
 	}

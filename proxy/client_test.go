@@ -286,26 +286,30 @@ func TestClientNeverPassesOnABadSignature(t *testing.T) {
 }
 
 // Handlers are never reached by a forged delivery. A *webhooks.Webhooks
-// given as Handlers verifies with its own secrets when Options has none
+// given as Verifier verifies with its own secrets when Options has none
 // (before, a delivery signed "sha256=forged" ran its handlers, reported as
 // unverified); other handlers run on unverified deliveries only with
-// AllowUnverified.
+// AllowUnverified. Handlers with nothing to verify them and no
+// AllowUnverified are refused by New: before, such a Client ran no handler
+// for any delivery, correctly signed or not, and said nothing.
 func TestClientHandlersOnlyRunVerified(t *testing.T) {
 	body := []byte(`{"zen":"x"}`)
 	quiet := slog.New(slog.DiscardHandler)
 	tests := []struct {
 		name            string
 		webhooksSecret  string // "": an Emitter without a secret
+		noVerifier      bool   // the Webhooks is given as Handlers only
 		allowUnverified bool
 		sig             string // the secret the delivery is signed with
 		wantRun         bool
-		wantV           proxy.Verification
+		wantV           proxy.Verification // "": New refuses the Options
 	}{
-		{"Webhooks, forged", "right", false, "forged", false, proxy.VerificationFailed},
-		{"Webhooks, additional secret", "right", false, "old", true, proxy.VerificationPassed},
-		{"Webhooks, good", "right", false, "right", true, proxy.VerificationPassed},
-		{"Emitter, unverified", "", false, "forged", false, proxy.VerificationSkipped},
-		{"Emitter, unverified allowed", "", true, "forged", true, proxy.VerificationSkipped},
+		{"Webhooks, forged", "right", false, false, "forged", false, proxy.VerificationFailed},
+		{"Webhooks, additional secret", "right", false, false, "old", true, proxy.VerificationPassed},
+		{"Webhooks, good", "right", false, false, "right", true, proxy.VerificationPassed},
+		{"Webhooks as Handlers alone", "right", true, false, "right", false, ""},
+		{"Emitter, unverified", "", false, false, "forged", false, ""},
+		{"Emitter, unverified allowed", "", false, true, "forged", true, proxy.VerificationSkipped},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,13 +322,22 @@ func TestClientHandlersOnlyRunVerified(t *testing.T) {
 					t.Fatal(err)
 				}
 				wh.OnAny(run)
-				opts.Handlers, opts.Verifier = wh, wh // its secrets, given explicitly
+				opts.Handlers = wh
+				if !tt.noVerifier {
+					opts.Verifier = wh // its secrets, given explicitly
+				}
 			} else {
 				em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: quiet})
 				em.OnAny(run)
 				opts.Handlers = em
 			}
 			c, err := proxy.New(opts)
+			if tt.wantV == "" {
+				if !errors.Is(err, proxy.ErrInvalidOptions) || !strings.Contains(err.Error(), "AllowUnverified") {
+					t.Errorf("New = %v, want ErrInvalidOptions saying what to set", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

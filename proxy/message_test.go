@@ -173,14 +173,11 @@ func checkMessage(t *testing.T, i int, m proxy.Message, w wantMessage) {
 	if d == nil {
 		t.Fatalf("event %d: Delivery is nil", i)
 	}
-	sig, sha1 := d.Signature()
+	sig := d.Headers.Get("X-Hub-Signature-256")
 	got := []string{d.EventID, d.ID, d.Event, sig, d.ContentType(), d.Headers.Get("Host"), string(d.Format), string(d.BodySource), ssetest.SHA256Hex(d.Body)}
 	exp := []string{wd.eventID, wd.id, wd.event, wd.signature, wd.contentType, wd.host, string(wd.format), string(wd.source), wd.bodySHA256}
 	if !reflect.DeepEqual(got, exp) {
 		t.Errorf("event %d: [EventID ID Event Signature ContentType Host Format BodySource sha256(Body)] =\n%q\nwant\n%q", i, got, exp)
-	}
-	if sha1 {
-		t.Errorf("event %d: Signature says SHA-1 with an X-Hub-Signature-256 present", i)
 	}
 	if ok := sign(ssetest.FixtureSecret, d.Body) == sig; ok != wd.signatureVerifies {
 		t.Errorf("event %d: signature verifies = %v, want %v", i, ok, wd.signatureVerifies)
@@ -256,16 +253,10 @@ func TestDecodeBody(t *testing.T) {
 }
 
 func TestDecodeFields(t *testing.T) {
-	t.Run("legacy sha1 signature", func(t *testing.T) {
-		d := decodeData(t, `{"x-hub-signature":"sha1=abc","x-github-event":"push"}`)
-		if sig, sha1 := d.Signature(); sig != "sha1=abc" || !sha1 {
-			t.Errorf("Signature() = %q, %v; want %q, true", sig, sha1, "sha1=abc")
-		}
-	})
-	t.Run("sha256 wins over sha1", func(t *testing.T) {
+	t.Run("both signature headers are kept", func(t *testing.T) {
 		d := decodeData(t, `{"x-hub-signature":"sha1=abc","x-hub-signature-256":"sha256=def"}`)
-		if sig, sha1 := d.Signature(); sig != "sha256=def" || sha1 {
-			t.Errorf("Signature() = %q, %v; want %q, false", sig, sha1, "sha256=def")
+		if a, b := d.Headers.Get("X-Hub-Signature"), d.Headers.Get("X-Hub-Signature-256"); a != "sha1=abc" || b != "sha256=def" {
+			t.Errorf("X-Hub-Signature, X-Hub-Signature-256 = %q, %q; want sha1=abc, sha256=def", a, b)
 		}
 	})
 	t.Run("id falls back to x-request-id", func(t *testing.T) {

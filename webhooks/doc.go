@@ -37,10 +37,11 @@
 //
 //	err := wh.VerifyAndReceive(ctx, deliveryID, eventName, body, signature256)
 //
-// The pieces are usable alone: package webhooks/signature holds Sign,
-// Verify and VerifyWithFallback (re-exported here), and Emitter is the
-// event-handler module (octokit's createEventHandler) without signatures or
-// HTTP; Webhooks embeds an Emitter and adds the secret.
+// The pieces are usable alone: Sign, Verify and VerifyWithFallback need no
+// Webhooks, and Emitter is the event-handler module (octokit's
+// createEventHandler) without signatures or HTTP; Webhooks embeds an
+// Emitter and adds the secret. Every signature of the module, GitHub's and
+// the other senders' (webhooks/provider), is computed by one HMAC routine.
 //
 // How dispatch and the middleware work in detail, and what differs from
 // @octokit/webhooks and why, is in docs/WEBHOOKS.md. Other senders'

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/hookline/hookline/webhooks/signature"
+	"github.com/hookline/hookline/webhooks/internal/signature"
 )
 
 // Sentinel errors, checked with errors.Is. Errors that stand for a bad

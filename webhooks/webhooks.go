@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/hookline/hookline/webhooks/signature"
+	"github.com/hookline/hookline/webhooks/internal/signature"
 )
 
 // Sign returns "sha256=" followed by the lowercase hexadecimal HMAC-SHA256

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/webhooks"
-	"github.com/hookline/hookline/webhooks/signature"
+	"github.com/hookline/hookline/webhooks/internal/signature"
 )
 
 // The SPEC 4.1 vectors, as literals.

@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/jsonscan"
+	"github.com/hookline/hookline/webhooks/internal/signature"
 )
 
 // Scheme names how a sender signs its deliveries.
@@ -199,7 +200,7 @@ func Verify(s Scheme, h http.Header, body []byte, c Check) error {
 		if err != nil {
 			return err
 		}
-		want := mac(p.hash, key, p.msg)
+		want := signature.MAC(nil, p.hash, key, p.msg)
 		for _, sig := range p.sigs {
 			if hmac.Equal(sig, want) {
 				return nil
@@ -352,13 +353,6 @@ func keyOf(s Scheme, secret string) ([]byte, error) {
 	return key, nil
 }
 
-// mac is the one HMAC routine of every scheme: SHA-256, or the hash parse
-// found (SHA-1 for GitHub's legacy header).
-func mac(h func() hash.Hash, key, msg []byte) []byte {
-	m := hmac.New(h, key)
-	m.Write(msg)
-	return m.Sum(nil)
-}
 
 // Signing is what Sign puts beside the signature for the schemes that sign
 // more than the body.
@@ -384,7 +378,7 @@ func Sign(s Scheme, secret string, body []byte, opts Signing) (http.Header, erro
 	}
 	ts := strconv.FormatInt(at.Unix(), 10)
 	h := http.Header{}
-	sum := func(msg []byte) []byte { return mac(sha256.New, key, msg) }
+	sum := func(msg []byte) []byte { return signature.MAC(nil, sha256.New, key, msg) }
 	switch s {
 	case GitHub, Bitbucket:
 		h.Set(s.Header(), "sha256="+hex.EncodeToString(sum(body)))

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/webhooks"
-	"github.com/hookline/hookline/webhooks/signature"
+	"github.com/hookline/hookline/webhooks/internal/signature"
 	"github.com/hookline/hookline/webhooks/webhookstest"
 )
 

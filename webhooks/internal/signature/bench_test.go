@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"testing"
 
-	"github.com/hookline/hookline/webhooks/signature"
+	"github.com/hookline/hookline/webhooks/internal/signature"
 )
 
 // Run: go test -run '^$' -bench . -count 6 ./webhooks/signature

@@ -1,9 +1,8 @@
 // Package signature signs and verifies GitHub webhook payloads with
-// HMAC-SHA256, the X-Hub-Signature-256 scheme.
-//
-// It is the standalone form of the signing functions of package
-// github.com/hookline/hookline/webhooks (which re-exports them), for callers
-// that need only these three functions; it is the Go counterpart of
+// HMAC-SHA256, the X-Hub-Signature-256 scheme, and holds the module's one
+// HMAC routine (MAC), which every other scheme's signing and checking
+// (webhooks/provider) calls too. Package webhooks exports Sign, Verify and
+// VerifyWithFallback from here; it is the Go counterpart of
 // @octokit/webhooks-methods. It imports only the standard library.
 //
 // A signature is the string "sha256=" followed by the 64 lowercase
@@ -33,6 +32,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash"
 )
 
 // Prefix is the algorithm prefix of every signature this package produces
@@ -127,9 +127,15 @@ func verify(secret string, payload []byte, sig string) bool {
 
 // sign writes the signature of payload into dst.
 func sign(dst *[Length]byte, secret string, payload []byte) {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(payload)
 	var sum [sha256.Size]byte
 	copy(dst[:], Prefix)
-	hex.Encode(dst[len(Prefix):], mac.Sum(sum[:0]))
+	hex.Encode(dst[len(Prefix):], MAC(sum[:0], sha256.New, []byte(secret), payload))
+}
+
+// MAC appends to dst the HMAC of msg under h and key: the module's one
+// HMAC routine.
+func MAC(dst []byte, h func() hash.Hash, key, msg []byte) []byte {
+	m := hmac.New(h, key)
+	m.Write(msg)
+	return m.Sum(dst)
 }

@@ -3,7 +3,7 @@ package signature_test
 import (
 	"fmt"
 
-	"github.com/hookline/hookline/webhooks/signature"
+	"github.com/hookline/hookline/webhooks/internal/signature"
 )
 
 func Example() {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookline/hookline/webhooks/signature"
+	"github.com/hookline/hookline/webhooks/internal/signature"
 )
 
 // vectors are the known answers of SPEC 4.1 (the first is GitHub's published
