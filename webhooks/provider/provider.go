@@ -353,7 +353,6 @@ func keyOf(s Scheme, secret string) ([]byte, error) {
 	return key, nil
 }
 
-
 // Signing is what Sign puts beside the signature for the schemes that sign
 // more than the body.
 type Signing struct {
