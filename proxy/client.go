@@ -171,9 +171,12 @@ type Options struct {
 	// one, deliveries are handled one at a time, in the order the relay
 	// sent them; above one, order is not kept.
 	Concurrency int
-	// Events, when not empty, keeps only deliveries whose event or
-	// event.action is listed; Ignore drops those listed. Names are checked
-	// against the known GitHub events (unknown ones are a warning).
+	// Events, when not empty, keeps only deliveries that match one of its
+	// patterns; Ignore drops those that match one of its. A pattern is
+	// "event", "event.action", "event.*" or "*", as a route's
+	// (Target.Events). Names are checked against GitHub's (unless Provider
+	// names another sender): one a typo away from a known name is refused
+	// with it, one far from all is kept with a warning.
 	Events, Ignore []string
 
 	// SaveDir, if not empty, is a directory where every delivery is saved
@@ -544,7 +547,7 @@ func New(opts Options) (*Client, error) {
 	if opts.Handlers != nil && !opts.AllowUnverified && opts.Verifier == nil && opts.Secret == "" && len(opts.SchemeSecrets) == 0 {
 		return nil, fmt.Errorf("%w: Handlers run only on verified deliveries, and nothing verifies them: set Secret (or Verifier: the *webhooks.Webhooks of Handlers), or AllowUnverified to run them on any delivery", ErrInvalidOptions)
 	}
-	if c.filter, err = newFilter(opts.Events, opts.Ignore, c.logger); err != nil {
+	if c.filter, err = c.newFilter(opts.Events, opts.Ignore); err != nil {
 		return nil, err
 	}
 	c.failedDir = opts.FailedDir

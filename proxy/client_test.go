@@ -647,8 +647,69 @@ func TestClientFilters(t *testing.T) {
 	if c.Stats().Filtered != 3 {
 		t.Errorf("Stats.Filtered = %d, want 3", c.Stats().Filtered)
 	}
-	if _, err := proxy.New(proxy.Options{URL: relay.URL + "/c", Events: []string{"*"}}); !errors.Is(err, proxy.ErrInvalidOptions) {
-		t.Errorf("New with Events [*] error = %v, want ErrInvalidOptions", err)
+	if _, err := proxy.New(proxy.Options{URL: relay.URL + "/c", Events: []string{"*"}}); err != nil {
+		t.Errorf("New with Events [*] = %v, want every event kept", err)
+	}
+	for _, typo := range []struct{ pattern, want string }{{"isues", "issues"}, {"issues.opend", "issues.opened"}, {"pull_requests.*", "pull_request.*"}} {
+		if _, err := proxy.New(proxy.Options{URL: relay.URL + "/c", Ignore: []string{typo.pattern}}); !errors.Is(err, proxy.ErrInvalidOptions) || !strings.Contains(err.Error(), "did you mean "+typo.want+"?") {
+			t.Errorf("New with Ignore [%s] = %v, want ErrInvalidOptions naming %s", typo.pattern, err, typo.want)
+		}
+	}
+	if _, err := proxy.New(proxy.Options{URL: relay.URL + "/c", Events: []string{"payment_intent.succeeded"}, Provider: provider.Stripe}); err != nil {
+		t.Errorf("New with a Stripe event and Provider stripe = %v, want it kept (another sender's names)", err)
+	}
+}
+
+// Events and a route read the same patterns the same way: one delivery
+// stream, the patterns given once as Events (a filter) and once as a
+// route's (the rest to a default target); each delivery the filter keeps
+// is the route's, each it drops the default target's. Before, "issues.*"
+// as Events kept nothing while the route took every issues delivery.
+func TestEventsAndRoutesAgree(t *testing.T) {
+	patterns := []string{"issues.*", "pull_request.closed", "push"}
+	deliveries := []struct {
+		event, action string
+		want          bool
+	}{
+		{"issues", "opened", true}, {"issues", "", true}, {"pull_request", "closed", true},
+		{"pull_request", "opened", false}, {"push", "", true}, {"ping", "", false}, {"star", "created", false},
+	}
+	got := make(chan string, 2*len(deliveries))
+	target := func(name string) proxy.Target {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			got <- name + " " + r.Header.Get("X-GitHub-Delivery")
+		}))
+		t.Cleanup(ts.Close)
+		return proxy.Target{Name: name, URL: ts.URL}
+	}
+	route := target("route")
+	route.Events = patterns
+	run := func(opts proxy.Options) []proxy.Result {
+		relay := newPushRelay(t)
+		res := newResults()
+		opts.URL, opts.OnResult = relay.URL+"/c", res.add
+		startClient(t, opts)
+		for i, d := range deliveries {
+			body := []byte(`{}`)
+			if d.action != "" {
+				body = []byte(`{"action":"` + d.action + `"}`)
+			}
+			relay.push(i+1, githubHeaders(strconv.Itoa(i), d.event, "", body), nil, body)
+		}
+		return res.wait(t, len(deliveries))
+	}
+	filtered := run(proxy.Options{Events: patterns})
+	routed := run(proxy.Options{Targets: []proxy.Target{route, target("default")}})
+	sent := map[string]bool{}
+	for range deliveries {
+		sent[<-got] = true
+	}
+	for i, d := range deliveries {
+		id := strconv.Itoa(i)
+		kept, toRoute, toDefault := !filtered[i].Filtered, sent["route "+id], sent["default "+id]
+		if kept != d.want || toRoute != d.want || toDefault == d.want || routed[i].Filtered {
+			t.Errorf("%s.%s: kept by Events %v, sent to the route %v, to the default target %v; want %v, %v, %v", d.event, d.action, kept, toRoute, toDefault, d.want, d.want, !d.want)
+		}
 	}
 }
 

@@ -5,16 +5,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/eventmatch"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
@@ -101,53 +100,37 @@ func forwardRequest(ctx context.Context, target *url.URL, d *delivery.Delivery, 
 	return req, nil
 }
 
-// filter keeps or drops deliveries by event and event.action name.
+// filter keeps or drops deliveries by event and event.action name
+// (Options.Events and Ignore).
 type filter struct {
-	events, ignore map[string]bool
+	events, ignore eventmatch.Set
 }
 
-// newFilter validates the names: "*" and "error" are errors, unknown names
-// a warning.
-func newFilter(events, ignore []string, logger *slog.Logger) (filter, error) {
-	f := filter{}
-	var err error
-	if f.events, err = nameSet("events", events, logger); err != nil {
-		return f, err
+func (c *Client) newFilter(events, ignore []string) (f filter, err error) {
+	if f.events, err = c.events("Events", events); err == nil {
+		f.ignore, err = c.events("Ignore", ignore)
 	}
-	f.ignore, err = nameSet("ignore", ignore, logger)
 	return f, err
 }
 
-func nameSet(what string, names []string, logger *slog.Logger) (map[string]bool, error) {
-	if len(names) == 0 {
-		return nil, nil
+// events compiles patterns of an option (what), the one grammar of
+// package eventmatch: their names are checked against GitHub's unless
+// Options.Provider names another sender. A name hookline does not know is
+// a warning.
+func (c *Client) events(what string, patterns []string) (eventmatch.Set, error) {
+	set, unknown, err := eventmatch.Compile(patterns, c.opts.Provider == "" || c.opts.Provider == provider.GitHub)
+	if err != nil {
+		return set, fmt.Errorf("%w: %s: %v", ErrInvalidOptions, what, err)
 	}
-	set := map[string]bool{}
-	for _, n := range names {
-		n = strings.TrimSpace(n)
-		if n == "" {
-			continue
-		}
-		if n == webhooks.AnyEventName || n == webhooks.ErrorEventName {
-			return nil, fmt.Errorf("%w: %s: %q is not an event name", ErrInvalidOptions, what, n)
-		}
-		if err := webhooks.ValidateEventName(n, webhooks.ValidateOptions{}); err != nil {
-			logger.Warn("filter names an event GitHub is not known to send; keeping it", "filter", what, "name", n)
-		}
-		set[n] = true
+	for _, n := range unknown {
+		c.logger.Warn("an event pattern names an event GitHub is not known to send; keeping it", "option", what, "pattern", n)
 	}
 	return set, nil
 }
 
 // keep reports whether a delivery of event (with action) passes.
 func (f filter) keep(event, action string) bool {
-	match := func(set map[string]bool) bool {
-		return set[event] || (action != "" && set[event+"."+action])
-	}
-	if f.events != nil && !match(f.events) {
-		return false
-	}
-	return !match(f.ignore)
+	return (f.events.Empty() || f.events.Match(event, action)) && !f.ignore.Match(event, action)
 }
 
 // forwarder sends deliveries to one target with forwardRequest. The zero

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/eventmatch"
 	"github.com/hookline/hookline/rest"
-	"github.com/hookline/hookline/webhooks"
 )
 
 // Several targets (Options.Targets): every target is a lane of its own, so
@@ -61,10 +61,10 @@ type Target struct {
 	Name string
 	// URL is where deliveries are sent (as Options.Target).
 	URL string
-	// Events makes the target a route: it gets only the deliveries whose
-	// event or event.action is listed ("*" for all, "event.*" for every
-	// action of event). Targets without Events get every delivery that no
-	// route takes.
+	// Events makes the target a route: it gets only the deliveries that
+	// match one of its patterns (as Options.Events: "event",
+	// "event.action", "event.*" or "*"). Targets without Events get every
+	// delivery that no route takes.
 	Events []string
 	// Header is set on this target's requests, after Options.TargetHeader.
 	Header http.Header
@@ -76,7 +76,7 @@ type Target struct {
 // that a lane costs nothing once its Client is done with.
 type lane struct {
 	name    string
-	route   map[string]bool // nil: a default target
+	route   eventmatch.Set // empty: a default target
 	fwd     *forwarder
 	queue   chan func() // sends waiting (laneBacklog)
 	workers int
@@ -164,32 +164,12 @@ func (c *Client) newLanes(hc func() *rest.Client) error {
 			fwd:    newForwarder(target, hc(), forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Scheme: opts.Provider, Header: header}),
 			failed: laneFailedDir(c.failedDir, names[i]),
 		}
-		if len(t.Events) > 0 {
-			l.route = map[string]bool{}
-			for _, e := range t.Events {
-				e = strings.TrimSpace(e)
-				if e == "" {
-					continue
-				}
-				if !strings.Contains(e, "*") {
-					if err := webhooks.ValidateEventName(e, webhooks.ValidateOptions{}); err != nil {
-						c.logger.Warn("a route names an event GitHub is not known to send; keeping it", "target", l.name, "name", e)
-					}
-				} else if e != "*" && !strings.HasSuffix(e, ".*") {
-					return fmt.Errorf("%w: Targets[%d] (%s): %q: a route takes event, event.action, event.* or *", ErrInvalidOptions, i, l.name, e)
-				}
-				l.route[e] = true
-			}
+		if l.route, err = c.events(fmt.Sprintf("Targets[%d] (%s) Events", i, l.name), t.Events); err != nil {
+			return err
 		}
 		c.lanes = append(c.lanes, l)
 	}
 	return nil
-}
-
-// matches reports whether the lane's route takes a delivery of event with
-// action.
-func (l *lane) matches(event, action string) bool {
-	return l.route["*"] || l.route[event] || l.route[event+".*"] || (action != "" && l.route[event+"."+action])
 }
 
 // TargetNames gives each target the name a Client gives it: Name, or the
@@ -243,13 +223,13 @@ func TargetNames(targets []Target) ([]string, error) {
 func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it item, handlers func() ([]HandlerResult, error), then func(Result)) {
 	var chosen []*lane
 	for _, l := range c.lanes {
-		if l.route != nil && l.matches(d.Event, r.Action) {
+		if l.route.Match(d.Event, r.Action) {
 			chosen = append(chosen, l)
 		}
 	}
 	if len(chosen) == 0 {
 		for _, l := range c.lanes {
-			if l.route == nil {
+			if l.route.Empty() {
 				chosen = append(chosen, l)
 			}
 		}

@@ -23,6 +23,9 @@ import (
 	"github.com/fatih/color"
 	ucli "github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
+
+	"github.com/hookline/hookline/internal/eventmatch"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // The commands' defaults, which are package proxy's too.
@@ -247,43 +250,21 @@ func noColorSet(c *ucli.Context) bool {
 	return false
 }
 
+// eventPatterns compiles the event patterns given with flag (--events,
+// --ignore, --route: package eventmatch's one grammar), refusing a pattern
+// that is malformed or a typo of a name hookline knows as a usage error.
+// Names are GitHub's unless scheme names another sender.
+func eventPatterns(flag string, patterns []string, scheme provider.Scheme) (eventmatch.Set, error) {
+	set, _, err := eventmatch.Compile(patterns, scheme == "" || scheme == provider.GitHub)
+	if err != nil {
+		return set, usageErrorf("%s: %v", flag, err)
+	}
+	return set, nil
+}
+
 // closest returns the name in names closest to typed when it is close
 // enough to be a typo (at most two edits), "" otherwise.
-func closest(typed string, names []string) string { return closestWithin(typed, names, 2) }
-
-// closestWithin returns the name in names (of two letters or more)
-// closest to typed by edit distance, when at most within edits away; ""
-// otherwise. A negative within has no bound.
-func closestWithin(typed string, names []string, within int) string {
-	best, bestD := "", within+1
-	for _, n := range names {
-		if d := editDistance(typed, n); (within < 0 && best == "" || d < bestD) && len(n) > 1 {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
-}
+func closest(typed string, names []string) string { return eventmatch.Nearest(typed, names, 2) }
 
 // flagAsValue refuses a flag that took the next flag as its value:
 // `forward --target --secret x` gives --target the value "--secret" (Go's

@@ -151,6 +151,12 @@ func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forw
 		return o, err
 	}
 	o.tolerance = f.provider.checkTolerance()
+	if _, err = eventPatterns("--events", o.events, o.scheme); err != nil {
+		return o, err
+	}
+	if _, err = eventPatterns("--ignore", o.ignore, o.scheme); err != nil {
+		return o, err
+	}
 	if o.header, err = parseHeaders(f.header.Value()); err != nil {
 		return o, err
 	}
@@ -868,8 +874,8 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 		&ucli.BoolFlag{Name: "resign", Usage: "re-sign deliveries for the target with --target-secret, or --secret", Destination: &o.resign},
 		&ucli.BoolFlag{Name: "no-query", Usage: "do not forward the delivery's query string", Destination: &o.noQuery},
 		targetHeaderFlag(&f.header),
-		&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)", Destination: &f.events},
-		&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event or event.action, comma-separated)", Destination: &f.ignore},
+		&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event, event.action, event.* or *, comma-separated; as --route)", Destination: &f.events},
+		&ucli.StringSliceFlag{Name: "ignore", Usage: "drop these `EVENTS` (event, event.action, event.* or *, comma-separated)", Destination: &f.ignore},
 		&ucli.IntFlag{Name: "concurrency", Value: 1, Usage: "`N` deliveries handled at once (with several targets: by each); above 1 the order is not kept", Destination: &o.concurrency},
 		&ucli.DurationFlag{Name: "timeout", Value: targetTimeout, Usage: "time limit (`DURATION`) of one request to the target", Destination: &o.timeout},
 		retriesFlag(&f.retries),

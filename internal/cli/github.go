@@ -21,9 +21,12 @@ import (
 
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/eventmatch"
 	"github.com/hookline/hookline/internal/githubapi"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/rest"
+	"github.com/hookline/hookline/webhooks"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // githubOptions are the flags that name GitHub repositories,
@@ -175,6 +178,14 @@ func (g githubOptions) checkReachable(channel string) error {
 	return usageErrorf("GitHub cannot reach %s: it is on this machine (or a private network). Give --new (a new smee.io channel) or --url with a public channel, such as your own hookline serve with --public-url", httpx.RedactURL(channel))
 }
 
+// actionOf is d's action, "" for an event without one.
+func actionOf(d githubapi.HookDelivery) string {
+	if d.Action == nil {
+		return ""
+	}
+	return *d.Action
+}
+
 // hookEvents is the webhook's events for forward's --events: the event
 // names, without actions and without ping (GitHub pings every new webhook
 // and does not take ping as an event to subscribe to), or "*" for all.
@@ -182,6 +193,9 @@ func hookEvents(events []string) []string {
 	var out []string
 	for _, e := range events {
 		name, _, _ := strings.Cut(e, ".")
+		if name == webhooks.AnyEventName {
+			return []string{name}
+		}
 		if name != "ping" && !slices.Contains(out, name) {
 			out = append(out, name)
 		}
@@ -297,7 +311,7 @@ type deliveriesOptions struct {
 	hookURL   string
 	since     time.Time
 	status    string // "", success, failure
-	events    []string
+	events    eventmatch.Set
 	limit     int
 	redeliver bool
 	replay    replayOptions
@@ -351,7 +365,7 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
 			&ucli.StringFlag{Name: "url", Usage: "find the webhook by its `URL` (a relay channel)", Destination: &o.hookURL},
 			&ucli.StringFlag{Name: "since", Usage: "only deliveries after `TIME`: a duration back from now (2h) or an RFC 3339 time", Destination: &f.since},
 			&ucli.StringFlag{Name: "status", Usage: "only `failed` or `succeeded` deliveries (GitHub's status code ≥ 400, or below)", Destination: &f.status},
-			&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event or event.action, comma-separated)", Destination: &f.events},
+			&ucli.StringSliceFlag{Name: "events", Usage: "only these `EVENTS` (event, event.action, event.* or *, comma-separated; as --route)", Destination: &f.events},
 			&ucli.IntFlag{Name: "limit", Value: 30, Usage: "at most `N` deliveries", Destination: &o.limit},
 			&ucli.BoolFlag{Name: "redeliver", Usage: "ask GitHub to send each listed delivery again", Destination: &o.redeliver},
 			&ucli.BoolFlag{Name: "watch", Usage: "keep watching: every --interval, recover each delivery with no successful attempt after --grace, once (with --redeliver or --target)", Destination: &o.watch},
@@ -394,7 +408,9 @@ func parseDeliveries(c *ucli.Context, o deliveriesOptions, f *deliveriesFlags) (
 	if c.NArg() > 0 {
 		return o, usageErrorf("deliveries takes no arguments (got %q)", c.Args().First())
 	}
-	o.events = splitNames(f.events.Value())
+	if o.events, err = eventPatterns("--events", splitNames(f.events.Value()), provider.GitHub); err != nil {
+		return o, err
+	}
 	switch st := f.status; st {
 	case "":
 	case "failed", "failure":
@@ -472,7 +488,7 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 		if !o.since.IsZero() && d.DeliveredAt.Before(o.since) {
 			return false // newest first: the rest are older
 		}
-		if len(o.events) == 0 || slices.Contains(o.events, d.Event) || slices.Contains(o.events, d.Name()) {
+		if o.events.Empty() || o.events.Match(d.Event, actionOf(d)) {
 			list = append(list, d)
 		}
 		return len(list) < o.limit

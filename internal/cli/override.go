@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hookline/hookline/internal/eventmatch"
 	"github.com/hookline/hookline/internal/jsonscan"
 	"github.com/hookline/hookline/webhooks/payload"
 )
@@ -96,7 +97,7 @@ func fieldType(t reflect.Type, steps []string) (reflect.Type, bool, error) {
 			}
 			if !found {
 				hint := ""
-				if best := closestWithin(step, names, len(step)/2); best != "" {
+				if best := eventmatch.Nearest(step, names, len(step)/2); best != "" {
 					hint = " (did you mean " + best + "?)"
 				}
 				return nil, false, fmt.Errorf("%s has no field %q%s", at, step, hint)

@@ -19,6 +19,7 @@ import (
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/bytesize"
+	"github.com/hookline/hookline/internal/eventmatch"
 	"github.com/hookline/hookline/internal/examples"
 	"github.com/hookline/hookline/internal/jsonscan"
 	"github.com/hookline/hookline/internal/wire"
@@ -250,7 +251,7 @@ func nearestExample(name string) string {
 	if candidates == nil {
 		candidates = examples.Names()
 	}
-	return closestWithin(name, candidates, -1)
+	return eventmatch.Nearest(name, candidates, -1)
 }
 
 func pickExample(event, action string, hasAction bool) (string, error) {

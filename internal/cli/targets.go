@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
@@ -71,10 +72,8 @@ func (v *targetFlagValues) parse() (single string, many []proxy.Target, err erro
 			return "", nil, err
 		}
 		list := splitNames([]string{events})
-		for _, e := range list {
-			if strings.Contains(e, "*") && e != "*" && !strings.HasSuffix(e, ".*") {
-				return "", nil, usageErrorf("--route %q: %q: a route takes event, event.action, event.* or *", events, e)
-			}
+		if _, err := eventPatterns(fmt.Sprintf("--route %q", events), list, ""); err != nil {
+			return "", nil, err
 		}
 		many = append(many, proxy.Target{Name: name, URL: u, Events: list})
 	}

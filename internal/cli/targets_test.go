@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/relay"
 )
 
 // idsOf is the X-GitHub-Delivery of every request t received.
@@ -171,7 +174,10 @@ func TestTargetUsageErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--route", "push"}, "--route \"push\": want EVENTS=URL"},
-		{[]string{"--route", "pu*sh=http://127.0.0.1:1/"}, "a route takes event, event.action, event.* or *"},
+		{[]string{"--route", "pu*sh=http://127.0.0.1:1/"}, "a pattern is event, event.action, event.* or *"},
+		{[]string{"--route", "isues=http://127.0.0.1:1/"}, "did you mean issues?"},
+		{[]string{"--events", "isues"}, "did you mean issues?"},
+		{[]string{"--ignore", "issues.opend"}, "did you mean issues.opened?"},
 		{[]string{"--target", "http://127.0.0.1:1/", "--target-header", "x:A=b"}, "--target-header is for one of several targets"},
 		{[]string{"--target", "a=http://127.0.0.1:1/", "--target", "b=http://127.0.0.1:2/", "--target-header", "c:A=b"}, "NAME one of a, b"},
 		{[]string{"--target", "ftp://x/"}, "--target"},
@@ -196,5 +202,23 @@ func TestReplaySeveralTargets(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "push → ") {
 		t.Errorf("start line: %s", errOut)
+	}
+}
+
+// forward --events takes the route grammar: "issues.*" forwards an
+// issues.opened delivery, "*" every one. Before, "issues.*" kept nothing
+// ("1 received, 1 filtered") and "*" was refused.
+func TestForwardEventsPatterns(t *testing.T) {
+	for _, events := range []string{"issues.*", "*"} {
+		rl := relaytest.Start(t, relay.Options{})
+		target := newRecordingTarget(t, nil)
+		f := startForward(t, "--url", rl.Channel, "--target", target.URL, "--no-state", "--events", events)
+		f.waitErr(t, "connected to")
+		rl.Publish(t, nil, 1, relaytest.Body(1, 0)) // issues.opened
+		f.waitOutLines(t, 1)
+		f.stop(t)
+		if n := len(target.requests()); n != 1 {
+			t.Errorf("--events %s: the target got %d deliveries, want the issues.opened one\n%s", events, n, f.err.String())
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/internal/atomicfile"
+	"github.com/hookline/hookline/internal/eventmatch"
 	"github.com/hookline/hookline/internal/githubapi"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/metrics"
@@ -51,7 +52,7 @@ type watcher struct {
 	gh       *githubapi.Client
 	owner    githubapi.Owner
 	hookID   int64
-	events   []string
+	events   eventmatch.Set
 	grace    time.Duration
 	window   time.Duration // how far back the first poll looks
 	interval time.Duration
@@ -147,7 +148,7 @@ func (w *watcher) poll(ctx context.Context) error {
 		if _, done := w.state.Recovered[d.GUID]; done {
 			continue
 		}
-		if len(w.events) > 0 && !slices.Contains(w.events, d.Event) && !slices.Contains(w.events, d.Name()) {
+		if !w.events.Empty() && !w.events.Match(d.Event, actionOf(d)) {
 			continue
 		}
 		if now.Sub(f.first.DeliveredAt) < w.grace {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/eventmatch"
 	"github.com/hookline/hookline/internal/githubapi"
 	"github.com/hookline/hookline/internal/testutil/githubtest"
 )
@@ -67,7 +68,10 @@ func TestWatchRecoversOnce(t *testing.T) {
 	var waits []time.Duration
 	state := filepath.Join(t.TempDir(), "watch.json")
 	w := newWatcher(t, gh, id, state, &now, &waits)
-	w.events = []string{"issues"}
+	var err error
+	if w.events, _, err = eventmatch.Compile([]string{"issues"}, true); err != nil {
+		t.Fatal(err)
+	}
 	if err := w.poll(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +101,10 @@ func TestWatchRecoversOnce(t *testing.T) {
 		now = now.Add(10 * time.Minute)
 		if i == 1 {
 			w = newWatcher(t, gh, id, state, &now, &waits)
-			w.events = []string{"issues"}
+			var err error
+	if w.events, _, err = eventmatch.Compile([]string{"issues"}, true); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := w.poll(t.Context()); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,58 @@
+package eventmatch
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestMatch(t *testing.T) {
+	set, unknown, err := Compile([]string{" issues.* ", "pull_request.closed", "push", "", "payment_intent.succeeded"}, true)
+	if err != nil || len(unknown) != 1 || unknown[0] != "payment_intent.succeeded" {
+		t.Fatalf("Compile = %v, %v; want payment_intent.succeeded unknown (far from every GitHub name) and kept", unknown, err)
+	}
+	for _, tt := range []struct {
+		event, action string
+		want          bool
+	}{
+		{"issues", "opened", true}, {"issues", "", true}, {"pull_request", "closed", true}, {"pull_request", "opened", false},
+		{"push", "", true}, {"push", "x", true}, {"ping", "", false}, {"payment_intent", "succeeded", true}, {"issue_comment", "created", false},
+	} {
+		if got := set.Match(tt.event, tt.action); got != tt.want {
+			t.Errorf("Match(%s, %s) = %v, want %v", tt.event, tt.action, got, tt.want)
+		}
+	}
+	all, _, _ := Compile([]string{"*"}, true)
+	if !all.Match("anything", "") || (Set{}).Match("issues", "") || !(Set{}).Empty() {
+		t.Error(`"*" must match every event, the zero Set none`)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for _, tt := range []struct {
+		pattern string
+		known   bool
+		ok      bool
+		err     string // "" for none
+	}{
+		{"*", true, true, ""},
+		{"issues", true, true, ""},
+		{"issues.*", true, true, ""},
+		{"issues.opened", true, true, ""},
+		{"isues", true, false, "did you mean issues?"},
+		{"isues.*", true, false, "did you mean issues.*?"},
+		{"issues.opend", true, false, "did you mean issues.opened?"},
+		{"issues.zzzzzzzz", true, false, ""},
+		{"Push Hook", true, false, ""},
+		{"isues", false, true, ""},
+		{"pu*sh", true, false, "a pattern is event"},
+		{"issues.op*", false, false, "a pattern is event"},
+		{"issues.", true, false, "a pattern is event"},
+		{"error", true, false, "handler errors"},
+	} {
+		ok, err := Check(tt.pattern, tt.known)
+		if ok != tt.ok || (tt.err == "") != (err == nil) || (err != nil && (!strings.Contains(err.Error(), tt.err) || !errors.Is(err, ErrPattern))) {
+			t.Errorf("Check(%q, %v) = %v, %v; want %v, an error saying %q", tt.pattern, tt.known, ok, err, tt.ok, tt.err)
+		}
+	}
+}
