@@ -102,7 +102,7 @@ func TestWatchRecoversOnce(t *testing.T) {
 		if i == 1 {
 			w = newWatcher(t, gh, id, state, &now, &waits)
 			var err error
-	if w.events, _, err = eventmatch.Compile([]string{"issues"}, true); err != nil {
+			if w.events, _, err = eventmatch.Compile([]string{"issues"}, true); err != nil {
 				t.Fatal(err)
 			}
 		}
