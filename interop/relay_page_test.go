@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"fmt"
 	"bufio"
 	"net/http"
 	"os"
@@ -45,7 +46,10 @@ func TestRelayPageInChromium(t *testing.T) {
 	// A subscriber of our own, to see the redelivery arrive.
 	sub := subscribeLines(t, channel)
 
-	body := `{"action":"opened","issue":{"number":42,"title":"Relay page test"},"repository":{"full_name":"octo/hello"}}`
+	// Escapes and a number's spelling that JSON.parse and JSON.stringify
+	// would change: the page reads the body's own bytes from hookline's
+	// message ("body" with "bodyB": null).
+	body := `{"action":"opened","issue":{"number":42,"title":"Relay page test \u00e9\/","score":1.50e3},"repository":{"full_name":"octo/hello"}}`
 	req, _ := http.NewRequest(http.MethodPost, channel, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", "issues")
@@ -77,6 +81,9 @@ func TestRelayPageInChromium(t *testing.T) {
 	payload := p.text(first + `.querySelector("pre.payload").textContent`)
 	if !strings.Contains(payload, "{\n  \"action\": \"opened\",\n  \"issue\": {\n    \"number\": 42,") {
 		t.Errorf("payload shown as\n%s\nwant it pretty-printed", payload)
+	}
+	if got, want := p.text(first+`.querySelector("pre.payload").previousElementSibling.textContent`), fmt.Sprintf("Payload (JSON, %d bytes)", len(body)); got != want {
+		t.Errorf("payload heading %q, want %q: the page must hold the body's exact bytes", got, want)
 	}
 	headers := p.text(first + `.querySelector("table.headers").innerText`)
 	if !strings.Contains(headers, "x-github-event\tissues") {

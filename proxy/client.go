@@ -721,7 +721,6 @@ func (c *Client) Run(ctx context.Context) error {
 		so.Header = http.Header{}
 	}
 	so.Header.Set(wire.StreamHeader, "1") // hookline's messages from a hookline relay; others ignore it
-	so.Header.Set(wire.JSONBodyHeader, "1")
 	if c.opts.ReadToken != "" {
 		so.Header.Set("Authorization", "Bearer "+c.opts.ReadToken)
 	}

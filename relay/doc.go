@@ -53,11 +53,10 @@
 // id), replays the history after
 // Last-Event-ID (or ?lastEventId=), then sends deliveries as they arrive
 // and a "ping" every 30 s. The message format is smee.io's; a subscriber
-// that sends X-Hookline-Stream: 1 (or ?hookline=1) gets hookline's: the
-// exact body in "bodyB" in place of "body" (or, asked with
-// X-Hookline-JSON-Body: 1, a JSON body "body" holds byte for byte in
-// "body" with "bodyB": null), and a body of 1 MiB or more as "bodyLink", a
-// URL to GET it from. Errors are JSON: {"error":"what went
+// that sends X-Hookline-Stream: 1 (or ?hookline=1) gets hookline's: a
+// JSON body that "body" can hold byte for byte there, with "bodyB": null,
+// any other body in "bodyB" (base64) in place of "body", and a body of
+// 1 MiB or more as "bodyLink", a URL to GET it from. Errors are JSON: {"error":"what went
 // wrong and what to do"}.
 //
 // Reading a private channel (its stream in every format, page, bodies,

@@ -3,7 +3,6 @@ package relay_test
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -27,10 +26,12 @@ func subscribeLinked(t *testing.T, url string) *stream {
 	return s
 }
 
-// bodyOf returns the exact body of a message in hookline's format: its
-// bodyB, or what a GET of its bodyLink answers (resolved against channel).
-func bodyOf(t *testing.T, channel string, m map[string]any) ([]byte, error) {
+// bodyOf returns the exact body of an event in hookline's format: what a
+// GET of its bodyLink answers (resolved against channel), or what
+// hookline's decoder reads (a JSON body in "body", or bodyB).
+func bodyOf(t *testing.T, channel string, ev event) ([]byte, error) {
 	t.Helper()
+	m := message(t, ev)
 	if link, ok := m[wire.KeyBodyLink].(string); ok {
 		code, b := fetch(t, channel, link)
 		if code != http.StatusOK {
@@ -38,7 +39,14 @@ func bodyOf(t *testing.T, channel string, m map[string]any) ([]byte, error) {
 		}
 		return b, nil
 	}
-	return base64.StdEncoding.DecodeString(fmt.Sprint(m[wire.KeyBodyB]))
+	d, err := wire.DecodeDelivery([]byte(ev.Data))
+	if err != nil {
+		return nil, err
+	}
+	if !d.BodySource.Exact() {
+		return nil, fmt.Errorf("the body came from %q, not an exact source", d.BodySource)
+	}
+	return d.Body, nil
 }
 
 // fetch GETs a bodyLink, resolved against the channel's URL.
@@ -81,8 +89,8 @@ func TestBodyByLink(t *testing.T) {
 	if _, hasB := m[wire.KeyBodyB]; link == "" || hasB || m["body"] != nil || m["query"] == nil || m["content-type"] != "application/octet-stream" {
 		t.Fatalf("large body's message %v, want bodyLink, no bodyB, no body, with headers and query", m)
 	}
-	if m := message(t, linked.next()); m[wire.KeyBodyB] == nil || m[wire.KeyBodyLink] != nil {
-		t.Errorf("small body's message %v, want bodyB", m)
+	if ev := linked.next(); strings.Contains(ev.Data, `"`+wire.KeyBodyLink+`"`) || !strings.Contains(ev.Data, `"body":{"small":true},`) {
+		t.Errorf("small body's message %s, want it in body, no link", ev.Data)
 	}
 	if m := message(t, plain.next()); m[wire.KeyBodyB] != nil || m[wire.KeyBodyLink] != nil || m["content-type"] != "application/octet-stream" {
 		t.Errorf("smee.io's stream got %v, want its shape: no bodyB, no bodyLink", m)
@@ -227,7 +235,7 @@ func TestShedDropsWholeFetchesFirst(t *testing.T) {
 		t.Fatalf("the forwarder's stream got %v, want the second body's link", m)
 	}
 	mustPost(t, channel, "{}", "Content-Type", "application/json") // the second body leaves the history: 4 MiB held by streams alone
-	if m := message(t, forwarder.next()); m[wire.KeyBodyB] == nil {
+	if m := message(t, forwarder.next()); m[wire.KeyBodyLink] != nil || m["body"] == nil {
 		t.Fatalf("the forwarder's stream got %v, want the small delivery", m)
 	}
 	if st := srv.Stats(); st.CutOff != 0 || st.Subscribers != 2 {
@@ -235,16 +243,17 @@ func TestShedDropsWholeFetchesFirst(t *testing.T) {
 	}
 }
 
-// A hookline client that asks for JSON bodies in "body" (wire.JSONBodyHeader)
-// gets a JSON body that "body" can hold byte for byte written once, with
-// "bodyB": null, and every other body in "bodyB" as before; a client that
-// does not ask (an older hookline, the relay's page) gets "bodyB" for all.
+// hookline's one format, whether asked with the header (forward) or the
+// query (the page's EventSource): a JSON body that "body" can hold byte for
+// byte is written once, with "bodyB": null, and every other body in "bodyB";
+// hookline's decoder reads the exact body from either.
 func TestExactJSONBodies(t *testing.T) {
 	_, ts := newRelay(t, relay.Options{})
 	ch := ts.URL + "/exact-json-bodies-channel-0001"
-	asks := subscribe(t, ch, wire.StreamHeader, "1", wire.JSONBodyHeader, "1")
+	asks := subscribe(t, ch, wire.StreamHeader, "1")
 	asks.ready()
-	older := subscribeLinked(t, ch)
+	page := subscribe(t, ch+"?"+wire.StreamQuery+"=1")
+	page.ready()
 	for _, tt := range []struct {
 		name, contentType, body string
 		inBody                  bool
@@ -278,8 +287,8 @@ func TestExactJSONBodies(t *testing.T) {
 		if string(d.Body) != tt.body || !d.BodySource.Exact() || d.Format != delivery.FormatHookline {
 			t.Errorf("%s: decoded body %q from %q (%s), want %q exactly", tt.name, d.Body, d.BodySource, d.Format, tt.body)
 		}
-		if got, err := bodyOf(t, ch, message(t, older.next())); err != nil || string(got) != tt.body {
-			t.Errorf("%s: a client that did not ask got %q (%v), want it in bodyB", tt.name, got, err)
+		if ev2 := page.next(); ev2.Data != ev.Data {
+			t.Errorf("%s: the query's subscriber got\n%s\nthe header's\n%s\nwant one format", tt.name, ev2.Data, ev.Data)
 		}
 	}
 }

@@ -50,9 +50,9 @@ type Entry struct {
 
 	plain    *wire.Frame // its message for smee.io's subscribers
 	hookline *wire.Frame // hookline's (bodyB in place of body), sharing the parts of the full smee.io frame
-	// exact is hookline's with the body in "body" (wire.JSONBodyHeader),
-	// the full smee.io frame itself, when that holds the body byte for
-	// byte; else nil.
+	// exact is hookline's for a JSON body in "body" (see
+	// wire.StreamHeader), the full smee.io frame itself, when that holds
+	// the body byte for byte; else nil.
 	exact *wire.Frame
 
 	// refs counts who holds the delivery: its history in memory (one,
@@ -259,8 +259,6 @@ func bodyValue(contentType string, body []byte) []byte {
 func (d *Entry) frame(format streamFormat) *wire.Frame {
 	switch format {
 	case formatHookline:
-		return d.hookline
-	case formatHooklineJSON:
 		if d.exact != nil {
 			return d.exact
 		}

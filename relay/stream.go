@@ -22,31 +22,26 @@ import (
 type streamFormat int
 
 const (
-	formatSmee         streamFormat = iota // smee.io's: headers, body, query, timestamp
-	formatHookline                         // hookline's: bodyB (or bodyLink) in place of body (wire.StreamHeader)
-	formatGosmee                           // a gosmee server's, on /events/<channel>
-	formatHooklineJSON                     // hookline's, with JSON bodies written once in body (wire.JSONBodyHeader)
+	formatSmee     streamFormat = iota // smee.io's: headers, body, query, timestamp
+	formatHookline                     // hookline's: the exact body, in body (JSON), bodyB or bodyLink (wire.StreamHeader)
+	formatGosmee                       // a gosmee server's, on /events/<channel>
 )
 
 func (f streamFormat) String() string {
-	return [...]string{"smee", "hookline", "gosmee", "hookline+json"}[f]
+	return [...]string{"smee", "hookline", "gosmee"}[f]
 }
 
-// hookline reports whether f is one of hookline's formats.
-func (f streamFormat) hookline() bool { return f == formatHookline || f == formatHooklineJSON }
+// hookline reports whether f is hookline's format.
+func (f streamFormat) hookline() bool { return f == formatHookline }
 
 // requestedFormat is the format a GET /<channel> stream asked for: hookline's
 // with wire.StreamHeader or wire.StreamQuery (what the page's EventSource
-// uses, as it cannot set headers) set to 1 or true, with exact JSON bodies
-// when wire.JSONBodyHeader is set too.
+// uses, as it cannot set headers) set to 1 or true.
 func requestedFormat(r *http.Request) streamFormat {
-	switch {
-	case !truthy(r.URL.Query().Get(wire.StreamQuery)) && !truthy(r.Header.Get(wire.StreamHeader)):
-		return formatSmee
-	case truthy(r.Header.Get(wire.JSONBodyHeader)):
-		return formatHooklineJSON
+	if truthy(r.URL.Query().Get(wire.StreamQuery)) || truthy(r.Header.Get(wire.StreamHeader)) {
+		return formatHookline
 	}
-	return formatHookline
+	return formatSmee
 }
 
 // truthy reports whether a query parameter or header turns an option on:

@@ -9,9 +9,9 @@
 // header under its lowercase name, then "body" (the body as JSON),
 // "query" (an object) and "timestamp" (milliseconds since the epoch):
 // smee.io's shape. Subscribers that ask with [StreamHeader] or
-// [StreamQuery] get hookline's: "bodyB" (the exact body, base64) or
-// "bodyLink" in place of "body", or, with [JSONBodyHeader], a JSON body's
-// exact bytes in "body" and "bodyB": null. DecodeDelivery also reads smee.io's
+// [StreamQuery] get hookline's: a JSON body's exact bytes in "body" and
+// "bodyB": null when "body" can hold them byte for byte, else "bodyB" (the
+// exact body, base64) or "bodyLink" in place of "body". DecodeDelivery also reads smee.io's
 // "rawdata" and gosmee's shape (string timestamp, bodyB, no body or query).
 package wire
 
@@ -40,8 +40,12 @@ import (
 
 // Stream options a subscriber sends. Either StreamHeader or StreamQuery
 // set to "1" (or "true") asks a hookline relay for hookline's messages:
-// smee.io's shape with the exact body in "bodyB" in place of "body" (half
-// the bytes of a JSON body sent twice), and, for a body of LinkMin bytes or
+// smee.io's shape with the exact body. A JSON body that the "body" key can
+// hold byte for byte (valid JSON, no line break, no white space at either
+// end: what GitHub sends) is written there once, as it is, with "bodyB":
+// null ([CarriesExactly]), which spares both sides base64 and the stream a
+// quarter of its bytes; any other body comes in "bodyB" (base64) in place
+// of "body"; and, for a body of LinkMin bytes or
 // more, "bodyLink" in place of "bodyB": a URL reference (relative to the
 // stream's URL) that a GET answers with the body's exact bytes, read with
 // one copy rather than through the SSE reader, base64 and JSON. The relay
@@ -51,19 +55,9 @@ import (
 // set headers (a browser's EventSource). LastEventIDQuery stands in for the
 // Last-Event-ID header for them too; the header wins when both are present.
 //
-// JSONBodyHeader set to "1" as well asks for a JSON body to be written once,
-// as it is, rather than in base64: "body" holds the body's exact bytes and
-// "bodyB" is null. The relay does so for a JSON body that its "body" key
-// can hold byte for byte (valid JSON, no line break, no white space at
-// either end: what GitHub sends), which spares both sides the base64 and
-// the stream a quarter of its bytes; any other body still comes in "bodyB".
-// A client that does not send the header (an older hookline, the relay's
-// page) gets "bodyB" for every body, and a relay that does not know it
-// ignores it.
 const (
 	StreamHeader     = "X-Hookline-Stream"
 	StreamQuery      = "hookline"
-	JSONBodyHeader   = "X-Hookline-JSON-Body"
 	LastEventIDQuery = "lastEventId"
 	LinkMin          = 1 << 20
 )
@@ -225,7 +219,7 @@ type Frame struct {
 	bodyB []byte
 	// copied: body is a copy of Message.Body
 	copied bool
-	// exact: "bodyB":null follows the tail (see JSONBodyHeader)
+	// exact: "bodyB":null follows the tail (a JSON body in "body": see StreamHeader)
 	exact bool
 }
 
@@ -353,7 +347,7 @@ func (f *Frame) Hookline(body []byte) *Frame {
 }
 
 // ExactJSON returns hookline's message for the smee.io frame f whose
-// Message.Body was the exact body (see JSONBodyHeader): f itself, with
+// Message.Body was the exact body (see StreamHeader): f itself, with
 // "bodyB": null. The caller checks that "body" holds the body byte for byte
 // ([CarriesExactly]).
 func (f *Frame) ExactJSON() *Frame {
@@ -775,7 +769,7 @@ func decodeBody(d *delivery.Delivery, m *message) error {
 		return nil
 	}
 	if m.bodyB != nil && isNull(m.bodyB) && m.body != nil && !isNull(m.body) {
-		// A hookline relay's JSON body written once (JSONBodyHeader).
+		// A hookline relay's JSON body written once (see StreamHeader).
 		d.Body, d.BodySource = m.body, delivery.BodyJSONExact
 		return nil
 	}

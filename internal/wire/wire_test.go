@@ -75,7 +75,7 @@ func TestEncodeDecode(t *testing.T) {
 	}
 }
 
-// hookline's exact JSON message (JSONBodyHeader): "body" is the body's
+// hookline's message for a JSON body (see StreamHeader): "body" is the body's
 // bytes as sent, escapes and number spellings kept, and "bodyB" is null;
 // the decoder takes those bytes as they are. CarriesExactly allows it only
 // for the body's own bytes with no white space at either end.

@@ -1,7 +1,9 @@
 // The channel page of the hookline relay: a live list of the channel's
-// deliveries. It subscribes with hookline's messages (?hookline=1), whose
-// bodyB holds the exact body bytes (a body of 1 MiB or more comes as
-// bodyLink, fetched when its delivery is opened), and replays the relay's
+// deliveries. It subscribes with hookline's messages (?hookline=1), which
+// hold the exact body bytes: a JSON body as it is in "body" (with "bodyB":
+// null; read from the message's text, not from what JSON.parse makes of
+// it), any other in bodyB (base64), and a body of 1 MiB or more as
+// bodyLink, fetched when its delivery is opened. It replays the relay's
 // history on load (?lastEventId=0). Payloads are untrusted: they are only
 // ever set as text, never as HTML. On a private channel the page's URL
 // carries the read token (?token=), which the stream's URL repeats
@@ -65,10 +67,56 @@
     return bytes;
   }
 
-  function base64Length(s) {
-    if (!s) return 0;
-    const pad = s.endsWith('==') ? 2 : s.endsWith('=') ? 1 : 0;
-    return (s.length / 4) * 3 - pad;
+  // rawMember returns the JSON text of the member key of the object text
+  // (a message as the relay wrote it), or undefined.
+  function rawMember(text, key) {
+    let i = text.indexOf('{') + 1;
+    const space = () => { while (i < text.length && ' \t\r\n'.includes(text[i])) i++; };
+    const string = () => {
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
+      i++;
+    };
+    const value = () => {
+      if (text[i] === '"') return string();
+      if (text[i] !== '{' && text[i] !== '[') {
+        while (i < text.length && !',}] \t\r\n'.includes(text[i])) i++;
+        return;
+      }
+      let depth = 0;
+      do {
+        if (text[i] === '"') { string(); continue; }
+        if (text[i] === '{' || text[i] === '[') depth++;
+        else if (text[i] === '}' || text[i] === ']') depth--;
+        i++;
+      } while (depth > 0 && i < text.length);
+    };
+    for (;;) {
+      space();
+      if (text[i] !== '"') return undefined;
+      const start = i;
+      string();
+      const name = JSON.parse(text.slice(start, i));
+      space();
+      i++; // the colon
+      space();
+      const from = i;
+      value();
+      if (name === key) return text.slice(from, i);
+      space();
+      if (text[i++] !== ',') return undefined;
+    }
+  }
+
+  // messageOf reads a delivery's message: its fields, and bytes, the exact
+  // body (undefined for a body sent by link).
+  function messageOf(data) {
+    const msg = JSON.parse(data);
+    if (msg.bodyB === null && 'body' in msg) {
+      msg.bytes = new TextEncoder().encode(rawMember(data, 'body'));
+    } else if (typeof msg.bodyLink !== 'string') {
+      msg.bytes = decodeBase64(msg.bodyB);
+    }
+    return msg;
   }
 
   function tryJSON(text) {
@@ -142,14 +190,14 @@
   // The body's bytes: bodyB, or, for a large body, what its bodyLink
   // answers (the relay keeps it for this page until a later one is fetched).
   async function bodyBytes(msg) {
-    if (typeof msg.bodyLink !== 'string') return decodeBase64(msg.bodyB);
+    if (typeof msg.bodyLink !== 'string') return msg.bytes;
     const res = await fetch(new URL(msg.bodyLink, location.origin + path), { headers: auth });
     if (!res.ok) throw new Error(`the relay answered ${res.status} for the body (it keeps a large body only until a later one is opened; Redeliver sends it again)`);
     return new Uint8Array(await res.arrayBuffer());
   }
 
   async function renderDetail(id, msg, detail) {
-    const { query, timestamp, bodyB, bodyLink, ...headers } = msg;
+    const { query, timestamp, body, bodyB, bodyLink, bytes: _, ...headers } = msg;
     const result = el('span', { className: 'result' });
     const redeliver = el('button', { type: 'button', className: 'redeliver', textContent: 'Redeliver' });
     redeliver.addEventListener('click', async () => {
@@ -198,9 +246,9 @@
   function addDelivery(id, msg) {
     if (!Number.isFinite(id) || shown.has(id)) return;
     shown.add(id);
-    const { query, timestamp, bodyB, bodyLink, ...headers } = msg;
+    const { query, timestamp, body, bodyB, bodyLink, bytes, ...headers } = msg;
     const linked = typeof bodyLink === 'string';
-    const payload = linked ? undefined : payloadOf(decodeBase64(bodyB), headers['content-type']);
+    const payload = linked ? undefined : payloadOf(bytes, headers['content-type']);
     const { event, action, guid } = describe(headers, payload);
     const when = new Date(timestamp);
     const time = el('time', { dateTime: when.toISOString(), textContent: when.toLocaleTimeString(), title: when.toString() });
@@ -209,7 +257,7 @@
       el('span', { className: 'event', textContent: event ? (action ? `${event}.${action}` : event) : '(no event header)' }),
       el('span', { className: 'guid mono', textContent: guid, title: guid }),
       time,
-      el('span', { className: 'size', textContent: linked ? '≥ 1 MiB' : formatSize(base64Length(bodyB)) }));
+      el('span', { className: 'size', textContent: linked ? '≥ 1 MiB' : formatSize(bytes.length) }));
     const detail = el('div', { className: 'detail' });
     const details = el('details', {}, summary, detail);
     details.addEventListener('toggle', () => {
@@ -241,7 +289,7 @@
     source.addEventListener('message', (e) => {
       const id = Number(e.lastEventId);
       lastId = Math.max(lastId, id);
-      addDelivery(id, JSON.parse(e.data));
+      addDelivery(id, messageOf(e.data));
     });
     source.addEventListener('error', () => {
       if (source.readyState === EventSource.CLOSED) {
