@@ -1,8 +1,8 @@
 package interop
 
 import (
-	"fmt"
 	"bufio"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"

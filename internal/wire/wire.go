@@ -54,7 +54,6 @@ import (
 // midway can be made again. The query parameter is for clients that cannot
 // set headers (a browser's EventSource). LastEventIDQuery stands in for the
 // Last-Event-ID header for them too; the header wins when both are present.
-//
 const (
 	StreamHeader     = "X-Hookline-Stream"
 	StreamQuery      = "hookline"
