@@ -37,9 +37,9 @@ func TestInspectorInChromium(t *testing.T) {
 	b := startBrowser(t)
 
 	var client *proxy.Client
-	in := inspect.New(inspect.Options{Secret: secret, Target: target,
+	in := inspect.New(inspect.Options{Secret: secret, TargetURL: target,
 		Resend: func(ctx context.Context, d *hldelivery.Delivery) proxy.Result { return client.Resend(ctx, d) }})
-	client, err := proxy.New(proxy.Options{Target: target, Secret: secret, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
+	client, err := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: target}}, Secret: secret, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

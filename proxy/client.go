@@ -133,38 +133,39 @@ type Options struct {
 	// anyone who can post to the channel then reaches them.
 	AllowUnverified bool
 
-	// Target, if not empty, is the URL each delivery is replayed to, with
-	// its exact body, method, content type and headers (see forwardRequest).
-	Target string
-	// Targets, instead of Target, are several targets, each a lane of its
-	// own, some of them routes taking only some events (see Target and
-	// the lanes' notes in lanes.go). Concurrency is then each lane's.
+	// Targets are where each delivery is replayed to, with its exact body,
+	// method, content type and headers (see forwardRequest): each a lane of
+	// its own, in order, some of them routes taking only some events (see
+	// Target and the lanes' notes in lanes.go). One target is one lane too:
+	// Targets: []proxy.Target{{URL: u}}. Concurrency is each lane's.
 	Targets []Target
 	// NoQuery drops the delivery's query string instead of adding it to
-	// Target's.
+	// the target's.
 	NoQuery bool
 	// ResignSecret, if not empty, replaces the delivery's signature with
 	// one made with this secret, for targets that check a different
 	// secret than GitHub's.
 	ResignSecret string
-	// TargetHeader is set on every request to Target, replacing the
+	// TargetHeader is set on every request to a target, replacing the
 	// delivery's headers of the same names (see forwardOptions.Header).
 	// Credentials here are never saved nor printed by hookline.
 	TargetHeader http.Header
-	// HTTPClient sends to Target. If nil, a rest.Client with TargetTimeout
+	// HTTPClient sends to the targets. If nil, a rest.Client with TargetTimeout
 	// and Retry whose transport does not ask for compression. One given
 	// here should set http.Transport.DisableCompression too, or net/http
 	// adds "Accept-Encoding: gzip" to deliveries whose sender sent none.
 	HTTPClient *rest.Client
-	// TargetTimeout bounds one attempt to Target. If zero,
+	// TargetTimeout bounds one attempt to a target. If zero,
 	// 30 s. Ignored when HTTPClient is set.
 	TargetTimeout time.Duration
-	// Retry says which failed requests to the target are sent again. If
-	// nil, SafeRetry(): only what surely did not reach the target's handler
+	// Retry says which failed requests to a target are sent again. If
+	// nil, LaneRetry(): only what surely did not reach the target's handler
 	// (see retryUnsent), so that a handler with side effects never runs
-	// twice for one delivery, as with GitHub, which sends once. Give
-	// &rest.RetryPolicy{} to retry 5xx answers and timeouts too. Ignored
-	// when HTTPClient is set.
+	// twice for one delivery, as with GitHub, which sends once, for as long
+	// as the target is down, its lane holding its deliveries in order.
+	// SafeRetry() gives up after about 20 s instead (the delivery goes to
+	// the failed folder); &rest.RetryPolicy{} retries 5xx answers and
+	// timeouts too. Ignored when HTTPClient is set.
 	Retry *rest.RetryPolicy
 
 	// Concurrency is how many deliveries are handled at once. If zero or
@@ -185,12 +186,14 @@ type Options struct {
 	SaveDir string
 	// SaveScripts, with SaveDir, also writes beside each capture file a
 	// shell script that re-sends the delivery byte for byte with curl, to
-	// Target or the URL given to it (capture.WriteScript).
+	// the first target or the URL given to it (capture.WriteScript).
 	SaveScripts bool
-	// FailedDir is where a delivery the target did not take
-	// (TargetResult.Failed: no answer or a non-2xx status, after the
+	// FailedDir is where a delivery a target did not take
+	// (TargetResult.OK false: no answer or a non-2xx status, after the
 	// retries), or whose signature failed, is saved as a capture file with
-	// a note saying why, for `hookline replay`. It is created when the first
+	// a note saying why, for `hookline replay`: in the target's subfolder
+	// (its name) with several targets, in FailedDir itself with one
+	// unnamed target. It is created when the first
 	// such delivery is saved. If empty, SaveDir's
 	// "failed" subdirectory when SaveDir is set; otherwise such deliveries
 	// are only reported (Stats.Lost counts them).
@@ -311,11 +314,9 @@ type Result struct {
 	Handlers   []HandlerResult
 	HandlerErr error
 
-	// Target is the forwarding outcome; nil when there is no Target or
-	// the delivery was not forwarded.
-	Target *TargetResult
-	// Targets are the outcomes with Options.Targets, one per target the
-	// routes chose, in Targets' order; Unrouted is true when no route took
+	// Targets are the forwarding outcomes, one per target the routes
+	// chose, in Options.Targets' order; none when there is no target or
+	// the delivery was not forwarded. Unrouted is true when no route took
 	// the delivery and there is no default target.
 	Targets  []*TargetResult
 	Unrouted bool
@@ -325,16 +326,16 @@ type Result struct {
 	SaveErr error
 
 	// FailedFile is the capture file written in FailedDir for a delivery
-	// the target did not take (!Target.OK()) or whose signature failed
-	// (its Note says which); FailedErr why that write failed. Both are
-	// empty otherwise, or when there is no FailedDir.
+	// whose signature failed (its Note says so; a target's failures are
+	// in its TargetResult.FailedFile); FailedErr why that write failed.
+	// Both are empty otherwise, or when there is no FailedDir.
 	FailedFile string
 	FailedErr  error
 }
 
 // OK reports whether the delivery was handled without any failure.
 func (r Result) OK() bool {
-	for _, t := range r.TargetResults() {
+	for _, t := range r.Targets {
 		if !t.Skipped && !t.OK() {
 			return false
 		}
@@ -342,21 +343,12 @@ func (r Result) OK() bool {
 	return r.Filtered || r.Duplicate || (r.Verification != VerificationFailed && r.HandlerErr == nil && r.SaveErr == nil)
 }
 
-// TargetResults are the forwarding outcomes: Target's, or those of
-// Options.Targets; none when nothing was forwarded.
-func (r Result) TargetResults() []*TargetResult {
-	if r.Target != nil {
-		return []*TargetResult{r.Target}
-	}
-	return r.Targets
-}
-
 // Lost reports whether the target did not take the delivery and no capture
 // file keeps it for a replay (no FailedDir, or writing there failed). The
 // relay may still have it.
 func (r Result) Lost() bool {
-	for _, t := range r.TargetResults() {
-		if !t.Skipped && !t.OK() && t.FailedFile == "" && r.FailedFile == "" && r.Saved == "" {
+	for _, t := range r.Targets {
+		if !t.Skipped && !t.OK() && t.FailedFile == "" && r.Saved == "" {
 			return true
 		}
 	}
@@ -365,15 +357,17 @@ func (r Result) Lost() bool {
 
 // TargetResult is the outcome of forwarding one delivery.
 type TargetResult struct {
-	Name     string        // the target's name (Options.Targets); "" for Options.Target
+	Name     string        // the target's name (Target.Name, TargetNames); "" for one unnamed target
 	URL      string        // the URL the delivery was sent to, credentials redacted
 	Status   int           // the final HTTP status; 0 when none came back
 	Duration time.Duration // from the first attempt to the final answer, its body read
 	Err      error         // transport failure (after retries), if any
 	Body     []byte        // the first bytes of the response body (up to MaxAnswerBody)
 	Header   http.Header   // the response headers
-	// Interrupted: the client stopped (Stop, or the end of the drain)
-	// while the delivery was in flight; Err says so.
+	// Interrupted: the run ended (Stop, the end of the drain, Replay's
+	// context) while the delivery was in flight, or before its turn in the
+	// target's lane: then it was not sent (no Attempts; counted neither
+	// forwarded nor failed, and kept in the failed folder). Err says which.
 	Interrupted bool
 	// Attempts are the requests made, retries included, in order; the
 	// last one's answer is Status, Header and Body.
@@ -381,9 +375,8 @@ type TargetResult struct {
 	// Skipped: a state file says this target had the delivery before a
 	// restart; it was not sent again (Options.Targets).
 	Skipped bool
-	// FailedFile and FailedErr are the target's capture file in its
-	// subfolder of the failed folder (Options.Targets; Result.FailedFile
-	// for Target).
+	// FailedFile and FailedErr are the target's capture file in the
+	// failed folder (see Options.FailedDir).
 	FailedFile string
 	FailedErr  error
 }
@@ -463,7 +456,6 @@ type Stats struct {
 // start it with Run; it is used once.
 type Client struct {
 	opts      Options
-	fwd       *forwarder                 // nil without a Target
 	lanes     []*lane                    // Options.Targets
 	laneSkip  map[string]map[string]bool // event id → lanes a state file says had it
 	lanesBusy sync.WaitGroup             // deliveries in lanes
@@ -527,12 +519,6 @@ func New(opts Options) (*Client, error) {
 	if c.source == "" && opts.URL != "" {
 		c.source = httpx.RedactURL(opts.URL)
 	}
-	var target *url.URL
-	if opts.Target != "" {
-		if target, err = parseTarget(opts.Target); err != nil {
-			return nil, err
-		}
-	}
 	for i, s := range opts.AdditionalSecrets {
 		if s == "" {
 			return nil, fmt.Errorf("%w: AdditionalSecrets[%d] is empty", ErrInvalidOptions, i)
@@ -559,16 +545,8 @@ func New(opts Options) (*Client, error) {
 	if err := c.loadState(); err != nil {
 		return nil, err
 	}
-	if target != nil {
-		c.fwd = newForwarder(target, c.targetClient(), forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Scheme: opts.Provider, Header: opts.TargetHeader})
-	}
-	if len(opts.Targets) > 0 {
-		if target != nil {
-			return nil, fmt.Errorf("%w: give Target or Targets, not both", ErrInvalidOptions)
-		}
-		if err := c.newLanes(c.targetClient); err != nil {
-			return nil, err
-		}
+	if err := c.newLanes(c.targetClient); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -586,10 +564,7 @@ func (c *Client) targetClient() *rest.Client {
 	}
 	retry := c.opts.Retry
 	if retry == nil {
-		retry = SafeRetry()
-		if len(c.opts.Targets) > 0 {
-			retry = LaneRetry()
-		}
+		retry = LaneRetry()
 	}
 	return &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: httpx.NewTransport()}, Retry: retry}
 }
@@ -1082,7 +1057,7 @@ func (c *Client) handle(ctx context.Context, it item) {
 	c.stats.inFlight.Add(1)
 	waited := time.Since(it.read)
 	c.process(ctx, it, func(r Result) {
-		r.Waited = waited
+		r.Waited = max(r.Waited, waited)
 		c.state.finish(it.seq, it.d.EventID, it.durable)
 		c.report(r)
 		c.stats.inFlight.Add(-1)
@@ -1093,17 +1068,8 @@ func (c *Client) handle(ctx context.Context, it item) {
 // is given the Result, once every target is done with it (with several
 // targets, after process returns: see fanOut).
 func (c *Client) process(ctx context.Context, it item, then func(Result)) {
-	if c.lanes == nil {
-		then(c.processOne(ctx, it, nil))
-		return
-	}
-	fanned := false
-	r := c.processOne(ctx, it, func(r Result, handlers func() ([]HandlerResult, error)) {
-		fanned = true
-		c.fanOut(ctx, it.d, r, it, handlers, then)
-	})
-	if !fanned { // a duplicate, filtered, or its signature failed
-		then(r)
+	if r, done := c.processOne(ctx, it, then); done { // a duplicate, filtered, or its signature failed
+		c.behindLanes(ctx, r, then)
 	}
 }
 
@@ -1153,11 +1119,12 @@ func (c *Client) prepare(d *delivery.Delivery, duplicate bool) *prepared {
 	return p
 }
 
-// processOne is the pipeline for one target, or, with fan (several
-// targets), its part before the targets: it then ends by calling fan with
-// the Result so far and what runs the handlers, and returns nothing of
-// use.
-func (c *Client) processOne(ctx context.Context, it item, fan func(Result, func() ([]HandlerResult, error))) (r Result) {
+// processOne is the pipeline's first part: the duplicate check, the
+// filter, the signature's check, the save; a delivery that goes on is
+// handed to its targets' lanes and its handlers (fanOut), which give then
+// its Result when they are done, and done is false. A delivery that stops
+// here is done: its Result is returned.
+func (c *Client) processOne(ctx context.Context, it item, then func(Result)) (r Result, done bool) {
 	d, p := it.d, it.pre
 	if p == nil {
 		p = c.prepare(d, it.duplicate)
@@ -1166,21 +1133,19 @@ func (c *Client) processOne(ctx context.Context, it item, fan func(Result, func(
 	if d.BodySource == delivery.BodyCapture && !d.ReceivedAt.IsZero() {
 		r.Received = d.ReceivedAt
 	}
-	payload := p.payload
 	r.Action, r.Repository, r.Sender = p.action, p.repo, p.sender
-	if r.Duplicate {
+	switch {
+	case r.Duplicate:
 		c.stats.duplicates.Add(1)
-		return r
-	}
-	if r.Redelivery {
+		return r, true
+	case r.Redelivery:
 		c.stats.redeliveries.Add(1)
 	}
 	if p.filtered {
 		r.Filtered = true
 		c.stats.filtered.Add(1)
-		return r
+		return r, true
 	}
-
 	r.Verification, r.VerifyNote, r.Scheme = p.verification, p.verifyNote, p.scheme
 	switch r.Verification {
 	case VerificationPassed:
@@ -1190,75 +1155,48 @@ func (c *Client) processOne(ctx context.Context, it item, fan func(Result, func(
 	default:
 		c.stats.unverified.Add(1)
 	}
-
-	if r.Verification == VerificationSkipped && c.opts.Handlers != nil && !c.opts.AllowUnverified {
-		r.VerifyNote = "handlers not run on an unverified delivery: set Options.Secret (or AllowUnverified)"
+	if r.Verification == VerificationFailed {
+		c.keepRefused(&r)
+		return r, true
 	}
-	if r.Verification != VerificationFailed && fan != nil {
-		if c.opts.SaveDir != "" {
-			c.save(&r, c.captureOf(d, r))
-		}
-		var handlers func() ([]HandlerResult, error)
-		if c.opts.Handlers != nil && (r.Verification == VerificationPassed || c.opts.AllowUnverified) {
-			handlers = func() ([]HandlerResult, error) { return c.dispatch(ctx, d, payload) }
-		}
-		fan(r, handlers)
-		return r
-	}
-	if r.Verification != VerificationFailed {
-		var wg sync.WaitGroup
-		if c.opts.Handlers != nil && (r.Verification == VerificationPassed || c.opts.AllowUnverified) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r.Handlers, r.HandlerErr = c.dispatch(ctx, d, payload)
-			}()
-		}
-		if c.fwd != nil {
-			c.loops.forwarding(d.ID, d.EventID, time.Now())
-			r.Target = c.fwd.Forward(ctx, d)
-			r.Target.Interrupted = r.Target.Err != nil && ctx.Err() != nil
-		}
-		wg.Wait()
-		if r.HandlerErr != nil {
-			c.stats.handlerFails.Add(1)
-		}
-		if r.Target != nil {
-			c.countTarget(r.Target)
-		}
-	}
-
-	var note string
-	switch {
-	case r.Verification == VerificationFailed:
-		note = "not passed on: " + r.VerifyNote + " (replay it with the right secret)"
-	case r.Target != nil && !r.Target.OK():
-		note = "the target answered " + r.Target.Summary()
-	}
-	if c.opts.SaveDir == "" && (note == "" || c.failedDir == "") {
-		// Nothing to save: no capture record to build.
-		c.noteLost(r, d)
-		return r
-	}
-	cd := c.captureOf(d, r)
 	if c.opts.SaveDir != "" {
-		c.save(&r, cd)
+		c.save(&r, c.captureOf(d, r))
 	}
-	cd.Note = note
-	if cd.Note != "" && c.failedDir != "" {
-		r.FailedFile, r.FailedErr = c.saveFailed(c.failedDir, cd)
-		if r.FailedErr != nil {
-			c.stats.saveFails.Add(1)
-		} else {
-			c.stats.failedSaved.Add(1)
-		}
+	var handlers func() ([]HandlerResult, error)
+	if c.opts.Handlers != nil && (r.Verification == VerificationPassed || c.opts.AllowUnverified) {
+		handlers = func() ([]HandlerResult, error) { return c.dispatch(ctx, d, p.payload) }
 	}
-	c.noteLost(r, d)
-	return r
+	c.fanOut(ctx, d, r, it, handlers, then)
+	return r, false
+}
+
+// keepRefused saves a delivery whose signature failed (r) with SaveDir,
+// and in the failed folder with a note saying why, for a replay with the
+// right secret.
+func (c *Client) keepRefused(r *Result) {
+	if c.opts.SaveDir == "" && c.failedDir == "" {
+		return
+	}
+	cd := c.captureOf(r.Delivery, *r)
+	if c.opts.SaveDir != "" {
+		c.save(r, cd)
+	}
+	if c.failedDir == "" {
+		return
+	}
+	cd.Note = "not passed on: " + r.VerifyNote + " (replay it with the right secret)"
+	if r.FailedFile, r.FailedErr = c.saveFailed(c.failedDir, cd); r.FailedErr != nil {
+		c.stats.saveFails.Add(1)
+	} else {
+		c.stats.failedSaved.Add(1)
+	}
 }
 
 // countTarget counts one target's outcome in Stats.
 func (c *Client) countTarget(t *TargetResult) {
+	if t.Err == errNotSent {
+		return // not sent: neither forwarded nor failed
+	}
 	if t.OK() {
 		c.stats.forwarded.Add(1)
 	} else {
@@ -1283,7 +1221,7 @@ func (c *Client) captureOf(d *delivery.Delivery, r Result) capture.File {
 func (c *Client) save(r *Result, cd capture.File) {
 	r.Saved, r.SaveErr = c.writeCapture(c.opts.SaveDir, cd)
 	if r.SaveErr == nil && c.opts.SaveScripts {
-		target := c.opts.Target
+		target := ""
 		if len(c.opts.Targets) > 0 {
 			target = c.opts.Targets[0].URL
 		}
@@ -1293,15 +1231,6 @@ func (c *Client) save(r *Result, cd capture.File) {
 		c.stats.saveFails.Add(1)
 	} else {
 		c.stats.saved.Add(1)
-	}
-}
-
-// noteLost counts and logs d when r says it was lost.
-func (c *Client) noteLost(r Result, d *delivery.Delivery) {
-	if r.Lost() {
-		c.stats.lost.Add(1)
-		c.logger.Warn("the target did not take a delivery and it was not saved; the relay may still have it",
-			"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
 	}
 }
 
@@ -1420,8 +1349,11 @@ func (c *Client) report(r Result) {
 	switch {
 	case r.Verification == VerificationFailed:
 		c.logger.Warn("delivery not passed on: "+r.VerifyNote, "delivery", d.ID, "event", d.Event, "event_id", d.EventID)
-	case r.Target != nil && !r.Target.OK():
-		c.logger.Warn("the target did not take a delivery: "+r.Target.Summary(), "delivery", d.ID, "event", d.Event, "event_id", d.EventID, "url", r.Target.URL)
+	}
+	for _, t := range r.Targets {
+		if !t.Skipped && !t.OK() {
+			c.logger.Warn("the target did not take a delivery: "+t.Summary(), "delivery", d.ID, "event", d.Event, "event_id", d.EventID, "target", t.Name, "url", t.URL)
+		}
 	}
 }
 

@@ -85,9 +85,6 @@ func benchmarkClient(b *testing.B, size, targets int) {
 		defer target.Close()
 		opts.Targets = append(opts.Targets, proxy.Target{URL: target.URL})
 	}
-	if targets == 1 {
-		opts.Target, opts.Targets = opts.Targets[0].URL, nil
-	}
 	c, err := proxy.New(opts)
 	if err != nil {
 		b.Fatal(err)

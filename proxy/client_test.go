@@ -217,7 +217,7 @@ func TestClientForwardsByteExactAndVerifies(t *testing.T) {
 			relay := newPushRelay(t)
 			res := newResults()
 			startClient(t, proxy.Options{
-				URL: relay.URL + "/chan", Secret: githubSecret, Target: target.URL + "/api/github/webhooks",
+				URL: relay.URL + "/chan", Secret: githubSecret, Targets: []proxy.Target{{URL: target.URL + "/api/github/webhooks"}},
 				ResignSecret: tt.resign, OnResult: res.add,
 			})
 			relay.push(1, githubHeaders("d-1", "issues", githubSecret, body), nil, body)
@@ -225,8 +225,8 @@ func TestClientForwardsByteExactAndVerifies(t *testing.T) {
 			if r.Verification != proxy.VerificationPassed {
 				t.Errorf("Verification = %q (%s), want verified", r.Verification, r.VerifyNote)
 			}
-			if r.Target == nil || r.Target.Status != 200 {
-				t.Fatalf("Target = %+v, want status 200", r.Target)
+			if len(r.Targets) == 0 || r.Targets[0].Status != 200 {
+				t.Fatalf("Target = %+v, want status 200", r.Targets)
 			}
 			if got.Load() != string(body) {
 				t.Errorf("handler payload = %q, want %q", got.Load(), body)
@@ -254,7 +254,7 @@ func TestClientNeverPassesOnABadSignature(t *testing.T) {
 	relay := newPushRelay(t)
 	res := newResults()
 	failed := t.TempDir()
-	c, _, _ := startClient(t, proxy.Options{URL: relay.URL + "/c", Secret: "right", Target: target.URL, Handlers: handlers, OnResult: res.add, FailedDir: failed})
+	c, _, _ := startClient(t, proxy.Options{URL: relay.URL + "/c", Secret: "right", Targets: []proxy.Target{{URL: target.URL}}, Handlers: handlers, OnResult: res.add, FailedDir: failed})
 	body := []byte(`{"zen":"x"}`)
 	relay.push(1, githubHeaders("bad", "ping", "wrong", body), nil, body)
 	noSig := githubHeaders("nosig", "ping", "", body)
@@ -270,7 +270,7 @@ func TestClientNeverPassesOnABadSignature(t *testing.T) {
 	if !strings.Contains(all[1].VerifyNote, "no X-Hub-Signature-256") {
 		t.Errorf("note for a missing signature = %q", all[1].VerifyNote)
 	}
-	if all[0].Target != nil || hits.Load() != 1 || ran.Load() != 1 || delivery.Load() != "good" {
+	if len(all[0].Targets) > 0 || hits.Load() != 1 || ran.Load() != 1 || delivery.Load() != "good" {
 		t.Errorf("target hits = %d, handler runs = %d (for delivery %v), want 1 and 1 (only the good delivery)", hits.Load(), ran.Load(), delivery.Load())
 	}
 	if s := c.Stats(); s.VerifyFailed != 2 || s.Verified != 1 || s.Forwarded != 1 {
@@ -415,7 +415,7 @@ func TestClientHeaderMappingAndQuery(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			relay := newPushRelay(t)
 			res := newResults()
-			startClient(t, proxy.Options{URL: relay.URL + "/c", Target: target.URL + "/hook?base=1", NoQuery: tt.noQuery, OnResult: res.add})
+			startClient(t, proxy.Options{URL: relay.URL + "/c", Targets: []proxy.Target{{URL: target.URL + "/hook?base=1"}}, NoQuery: tt.noQuery, OnResult: res.add})
 			relay.push(1, h, map[string]string{"a": "b c", "x": "/"}, body)
 			res.wait(t, 1)
 			s := <-got
@@ -472,15 +472,15 @@ func TestClientRetriesTransientTargetFailures(t *testing.T) {
 			t.Cleanup(target.Close)
 			relay := newPushRelay(t)
 			res := newResults()
-			startClient(t, proxy.Options{URL: relay.URL + "/c", Target: target.URL, OnResult: res.add,
+			startClient(t, proxy.Options{URL: relay.URL + "/c", Targets: []proxy.Target{{URL: target.URL}}, OnResult: res.add,
 				Retry: &rest.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
 			relay.push(1, githubHeaders("r", "ping", "", []byte(`{}`)), nil, []byte(`{}`))
 			r := res.wait(t, 1)[0]
-			if r.Target.Status != 200 || calls.Load() != 2 {
-				t.Errorf("status %d after %d calls, want 200 after 2", r.Target.Status, calls.Load())
+			if r.Targets[0].Status != 200 || calls.Load() != 2 {
+				t.Errorf("status %d after %d calls, want 200 after 2", r.Targets[0].Status, calls.Load())
 			}
 			// Every attempt is reported, in order, with its own answer.
-			if a := r.Target.Attempts; len(a) != 2 || a[0].Status != 503 || a[1].Status != 200 || a[0].Err != nil ||
+			if a := r.Targets[0].Attempts; len(a) != 2 || a[0].Status != 503 || a[1].Status != 200 || a[0].Err != nil ||
 				a[1].FirstByte <= 0 || a[1].FirstByte > a[1].Duration ||
 				string(a[0].Body) != "down for a moment" || a[0].Header.Get("Retry-After") != tt.retryAfter || string(a[1].Body) != "ok" {
 				t.Errorf("attempts = %+v, want 503 then 200, each with its answer and its first byte within its duration", a)
@@ -498,24 +498,24 @@ func TestClientAttemptsAndAnswerBody(t *testing.T) {
 		w.Write(bytes.Repeat([]byte("a"), proxy.MaxAnswerBody+100))
 	}))
 	t.Cleanup(target.Close)
-	c, err := proxy.New(proxy.Options{Target: target.URL})
+	c, err := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: target.URL}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := c.Handle(t.Context(), &delivery.Delivery{ID: "a1", Body: []byte(`{}`), Headers: http.Header{}})
-	a := r.Target.Attempts
-	if len(a) != 1 || a[0].Status != 202 || a[0].Duration < a[0].FirstByte || r.Target.Header.Get("X-Answer") != "yes" || len(r.Target.Body) != proxy.MaxAnswerBody {
-		t.Fatalf("attempts %+v, answer %q, %d bytes of body; want one 202 with X-Answer and %d bytes", a, r.Target.Header, len(r.Target.Body), proxy.MaxAnswerBody)
+	a := r.Targets[0].Attempts
+	if len(a) != 1 || a[0].Status != 202 || a[0].Duration < a[0].FirstByte || r.Targets[0].Header.Get("X-Answer") != "yes" || len(r.Targets[0].Body) != proxy.MaxAnswerBody {
+		t.Fatalf("attempts %+v, answer %q, %d bytes of body; want one 202 with X-Answer and %d bytes", a, r.Targets[0].Header, len(r.Targets[0].Body), proxy.MaxAnswerBody)
 	}
 
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
-	c, err = proxy.New(proxy.Options{Target: down.URL, Retry: &rest.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+	c, err = proxy.New(proxy.Options{Targets: []proxy.Target{{URL: down.URL}}, Retry: &rest.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r = c.Handle(t.Context(), &delivery.Delivery{ID: "a2", Body: []byte(`{}`), Headers: http.Header{}})
-	if a := r.Target.Attempts; len(a) != 2 || a[0].Status != 0 || a[0].Err == nil || !strings.Contains(a[1].Err.Error(), "refused") {
+	if a := r.Targets[0].Attempts; len(a) != 2 || a[0].Status != 0 || a[0].Err == nil || !strings.Contains(a[1].Err.Error(), "refused") {
 		t.Errorf("attempts to a closed port = %+v, want two, each with its error", a)
 	}
 }
@@ -526,7 +526,7 @@ func TestClientResendSkipsTheDuplicateCheck(t *testing.T) {
 	var calls atomic.Int32
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
 	t.Cleanup(target.Close)
-	c, err := proxy.New(proxy.Options{Target: target.URL})
+	c, err := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: target.URL}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +536,7 @@ func TestClientResendSkipsTheDuplicateCheck(t *testing.T) {
 		t.Fatalf("a second Handle of one id was not a duplicate: %+v", r)
 	}
 	r := c.Resend(t.Context(), d)
-	if r.Duplicate || !r.Redelivery || r.Target == nil || !r.Target.OK() || calls.Load() != 2 {
+	if r.Duplicate || !r.Redelivery || len(r.Targets) == 0 || !r.Targets[0].OK() || calls.Load() != 2 {
 		t.Errorf("Resend = %+v after %d requests; want a redelivery the target took (2 requests)", r, calls.Load())
 	}
 }
@@ -550,14 +550,14 @@ func TestClientTargetDownIsReportedAndCounted(t *testing.T) {
 	url = strings.Replace(url, "http://", "http://u:TPASS@", 1) + "/hook?key=TKEY"
 	relay := newPushRelay(t)
 	res := newResults()
-	c, _, _ := startClient(t, proxy.Options{URL: relay.URL + "/c", Target: url, OnResult: res.add,
+	c, _, _ := startClient(t, proxy.Options{URL: relay.URL + "/c", Targets: []proxy.Target{{URL: url}}, OnResult: res.add,
 		Retry: &rest.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
 	relay.push(1, githubHeaders("down", "ping", "", []byte(`{}`)), nil, []byte(`{}`))
 	r := res.wait(t, 1)[0]
-	if r.Target == nil || r.Target.Err == nil || r.OK() {
-		t.Fatalf("Target = %+v, want a transport error", r.Target)
+	if len(r.Targets) == 0 || r.Targets[0].Err == nil || r.OK() {
+		t.Fatalf("Target = %+v, want a transport error", r.Targets)
 	}
-	if msg := r.Target.Err.Error() + " " + r.Target.URL; strings.Contains(msg, "TKEY") || strings.Contains(msg, "TPASS") || !strings.Contains(msg, "key=xxxxx") {
+	if msg := r.Targets[0].Err.Error() + " " + r.Targets[0].URL; strings.Contains(msg, "TKEY") || strings.Contains(msg, "TPASS") || !strings.Contains(msg, "key=xxxxx") {
 		t.Errorf("target error %q shows the target's credentials", msg)
 	}
 	if c.Stats().TargetFails != 1 {
@@ -593,7 +593,7 @@ func TestClientOrderingAndConcurrency(t *testing.T) {
 			t.Cleanup(target.Close)
 			relay := newPushRelay(t)
 			res := newResults()
-			startClient(t, proxy.Options{URL: relay.URL + "/c", Target: target.URL, Concurrency: tt.concurrency, OnResult: res.add})
+			startClient(t, proxy.Options{URL: relay.URL + "/c", Targets: []proxy.Target{{URL: target.URL}}, Concurrency: tt.concurrency, OnResult: res.add})
 			var want []string
 			for i := 1; i <= 8; i++ {
 				id := fmt.Sprintf("d%d", i)
@@ -767,13 +767,13 @@ func TestClientDrainsOnCancel(t *testing.T) {
 	t.Cleanup(target.Close)
 	relay := newPushRelay(t)
 	res := newResults()
-	_, cancel, wait := startClient(t, proxy.Options{URL: relay.URL + "/c", Target: target.URL, OnResult: res.add})
+	_, cancel, wait := startClient(t, proxy.Options{URL: relay.URL + "/c", Targets: []proxy.Target{{URL: target.URL}}, OnResult: res.add})
 	relay.push(1, githubHeaders("slow", "ping", "", []byte(`{}`)), nil, []byte(`{}`))
 	<-started
 	cancel()
 	r := res.wait(t, 1)[0]
-	if r.Target == nil || r.Target.Status != 200 {
-		t.Errorf("in-flight delivery after cancel: %+v, want 200", r.Target)
+	if len(r.Targets) == 0 || r.Targets[0].Status != 200 {
+		t.Errorf("in-flight delivery after cancel: %+v, want 200", r.Targets)
 	}
 	if err := wait(); err != nil {
 		t.Errorf("Run = %v, want nil after cancel", err)
@@ -807,15 +807,15 @@ func TestNewTarget(t *testing.T) {
 		{"http:///path", "has no host"},
 	}
 	for _, tt := range tests {
-		_, err := proxy.New(proxy.Options{Target: tt.in})
+		_, err := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: tt.in}}})
 		if tt.wantErr == "" {
 			if err != nil {
-				t.Errorf("New(Target: %q) = %v, want nil", tt.in, err)
+				t.Errorf("New(Targets: []proxy.Target{{URL: %q}}) = %v, want nil", tt.in, err)
 			}
 			continue
 		}
 		if !errors.Is(err, proxy.ErrInvalidTarget) || !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("New(Target: %q) = %v, want ErrInvalidTarget saying %q", tt.in, err, tt.wantErr)
+			t.Errorf("New(Targets: []proxy.Target{{URL: %q}}) = %v, want ErrInvalidTarget saying %q", tt.in, err, tt.wantErr)
 		}
 	}
 }
@@ -825,7 +825,7 @@ func TestNewTarget(t *testing.T) {
 func TestClientLogsFailuresWithoutOnResult(t *testing.T) {
 	var logs bytes.Buffer
 	refuse := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotFound) }))
-	c, err := proxy.New(proxy.Options{Secret: "right", Target: refuse, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	c, err := proxy.New(proxy.Options{Secret: "right", Targets: []proxy.Target{{URL: refuse}}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

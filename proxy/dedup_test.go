@@ -89,7 +89,7 @@ func TestClientSkipsDuplicates(t *testing.T) {
 			srv := streamOnce(t, tt.stream)
 			target := &relaytest.Sink{}
 			opts := tt.opts
-			opts.URL, opts.Target = srv.URL+"/chan", httptestServer(t, target)
+			opts.URL, opts.Targets = srv.URL+"/chan", []proxy.Target{{URL: httptestServer(t, target)}}
 			res := newResults()
 			opts.OnResult = res.add
 			n := strings.Count(tt.stream, "x-github-delivery")
@@ -110,7 +110,7 @@ func TestClientSkipsDuplicates(t *testing.T) {
 			for _, r := range all {
 				if r.Duplicate {
 					dups++
-					if r.Target != nil || !r.OK() {
+					if len(r.Targets) > 0 || !r.OK() {
 						t.Errorf("a duplicate was handled: %+v", r)
 					}
 				}
@@ -129,7 +129,7 @@ func TestClientForwardsARelayRedelivery(t *testing.T) {
 	target := &relaytest.Sink{}
 	cw := newConnWatch()
 	res := newResults()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Target: httptestServer(t, target), OnState: cw.on, OnResult: res.add})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: httptestServer(t, target)}}, OnState: cw.on, OnResult: res.add})
 	cw.waitConnected(t)
 	body := relaytest.Body(1, 10)
 	rl.Publish(t, nil, 1, body)
@@ -143,8 +143,8 @@ func TestClientForwardsARelayRedelivery(t *testing.T) {
 		t.Fatalf("redeliver: %d", resp.StatusCode)
 	}
 	r := res.wait(t, 1)[1]
-	if !r.Redelivery || r.Duplicate || r.Target == nil || !r.Target.OK() {
-		t.Errorf("redelivery: Redelivery %v, Duplicate %v, Target %+v; want forwarded as a redelivery", r.Redelivery, r.Duplicate, r.Target)
+	if !r.Redelivery || r.Duplicate || len(r.Targets) == 0 || !r.Targets[0].OK() {
+		t.Errorf("redelivery: Redelivery %v, Duplicate %v, Target %+v; want forwarded as a redelivery", r.Redelivery, r.Duplicate, r.Targets)
 	}
 	if got := target.Arrivals(); len(got) != 2 || got[1].ID != relaytest.ID(1) {
 		t.Errorf("the target got %d deliveries, want the original and the redelivery", len(got))

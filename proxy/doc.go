@@ -12,7 +12,7 @@
 //		URL:      "https://smee.io/AbCdEf123",
 //		Secret:   secret, // verify every delivery
 //		Handlers: wh,     // dispatch verified deliveries
-//		Target:   "http://127.0.0.1:3000/api/github/webhooks",
+//		Targets:  []proxy.Target{{URL: "http://127.0.0.1:3000/api/github/webhooks"}},
 //		OnResult: func(r proxy.Result) { log.Println(r.Delivery.Event, r.Action, r.Verification) },
 //	})
 //	if err != nil {

@@ -57,7 +57,7 @@ func ExampleClient() {
 		URL:      channel,
 		Secret:   secret,
 		Handlers: &handlers.Emitter,
-		Target:   target.URL + "/api/github/webhooks",
+		Targets:  []proxy.Target{{URL: target.URL + "/api/github/webhooks"}},
 		OnResult: func(r proxy.Result) { results <- r },
 		OnState: func(s proxy.StateChange) {
 			if s.State == proxy.StateConnected {
@@ -94,7 +94,7 @@ func ExampleClient() {
 
 	r := <-results
 	fmt.Println("delivery:", r.Delivery.Event, r.Action, r.Verification)
-	fmt.Println("target:", r.Target.Status)
+	fmt.Println("target:", r.Targets[0].Status)
 	fmt.Println("target got:", <-appGot)
 	cancel()
 	fmt.Println("Run:", <-stopped)

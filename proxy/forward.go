@@ -35,13 +35,13 @@ type forwardOptions struct {
 	Header http.Header
 }
 
-// ForwardRequest returns the request the client sends to its Target for d
-// (see forwardRequest); without a Target, the one it would send to the
-// URL target. It is for showing what a replay sends.
+// ForwardRequest returns the request the client sends to its first
+// target for d (see forwardRequest); without a target, the one it would
+// send to the URL target. It is for showing what a replay sends.
 func (c *Client) ForwardRequest(ctx context.Context, d *delivery.Delivery, target *url.URL) (*http.Request, error) {
 	o := forwardOptions{NoQuery: c.opts.NoQuery, ResignSecret: c.opts.ResignSecret, Scheme: c.opts.Provider, Header: c.opts.TargetHeader}
-	if c.fwd != nil {
-		target, o = c.fwd.Target, c.fwd.Options
+	if len(c.lanes) > 0 {
+		target, o = c.lanes[0].fwd.URL, c.lanes[0].fwd.Options
 	}
 	return forwardRequest(ctx, target, d, o)
 }
@@ -134,17 +134,17 @@ func (f filter) keep(event, action string) bool {
 }
 
 // forwarder sends deliveries to one target with forwardRequest. The zero
-// value is not usable: Target is required. A forwarder is safe for
+// value is not usable: URL is required. A forwarder is safe for
 // concurrent use once its fields are no longer modified.
 type forwarder struct {
-	// Target is the URL deliveries are sent to. Required.
-	Target *url.URL
+	// URL is where deliveries are sent. Required.
+	URL *url.URL
 	// HTTPClient sends the requests. Required.
 	HTTPClient *rest.Client
 	// Options adjust each request (query, re-signing).
 	Options forwardOptions
 
-	shown string // Target redacted (newForwarder)
+	shown string // URL redacted (newForwarder)
 }
 
 // newForwarder returns a forwarder to target. Its requests go through a
@@ -162,7 +162,7 @@ func newForwarder(target *url.URL, hc *rest.Client, o forwardOptions) *forwarder
 	}
 	httpc.Transport = attemptRecorder{base}
 	rc.HTTPClient = httpc
-	return &forwarder{Target: target, HTTPClient: &rc, Options: o, shown: httpx.RedactURL(target.String())}
+	return &forwarder{URL: target, HTTPClient: &rc, Options: o, shown: httpx.RedactURL(target.String())}
 }
 
 // attemptsKey is the context key of a request's attempt log.
@@ -241,24 +241,24 @@ func (t *answerTee) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// shownURL returns u redacted for results: Target's, redacted once, when
+// shownURL returns u redacted for results: URL's, redacted once, when
 // the delivery added no query to it.
 func (f *forwarder) shownURL(u *url.URL) string {
-	if u.RawQuery == f.Target.RawQuery && u.Path == f.Target.Path {
+	if u.RawQuery == f.URL.RawQuery && u.Path == f.URL.Path {
 		return f.shown
 	}
 	return httpx.RedactURL(u.String())
 }
 
-// Forward sends d to f.Target and returns the outcome: the final status,
+// Forward sends d to f.URL and returns the outcome: the final status,
 // the first MaxAnswerBody bytes of the response body, every attempt, and
 // the time from the first attempt to the answer, or the error (after the
 // client's retries). It never returns nil.
 func (f *forwarder) Forward(ctx context.Context, d *delivery.Delivery) *TargetResult {
 	client := f.HTTPClient
-	res := &TargetResult{URL: f.shownURL(f.Target)}
+	res := &TargetResult{URL: f.shownURL(f.URL)}
 	log := &attemptLog{}
-	req, err := forwardRequest(context.WithValue(ctx, attemptsKey{}, log), f.Target, d, f.Options)
+	req, err := forwardRequest(context.WithValue(ctx, attemptsKey{}, log), f.URL, d, f.Options)
 	if err != nil {
 		res.Err = err
 		return res

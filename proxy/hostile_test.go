@@ -227,7 +227,7 @@ func TestClientHostileInput(t *testing.T) {
 				saveDir = ""
 			}
 			c, _, _ := startClient(t, proxy.WithStream(proxy.Options{
-				URL: srv.URL + "/chan", Target: httptestServer(t, target), SaveDir: saveDir,
+				URL: srv.URL + "/chan", Targets: []proxy.Target{{URL: httptestServer(t, target)}}, SaveDir: saveDir,
 				Logger: slog.New(slog.NewTextHandler(&logs, nil)), OnResult: res.add,
 			}, &sse.HTTPTransport{MaxEventSize: tt.maxSize}, sse.Options{}))
 			n := 2

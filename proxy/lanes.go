@@ -2,12 +2,14 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +61,7 @@ type Target struct {
 	// (its subfolder). If empty, TargetNames gives one: the URL's port
 	// for a target on this machine, else its host, made unique.
 	Name string
-	// URL is where deliveries are sent (as Options.Target).
+	// URL is where deliveries are sent (an http or https URL).
 	URL string
 	// Events makes the target a route: it gets only the deliveries that
 	// match one of its patterns (as Options.Events: "event",
@@ -72,8 +74,8 @@ type Target struct {
 
 // lane is one target's queue and senders: up to workers goroutines
 // take the queue's sends in order (one: the order deliveries were read);
-// a sender idle for laneIdle ends, and the next send starts one again, so
-// that a lane costs nothing once its Client is done with.
+// a sender ends when the queue is empty, and the next send starts one
+// again, so that a lane costs nothing while it has nothing to send.
 type lane struct {
 	name    string
 	route   eventmatch.Set // empty: a default target
@@ -87,9 +89,6 @@ type lane struct {
 
 	forwarded, fails, waiting atomic.Int64
 }
-
-// laneIdle is how long a lane's sender waits for work before it ends.
-const laneIdle = time.Second
 
 // submit queues send (waiting while the lane holds laneBacklog sends,
 // unless ctx ends: then it runs at once, and sees ctx's end) and makes
@@ -109,26 +108,24 @@ func (l *lane) submit(ctx context.Context, send func()) {
 	l.mu.Unlock()
 }
 
-// sender runs the lane's sends until it has been idle for laneIdle.
+// sender runs the lane's sends until its queue is empty. A lane that
+// waits for nothing costs no goroutine, and no timer wakes it.
 func (l *lane) sender() {
-	idle := time.NewTimer(laneIdle)
-	defer idle.Stop()
 	for {
 		select {
 		case send := <-l.queue:
 			send()
-			idle.Reset(laneIdle)
-		case <-idle.C:
-			l.mu.Lock()
-			if len(l.queue) > 0 { // a send came as the timer fired
-				l.mu.Unlock()
-				idle.Reset(laneIdle)
-				continue
-			}
-			l.running--
-			l.mu.Unlock()
-			return
+			continue
+		default:
 		}
+		l.mu.Lock()
+		if len(l.queue) > 0 { // a send came meanwhile
+			l.mu.Unlock()
+			continue
+		}
+		l.running--
+		l.mu.Unlock()
+		return
 	}
 }
 
@@ -143,15 +140,23 @@ type TargetStats struct {
 // its own copy of the target client hc makes.
 func (c *Client) newLanes(hc func() *rest.Client) error {
 	opts := c.opts
+	for i, t := range opts.Targets {
+		if _, err := parseTarget(t.URL); err != nil {
+			if len(opts.Targets) == 1 {
+				return err
+			}
+			return fmt.Errorf("%w (Targets[%d])", err, i)
+		}
+	}
 	names, err := TargetNames(opts.Targets)
 	if err != nil {
 		return err
 	}
+	// One unnamed target keeps today's layout: no name in the results,
+	// its failed deliveries in the failed folder itself.
+	single := len(opts.Targets) == 1 && opts.Targets[0].Name == "" && len(opts.Targets[0].Events) == 0
 	for i, t := range opts.Targets {
-		target, err := parseTarget(t.URL)
-		if err != nil {
-			return fmt.Errorf("%w (Targets[%d])", err, i)
-		}
+		target, _ := parseTarget(t.URL) // checked above
 		header := opts.TargetHeader.Clone()
 		for k, v := range t.Header {
 			if header == nil {
@@ -163,6 +168,9 @@ func (c *Client) newLanes(hc func() *rest.Client) error {
 			name: names[i], queue: make(chan func(), laneBacklog), workers: max(1, opts.Concurrency),
 			fwd:    newForwarder(target, hc(), forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Scheme: opts.Provider, Header: header}),
 			failed: laneFailedDir(c.failedDir, names[i]),
+		}
+		if single {
+			l.name, l.failed = "", c.failedDir
 		}
 		if l.route, err = c.events(fmt.Sprintf("Targets[%d] (%s) Events", i, l.name), t.Events); err != nil {
 			return err
@@ -234,7 +242,7 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 			}
 		}
 	}
-	if len(chosen) == 0 {
+	if len(chosen) == 0 && len(c.lanes) > 0 {
 		r.Unrouted = true
 		c.stats.unrouted.Add(1)
 	}
@@ -242,7 +250,9 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 	if it.durable {
 		doneBefore = c.laneSkip[d.EventID]
 	}
-	r.Targets = make([]*TargetResult, len(chosen))
+	if len(chosen) > 0 {
+		r.Targets = make([]*TargetResult, len(chosen))
+	}
 	pre := r // what the lanes read: r's fields change as handlers and lanes end
 	if len(chosen) > 0 {
 		c.loops.forwarding(d.ID, d.EventID, time.Now())
@@ -250,8 +260,10 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 	var left atomic.Int32
 	left.Store(int32(len(chosen)) + 1)
 	c.lanesBusy.Add(1)
+	waited := make([]time.Duration, len(chosen))
 	finish := func() {
 		if left.Add(-1) == 0 {
+			r.Waited = slices.Max(append(waited, 0))
 			c.afterLanes(&r)
 			then(r)
 			c.lanesBusy.Done()
@@ -265,10 +277,16 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 		}
 		l.waiting.Add(1)
 		l.submit(ctx, func() {
-			tr := l.fwd.Forward(ctx, d)
+			if !it.read.IsZero() { // read from the stream (not Handle, Replay)
+				waited[i] = time.Since(it.read) // behind the deliveries before it in this lane
+			}
+			tr := &TargetResult{URL: l.fwd.shown, Err: errNotSent, Interrupted: true}
+			if ctx.Err() == nil {
+				tr = l.fwd.Forward(ctx, d)
+				tr.Interrupted = tr.Err != nil && ctx.Err() != nil
+			}
 			l.waiting.Add(-1)
 			tr.Name = l.name
-			tr.Interrupted = tr.Err != nil && ctx.Err() != nil
 			c.afterLane(l, tr, d, pre)
 			if it.durable && d.EventID != "" && left.Load() > 1 {
 				// Other lanes still have it: a restart must not send it
@@ -287,6 +305,33 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 	finish()
 }
 
+// errNotSent is a TargetResult's Err for a delivery whose turn in its lane
+// came after the run ended (the drain's end, Stop, Replay's context): it
+// was not sent (TargetResult.Interrupted, no Attempts).
+var errNotSent = errors.New("not sent: the run ended before its turn")
+
+// behindLanes gives then r, a delivery the pipeline is done with (a
+// duplicate, filtered, its signature failed), once every lane is done with
+// the deliveries before it, when deliveries are handled in order
+// (Concurrency one): the results come in the order the deliveries were read.
+func (c *Client) behindLanes(ctx context.Context, r Result, then func(Result)) {
+	if len(c.lanes) == 0 || c.opts.Concurrency > 1 {
+		then(r)
+		return
+	}
+	var left atomic.Int32
+	left.Store(int32(len(c.lanes)))
+	c.lanesBusy.Add(1)
+	for _, l := range c.lanes {
+		l.submit(ctx, func() {
+			if left.Add(-1) == 0 {
+				then(r)
+				c.lanesBusy.Done()
+			}
+		})
+	}
+}
+
 // afterLanes counts what all lanes' outcomes make of r.
 func (c *Client) afterLanes(r *Result) {
 	if r.HandlerErr != nil {
@@ -301,14 +346,19 @@ func (c *Client) afterLanes(r *Result) {
 // and keeps d in the lane's failed folder when its target did not take it.
 func (c *Client) afterLane(l *lane, tr *TargetResult, d *delivery.Delivery, r Result) {
 	c.countTarget(tr)
-	if tr.OK() {
+	switch {
+	case tr.OK():
 		l.forwarded.Add(1)
 		return
+	case tr.Err != errNotSent:
+		l.fails.Add(1)
 	}
-	l.fails.Add(1)
 	if l.failed != "" {
 		cd := c.captureOf(d, r)
-		cd.Note = "the target " + l.name + " answered " + tr.Summary()
+		cd.Note = "the target answered " + tr.Summary()
+		if l.name != "" {
+			cd.Note = "the target " + l.name + " answered " + tr.Summary()
+		}
 		tr.FailedFile, tr.FailedErr = c.saveFailed(l.failed, cd)
 		if tr.FailedErr != nil {
 			c.stats.saveFails.Add(1)
@@ -317,8 +367,8 @@ func (c *Client) afterLane(l *lane, tr *TargetResult, d *delivery.Delivery, r Re
 		}
 	}
 	if tr.FailedFile == "" && r.Saved == "" {
-		c.logger.Warn("the target "+l.name+" did not take a delivery and it was not saved; the relay may still have it",
-			"delivery", d.ID, "event", d.Event, "event_id", d.EventID)
+		c.logger.Warn("the target did not take a delivery and it was not saved; the relay may still have it",
+			"target", l.name, "delivery", d.ID, "event", d.Event, "event_id", d.EventID)
 	}
 }
 

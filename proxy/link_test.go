@@ -39,7 +39,7 @@ func TestBodyByLinkForwarded(t *testing.T) {
 		defer mu.Unlock()
 		results = append(results, r)
 	}
-	startConnected(t, proxy.Options{URL: rl.Channel, Target: ts, Secret: secret, OnResult: onResult})
+	startConnected(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, Secret: secret, OnResult: onResult})
 
 	big := append(relaytest.Body(2, wire.LinkMin), "\r\n\xff\x00"...) // not even JSON
 	bodies := [][]byte{relaytest.Body(1, 10), big, relaytest.Body(3, 10)}
@@ -100,7 +100,7 @@ func TestBodyLinkRefused(t *testing.T) {
 			// Done when the client reports it, not when the target has it:
 			// the counts move once the target's answer is back.
 			results := make(chan proxy.Result, 4)
-			c, _, _ := startClient(t, proxy.Options{URL: relaySrv.URL + "/chan", Target: ts, FailedDir: failed,
+			c, _, _ := startClient(t, proxy.Options{URL: relaySrv.URL + "/chan", Targets: []proxy.Target{{URL: ts}}, FailedDir: failed,
 				Logger:   slog.New(slog.NewTextHandler(lockedWriter{&logMu, &logs}, nil)),
 				OnResult: func(r proxy.Result) { results <- r }})
 			select {
@@ -167,7 +167,7 @@ func TestBodyLinkFetchFailureResumes(t *testing.T) {
 	target := &relaytest.Sink{}
 	ts := httptestServer(t, target)
 	failed := t.TempDir()
-	startConnected(t, proxy.Options{URL: channel, Target: ts, FailedDir: failed, MaxBackoff: 50 * time.Millisecond})
+	startConnected(t, proxy.Options{URL: channel, Targets: []proxy.Target{{URL: ts}}, FailedDir: failed, MaxBackoff: 50 * time.Millisecond})
 
 	big := relaytest.Body(1, wire.LinkMin)
 	rl.Publish(t, nil, 1, big)

@@ -18,10 +18,10 @@ func TestForwardingLoopStops(t *testing.T) {
 	rl := relaytest.Start(t, relay.Options{})
 	forwarded := 0 // read after Run returns
 	cw := newConnWatch()
-	c, err := proxy.New(proxy.Options{URL: rl.Channel, Target: rl.Channel, Logger: slog.New(slog.DiscardHandler),
+	c, err := proxy.New(proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: rl.Channel}}, Logger: slog.New(slog.DiscardHandler),
 		OnState: cw.on,
 		OnResult: func(r proxy.Result) {
-			if r.Target != nil && r.Target.OK() {
+			if len(r.Targets) > 0 && r.Targets[0].OK() {
 				forwarded++
 			}
 		}})

@@ -106,7 +106,7 @@ func TestFaultConnectionCutMidEvent(t *testing.T) {
 		return relaytest.Body(n, 100)
 	}
 	cw := newConnWatch()
-	startClient(t, proxy.WithStream(proxy.Options{URL: channel, Target: ts, OnState: cw.on}, nil, fastStream))
+	startClient(t, proxy.WithStream(proxy.Options{URL: channel, Targets: []proxy.Target{{URL: ts}}, OnState: cw.on}, nil, fastStream))
 	cw.waitConnected(t)
 	const last = 8
 	for n := 1; n <= last; n++ {
@@ -140,7 +140,7 @@ func TestFaultCutBeforeTheFirstDelivery(t *testing.T) {
 	channel := strings.Replace(rl.Channel, strings.TrimPrefix(rl.Base, "http://"), gate.addr, 1)
 
 	cw := newConnWatch()
-	startClient(t, proxy.WithStream(proxy.Options{URL: channel, Target: ts, OnState: cw.on}, nil, fastStream))
+	startClient(t, proxy.WithStream(proxy.Options{URL: channel, Targets: []proxy.Target{{URL: ts}}, OnState: cw.on}, nil, fastStream))
 	cw.waitConnected(t)
 	gate.cut() // the stream drops; reconnections wait at the gate
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
@@ -345,7 +345,7 @@ func TestFaultTargetDownThenBack(t *testing.T) {
 	st := newSwitchableTarget(t, target)
 	res := newResults()
 	cw := newConnWatch()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Target: st.url(), Retry: fastRetry(100), OnResult: res.add, OnState: cw.on})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: st.url()}}, Retry: fastRetry(100), OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	for n := 1; n <= 3; n++ {
@@ -397,7 +397,7 @@ func TestFaultTargetRetryAfter(t *testing.T) {
 	ts := httptestServer(t, target)
 	res := newResults()
 	cw := newConnWatch()
-	startClient(t, proxy.Options{URL: rl.Channel, Target: ts, OnResult: res.add, OnState: cw.on})
+	startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	for n := 1; n <= 3; n++ {
@@ -428,7 +428,7 @@ func TestFaultSlowTarget(t *testing.T) {
 	}}
 	ts := httptestServer(t, target)
 	cw := newConnWatch()
-	startClient(t, proxy.Options{URL: rl.Channel, Target: ts, OnState: cw.on})
+	startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, OnState: cw.on})
 	cw.waitConnected(t)
 	body := func(n int) []byte { return relaytest.Body(n, 1000) }
 	const last = 12
@@ -458,7 +458,7 @@ func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
 	failed := filepath.Join(t.TempDir(), "failed") // created when needed
 	res := newResults()
 	cw := newConnWatch()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Target: st.url(), Retry: fastRetry(2), FailedDir: failed, OnResult: res.add, OnState: cw.on})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: st.url()}}, Retry: fastRetry(2), FailedDir: failed, OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	for n := 1; n <= 3; n++ {
@@ -478,17 +478,21 @@ func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
 	}
 	for n, want := range map[int]bool{1: false, 2: true, 3: true, 4: true, 5: false} {
 		r := byID[relaytest.ID(n)]
-		if got := r.FailedFile != ""; got != want {
-			t.Errorf("delivery %d: FailedFile = %q (err %v), want saved = %v", n, r.FailedFile, r.FailedErr, want)
+		if len(r.Targets) != 1 {
+			t.Fatalf("delivery %d: %d target results, want 1", n, len(r.Targets))
+		}
+		tr := r.Targets[0]
+		if got := tr.FailedFile != ""; got != want {
+			t.Errorf("delivery %d: FailedFile = %q (err %v), want saved = %v", n, tr.FailedFile, tr.FailedErr, want)
 			continue
 		}
 		if !want {
 			continue
 		}
-		if filepath.Dir(r.FailedFile) != failed {
-			t.Errorf("delivery %d saved in %s, want %s", n, r.FailedFile, failed)
+		if filepath.Dir(tr.FailedFile) != failed {
+			t.Errorf("delivery %d saved in %s, want %s (one unnamed target: the failed folder itself)", n, tr.FailedFile, failed)
 		}
-		cd, err := capture.Read(r.FailedFile)
+		cd, err := capture.Read(tr.FailedFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -519,7 +523,7 @@ func TestFaultDiskFullWhileSaving(t *testing.T) {
 	dir := t.TempDir()
 	res := newResults()
 	cw := newConnWatch()
-	c, err := proxy.New(proxy.Options{URL: rl.Channel, Target: ts, SaveDir: dir, OnResult: res.add, OnState: cw.on, Logger: slog.New(slog.DiscardHandler)})
+	c, err := proxy.New(proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, SaveDir: dir, OnResult: res.add, OnState: cw.on, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,7 +572,7 @@ func TestFaultDiskFullTmpfs(t *testing.T) {
 	ts := httptestServer(t, target)
 	res := newResults()
 	cw := newConnWatch()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Target: ts, SaveDir: dir, OnResult: res.add, OnState: cw.on})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, SaveDir: dir, OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
 	body := func(n int) []byte {
 		if n == 2 {
@@ -658,7 +662,7 @@ func TestStateFileResumesAfterARestart(t *testing.T) {
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
 
 	cw := newConnWatch()
-	c, cancel, wait := startClient(t, proxy.Options{URL: rl.Channel, Target: ts, StateFile: state, OnState: cw.on})
+	c, cancel, wait := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, StateFile: state, OnState: cw.on})
 	cw.waitConnected(t)
 	for n := 1; n <= 3; n++ {
 		rl.Publish(t, nil, n, body(n))
@@ -676,7 +680,7 @@ func TestStateFileResumesAfterARestart(t *testing.T) {
 		rl.Publish(t, nil, n, body(n))
 	}
 	cw2 := newConnWatch()
-	startClient(t, proxy.Options{URL: rl.Channel, Target: ts, StateFile: state, OnState: cw2.on})
+	startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, StateFile: state, OnState: cw2.on})
 	target.WaitFor(t, 6)
 	time.Sleep(50 * time.Millisecond) // room for a stray duplicate over the real sockets to show
 	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 6, true, body)
@@ -709,7 +713,7 @@ func TestStateFileWatermarkWithConcurrency(t *testing.T) {
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	cw := newConnWatch()
 	res := newResults()
-	c, cancel, wait := startClient(t, proxy.Options{URL: rl.Channel, Target: ts, StateFile: state, Concurrency: 3, OnState: cw.on, OnResult: res.add})
+	c, cancel, wait := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, StateFile: state, Concurrency: 3, OnState: cw.on, OnResult: res.add})
 	cw.waitConnected(t)
 	for n := 1; n <= 4; n++ {
 		rl.Publish(t, nil, n, body(n))
@@ -736,7 +740,7 @@ func TestStateFileWatermarkWithConcurrency(t *testing.T) {
 	}
 	before := len(target.Arrivals())
 	res2 := newResults()
-	c2, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Target: ts, StateFile: state, OnResult: res2.add})
+	c2, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, StateFile: state, OnResult: res2.add})
 	all := res2.wait(t, 3)
 	var dups, delivered []string
 	for _, r := range all {
@@ -799,7 +803,7 @@ func TestGapReportedAtOnceWithItsCount(t *testing.T) {
 	ts := httptestServer(t, target)
 	var mu sync.Mutex
 	var order []string
-	c, cancel, wait := startClient(t, proxy.Options{URL: rl.Channel, Target: ts, LastEventID: "1",
+	c, cancel, wait := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, LastEventID: "1",
 		OnGap: func(g proxy.Gap) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -38,7 +38,7 @@ func TestSlowAnswerIsAGitHubFailure(t *testing.T) {
 		})}
 		var mu sync.Mutex
 		var results []proxy.Result
-		c, err := proxy.New(proxy.Options{URL: "http://relay.test/chan", Target: "http://127.0.0.1:3000/hook",
+		c, err := proxy.New(proxy.Options{URL: "http://relay.test/chan", Targets: []proxy.Target{{URL: "http://127.0.0.1:3000/hook"}},
 			RelayClient: stream, HTTPClient: &rest.Client{HTTPClient: target},
 			Logger: slog.New(slog.DiscardHandler),
 			OnResult: func(r proxy.Result) {
@@ -65,12 +65,12 @@ func TestSlowAnswerIsAGitHubFailure(t *testing.T) {
 		cancel()
 		<-done
 		slow, next := results[0], results[1]
-		if !slow.Target.OK() || !slow.Target.GitHubWouldFail() || slow.Target.Duration != 20*time.Second {
+		if !slow.Targets[0].OK() || !slow.Targets[0].GitHubWouldFail() || slow.Targets[0].Duration != 20*time.Second {
 			t.Errorf("the slow answer: OK %v, GitHubWouldFail %v after %v; want a 200 GitHub would fail after 20s",
-				slow.Target.OK(), slow.Target.GitHubWouldFail(), slow.Target.Duration)
+				slow.Targets[0].OK(), slow.Targets[0].GitHubWouldFail(), slow.Targets[0].Duration)
 		}
-		if next.Target.GitHubWouldFail() || next.Waited != 20*time.Second {
-			t.Errorf("the next one: GitHubWouldFail %v, waited %v; want a pass that waited 20s", next.Target.GitHubWouldFail(), next.Waited)
+		if next.Targets[0].GitHubWouldFail() || next.Waited != 20*time.Second {
+			t.Errorf("the next one: GitHubWouldFail %v, waited %v; want a pass that waited 20s", next.Targets[0].GitHubWouldFail(), next.Waited)
 		}
 		if s := c.Stats(); s.Slow != 1 || s.GitHubFailed != 1 || s.Forwarded != 2 {
 			t.Errorf("stats %+v, want 2 forwarded, 1 slow, 1 GitHub would fail", s)

@@ -207,7 +207,7 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 	})
 	client, err := proxy.New(proxy.Options{
 		URL:         channel,
-		Target:      target.URL,
+		Targets:     []proxy.Target{{URL: target.URL}},
 		LastEventID: "0", // from the start: ids are durable
 		MaxBackoff:  200 * time.Millisecond,
 		Logger:      slog.New(slog.NewTextHandler(&clientLog, &slog.HandlerOptions{Level: slog.LevelDebug})),

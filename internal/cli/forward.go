@@ -204,19 +204,19 @@ func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forw
 	if c.NArg() > 0 {
 		return o, usageErrorf("forward takes no arguments (got %q); did you mean --url %s?", c.Args().First(), c.Args().First())
 	}
-	if o.target, o.targets, err = f.targets.parse(); err != nil {
+	if o.targets, err = f.targets.parse(); err != nil {
 		return o, err
 	}
 	if c.IsSet("port") || c.IsSet("path") {
 		// smee-client's -p/-P, so its users' scripts work unchanged.
-		if o.target != "" || o.targets != nil {
+		if o.targets != nil {
 			return o, usageErrorf("--target and --port/--path cannot be used together: --port %d --path P is --target http://127.0.0.1:%d/P", f.port, f.port)
 		}
 		port := f.port
 		if port < 1 || port > 65535 {
 			return o, usageErrorf("--port %d: want a port number from 1 to 65535 (--path needs --port)", port)
 		}
-		o.target = "http://127.0.0.1:" + strconv.Itoa(port) + "/" + strings.TrimPrefix(f.path, "/")
+		o.targets = []proxy.Target{{URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/" + strings.TrimPrefix(f.path, "/")}}
 	}
 	if o.url != "" && o.newChannel {
 		return o, usageErrorf("--url and --new cannot be used together: --new creates a channel, --url uses an existing one")
@@ -297,7 +297,7 @@ func (o *forwardOptions) defaultPaths(channel string, s *streams) {
 	if o.failedDir == "" && o.saveDir != "" {
 		o.failedDir = filepath.Join(o.saveDir, "failed")
 	}
-	needFailed := o.failedDir == "" && (o.target != "" || o.targets != nil)
+	needFailed := o.failedDir == "" && o.targets != nil
 	// The position is kept by default for a channel given with --url, so
 	// that a restart gets what arrived while forward was down (a --new
 	// channel is new every run; the embedded relay's history is in memory).
@@ -444,7 +444,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		}
 	}
 	tr.summary(client.Stats(), summaryInfo{
-		saveDir: o.saveDir, failedDir: client.FailedDir(), failedAuto: o.failedAuto, target: o.target, verified: o.secret != "" || len(o.schemeSecret) > 0,
+		saveDir: o.saveDir, failedDir: client.FailedDir(), failedAuto: o.failedAuto, target: singleURL(o.targets), verified: o.secret != "" || len(o.schemeSecret) > 0,
 		stateFile: o.stateFile, checkpoint: client.Checkpoint(),
 	})
 	if hint := certHint(err, "relay"); hint != "" {
@@ -523,7 +523,7 @@ func setUpChannel(ctx context.Context, o *forwardOptions, s *streams, transport 
 		}
 		keep(channel[strings.LastIndexByte(channel, '/')+1:])
 	}
-	for _, target := range targetURLs(o.target, o.targets) {
+	for _, target := range targetURLs(o.targets) {
 		if sameChannel(channel, target) {
 			stop()
 			return "", func() {}, usageErrorf("--target %s is the relay channel itself: every delivery would come back and be forwarded again, for ever; give your server's URL (http://127.0.0.1:PORT/PATH)", httpx.RedactURL(target))
@@ -556,7 +556,7 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 	var ins *inspect.Inspector
 	if o.inspect != nil {
 		iopts := *o.inspect
-		iopts.Secret, iopts.SchemeSecrets, iopts.Target = o.secret, o.schemeSecret, firstOf(targetURLs(o.target, o.targets))
+		iopts.Secret, iopts.SchemeSecrets, iopts.TargetURL = o.secret, o.schemeSecret, firstOf(targetURLs(o.targets))
 		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Resend(ctx, d) }
 		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
 			return nil, closeFn, err
@@ -566,7 +566,7 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
 		RelayClient: &http.Client{Transport: transport}, ReadToken: o.token,
 		Secret: o.secret, SchemeSecrets: o.schemeSecret, Provider: o.scheme, Tolerance: o.tolerance,
-		Target: o.target, Targets: o.targets, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
+		Targets: o.targets, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
 		HTTPClient: targetClient(o.timeout, o.retries, o.targets != nil, transport, tr.note), DrainTimeout: drainTimeout,
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
 		FailedDir: o.failedDir, DedupWindow: dedupWindow, SaveScripts: o.saveScripts,
@@ -624,11 +624,11 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		fmt.Fprintln(s.err, "no --secret: deliveries are not verified (set HOOKLINE_SECRET to the webhook's secret)")
 	}
 	fmt.Fprintf(s.err, "forwarding %s", httpx.RedactURL(channel))
-	if o.target != "" || o.targets != nil {
-		fmt.Fprintf(s.err, " → %s%s", describeTargets(o.target, o.targets), headerNote(o.header))
+	if o.targets != nil {
+		fmt.Fprintf(s.err, " → %s%s", describeTargets(o.targets), headerNote(o.header))
 	}
 	fmt.Fprintln(s.err)
-	if o.target == "" && o.targets == nil && handlers == nil {
+	if o.targets == nil && handlers == nil {
 		fmt.Fprintln(s.err, "no --target and no plugins: deliveries are only shown here (and saved with --save), not sent anywhere")
 	}
 	if o.stateFile != "" {
@@ -983,7 +983,7 @@ func pluginHandlers(o pluginOptions, logger *slog.Logger, s *streams) (*webhooks
 // checkTarget returns a usage error saying what is wrong with the URL
 // given to flag, as proxy.New finds it.
 func checkTarget(flag, target string) error {
-	if _, err := proxy.New(proxy.Options{Target: target}); err != nil {
+	if _, err := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: target}}}); err != nil {
 		return usageErrorf("%s: %v", flag, err)
 	}
 	return nil

@@ -129,7 +129,7 @@ func TestForwardEndToEnd(t *testing.T) {
 	}
 	var first, second struct {
 		Delivery, Verification, Repository, Sender string
-		Target                                     *struct{ Status int }
+		Targets                                    []struct{ Status int }
 		Handlers                                   []struct {
 			Name string
 			OK   bool
@@ -142,12 +142,12 @@ func TestForwardEndToEnd(t *testing.T) {
 			t.Fatalf("line %d is not JSON: %v\n%s", i+1, err, lines[i])
 		}
 	}
-	if first.Delivery != "d-good" || first.Verification != "verified" || first.Target == nil || first.Target.Status != 202 ||
+	if first.Delivery != "d-good" || first.Verification != "verified" || len(first.Targets) == 0 || first.Targets[0].Status != 202 ||
 		first.Repository != "octo-org/hello-world" || first.Sender != "octocat" || !first.OK ||
 		len(first.Handlers) != 1 || first.Handlers[0].Name != "issues.opened" || !first.Handlers[0].OK {
 		t.Errorf("first line = %+v, want d-good verified, 202, plugin ok", first)
 	}
-	if second.Delivery != "d-bad" || second.Verification != "failed" || second.Target != nil || second.OK || len(second.Handlers) != 0 {
+	if second.Delivery != "d-bad" || second.Verification != "failed" || len(second.Targets) > 0 || second.OK || len(second.Handlers) != 0 {
 		t.Errorf("second line = %+v, want d-bad failed, not forwarded nor dispatched", second)
 	}
 	if ran, err := os.ReadFile(marker); err != nil || !bytes.Equal(ran, good) {

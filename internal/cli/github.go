@@ -24,6 +24,7 @@ import (
 	"github.com/hookline/hookline/internal/eventmatch"
 	"github.com/hookline/hookline/internal/githubapi"
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
 	"github.com/hookline/hookline/webhooks/provider"
@@ -329,6 +330,7 @@ type deliveriesFlags struct {
 	github        githubFlagValues
 	events        ucli.StringSlice
 	status, since string
+	target        string // --target: one URL
 }
 
 func deliveriesCommand(s *streams) *ucli.Command {
@@ -373,7 +375,7 @@ needs nothing else; this one lists, needs a token, and can also redeliver.
 			&ucli.DurationFlag{Name: "interval", Value: time.Minute, Usage: "with --watch, look every `DURATION`", Destination: &o.interval},
 			&ucli.StringFlag{Name: "state-file", Usage: "with --watch, remember the deliveries recovered in `FILE` (default: one per webhook in the state directory)", Destination: &o.watchFile},
 			&ucli.StringFlag{Name: "health", Usage: "with --watch, serve its counts as JSON at http://`ADDR`/healthz", Destination: &o.health},
-			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "fetch each listed delivery and send it to this `URL`", Destination: &r.target},
+			&ucli.StringFlag{Name: "target", Aliases: []string{"t"}, Usage: "fetch each listed delivery and send it to this `URL`", Destination: &f.target},
 			&ucli.BoolFlag{Name: "resign", Usage: "with --target, sign each delivery again with --secret", Destination: &r.resign},
 			&ucli.StringFlag{Name: "save", Usage: "with --target, save each delivery as a capture file in `DIR`", Destination: &r.saveDir},
 			&ucli.StringFlag{Name: "failed-dir", Usage: "with --target, keep deliveries the target did not take in `DIR`", Destination: &r.failedDir},
@@ -438,15 +440,15 @@ func parseDeliveries(c *ucli.Context, o deliveriesOptions, f *deliveriesFlags) (
 	o.replay.concurrency = 1
 	o.replay.badSigHint = "(GitHub's API returns payloads parsed: add --resign to sign them with --secret)"
 	switch {
-	case o.redeliver && o.replay.target != "":
+	case o.redeliver && f.target != "":
 		return o, usageErrorf("--redeliver and --target cannot be used together: GitHub redelivers to the webhook's URL, --target sends from here")
-	case o.replay.target == "" && (o.replay.resign || o.replay.saveDir != "" || o.replay.failedDir != ""):
+	case f.target == "" && (o.replay.resign || o.replay.saveDir != "" || o.replay.failedDir != ""):
 		return o, usageErrorf("--resign, --save and --failed-dir go with --target")
 	case o.replay.resign && o.replay.secret == "":
 		return o, usageErrorf("--resign needs the secret to sign with: give --secret, --secret-file or set %s", secretEnv)
 	case o.replay.timeout <= 0:
 		return o, usageErrorf("--timeout %v: must be positive", o.replay.timeout)
-	case o.watch && !o.redeliver && o.replay.target == "":
+	case o.watch && !o.redeliver && f.target == "":
 		return o, usageErrorf("--watch recovers failed deliveries: say how, with --redeliver (GitHub sends them again) or --target URL (sent from here)")
 	case o.watch && (o.status != "" || c.IsSet("limit")):
 		return o, usageErrorf("--watch looks at every delivery with no successful attempt: --status and --limit are for one listing")
@@ -455,10 +457,11 @@ func parseDeliveries(c *ucli.Context, o deliveriesOptions, f *deliveriesFlags) (
 	case o.watch && (o.interval <= 0 || o.grace < 0):
 		return o, usageErrorf("--interval must be positive and --grace not negative")
 	}
-	if o.replay.target != "" {
-		if err := checkTarget("--target", o.replay.target); err != nil {
+	if f.target != "" {
+		if err := checkTarget("--target", f.target); err != nil {
 			return o, err
 		}
+		o.replay.targets = []proxy.Target{{URL: f.target}}
 	}
 	if o.replay.saveDir != "" {
 		if err := os.MkdirAll(o.replay.saveDir, 0o755); err != nil {
@@ -507,7 +510,7 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 			fmt.Fprintf(s.out, "asked GitHub to redeliver %d (%s, %s, first answered %d)\n", d.ID, d.Name(), d.GUID, d.StatusCode)
 		}
 		return nil
-	case o.replay.target != "":
+	case o.replay.targets != nil:
 		var ds []capture.File
 		for _, d := range list {
 			detail, err := gh.Delivery(ctx, owner, hookID, d.ID)

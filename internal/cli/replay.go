@@ -50,7 +50,7 @@ const safeRetries = -1
 // retriesFlag is --retries for forward, replay and deliveries.
 func retriesFlag(dst *int) ucli.Flag {
 	return &ucli.IntFlag{Name: "retries", Usage: "retry a failed request to the target `N` times, 5xx answers and timeouts included (a handler may then run more than once); " +
-		"default: only what surely never reached it (a target not up yet, waited for about 20 s; 429/503 with Retry-After)", Destination: dst}
+		"default: only what surely never reached it (a target not up yet: forward waits until it is up, replay about 20 s; 429/503 with Retry-After)", Destination: dst}
 }
 
 // parseRetries checks --retries, given as n: the number given, or
@@ -68,8 +68,7 @@ func parseRetries(c *ucli.Context, n int) (int, error) {
 // replayOptions are the parsed flags of `hookline replay`.
 type replayOptions struct {
 	paths       []string
-	target      string         // one target
-	targets     []proxy.Target // several (--target twice, --route)
+	targets     []proxy.Target // --target, --route
 	secret      string
 	resign      bool
 	noQuery     bool
@@ -218,7 +217,7 @@ func parseReplay(c *ucli.Context, o replayOptions, f *replayFlags) (replayOption
 		return o, usageErrorf("--timing keeps the order and the gaps: it sends one at a time (drop --concurrency)")
 	}
 	var err error
-	if o.target, o.targets, err = f.targets.parse(); err != nil {
+	if o.targets, err = f.targets.parse(); err != nil {
 		return o, err
 	}
 	return o, nil
@@ -226,7 +225,7 @@ func parseReplay(c *ucli.Context, o replayOptions, f *replayFlags) (replayOption
 
 // targetClient returns the rest client forward, replay and send send to
 // the target with: timeout per attempt, retries (safeRetries:
-// proxy.SafeRetry, or with several targets, lanes, proxy.LaneRetry), over transport (nil for net/http's default). note, if
+// proxy.SafeRetry, or, for forward's lanes, proxy.LaneRetry), over transport (nil for net/http's default). note, if
 // not nil, is told of each retry before its wait: a countdown the user sees
 // while the target is not up yet.
 func targetClient(timeout time.Duration, retries int, lanes bool, transport http.RoundTripper, note func(string)) *rest.Client {
@@ -237,10 +236,13 @@ func targetClient(timeout time.Duration, retries int, lanes bool, transport http
 	case lanes:
 		// Each target's lane waits for its target to be up, holding its
 		// deliveries; --health and the summary count them as waiting.
-		policy, note = proxy.LaneRetry(), nil
+		policy = proxy.LaneRetry()
 	}
 	if note != nil {
-		max := policy.MaxAttempts - 1
+		of := fmt.Sprintf(" of %d", policy.MaxAttempts-1)
+		if lanes && retries == safeRetries {
+			of = ", until it is up" // LaneRetry has no count
+		}
 		policy.OnRetry = func(n int, wait time.Duration, resp *http.Response, err error) {
 			why := "the target did not answer"
 			switch {
@@ -249,7 +251,7 @@ func targetClient(timeout time.Duration, retries int, lanes bool, transport http
 			case errors.Is(err, syscall.ECONNREFUSED):
 				why = "the target is not up (connection refused)"
 			}
-			note(fmt.Sprintf("%s; retrying in %s (retry %d of %d)", why, wait.Round(100*time.Millisecond), n, max))
+			note(fmt.Sprintf("%s; retrying in %s (retry %d%s)", why, wait.Round(100*time.Millisecond), n, of))
 		}
 	}
 	return &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: transport}, Retry: policy}
@@ -268,6 +270,19 @@ type replayer struct {
 	mu         sync.Mutex                          // the output
 	kept       map[*delivery.Delivery]capture.File // each delivery's capture file
 	unreadable int
+	notSent    int // deliveries the interrupt caught before their turn
+}
+
+// notSent reports whether res went to targets none of which it was sent
+// to: the run ended before its turn (proxy's TargetResult.Interrupted with
+// no attempt).
+func notSent(res proxy.Result) bool {
+	for _, t := range res.Targets {
+		if !t.Interrupted || len(t.Attempts) > 0 {
+			return false
+		}
+	}
+	return len(res.Targets) > 0
 }
 
 func runReplay(ctx context.Context, o replayOptions, s *streams) error {
@@ -301,7 +316,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 	}
 	popts := proxy.Options{
 		Secret: o.secret, SchemeSecrets: o.schemeSec, Provider: o.scheme, Tolerance: o.tolerance,
-		Target: o.target, Targets: o.targets, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
+		Targets: o.targets, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
 		HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
 		FailedDir:  o.failedDir, SaveDir: o.saveDir, DedupSize: -1,
 		Logger:      slog.New(slog.DiscardHandler), // every delivery gets its own line
@@ -309,11 +324,11 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 	}
 	var ins *inspect.Inspector
 	if o.inspect != nil {
-		if o.target == "" && o.targets == nil {
+		if o.targets == nil {
 			return usageErrorf("--inspect shows what the target answered: give --target too")
 		}
 		iopts := *o.inspect
-		iopts.Secret, iopts.Target = o.secret, firstOf(targetURLs(o.target, o.targets))
+		iopts.Secret, iopts.TargetURL = o.secret, firstOf(targetURLs(o.targets))
 		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return r.c.Resend(ctx, d) }
 		var err error
 		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
@@ -332,7 +347,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 		// signature is replaced, not checked.
 		popts.Secret, popts.SchemeSecrets, popts.ResignSecret = "", nil, o.secret
 	}
-	r.dry = o.target == "" && o.targets == nil
+	r.dry = o.targets == nil
 	if !r.dry {
 		handlers, err := pluginHandlers(o.plugins, newLogger(s.err), s)
 		if err != nil {
@@ -342,7 +357,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 			popts.Handlers = handlers
 			popts.AllowUnverified = true // without --secret the trace says "unverified"; the user chose it
 		}
-		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), describeTargets(o.target, o.targets))
+		fmt.Fprintf(s.err, "replaying %s → %s\n", plural(len(ds), "delivery", "deliveries"), describeTargets(o.targets))
 	} else {
 		fmt.Fprintf(s.err, "no --target: a dry run of %s, nothing is sent\n", plural(len(ds), "delivery", "deliveries"))
 	}
@@ -381,6 +396,10 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 func (r *replayer) report(res proxy.Result) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if notSent(res) {
+		r.notSent++ // interrupted before its turn: the summary counts it
+		return
+	}
 	file := r.kept[res.Delivery]
 	if res.Action == "" {
 		res.Action = file.Action
@@ -438,7 +457,7 @@ func (r *replayer) summary(total int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.c.Stats()
-	done := int(st.Duplicates + st.Filtered + st.Verified + st.VerifyFailed + st.Unverified) // each once
+	done := int(st.Duplicates+st.Filtered+st.Verified+st.VerifyFailed+st.Unverified) - r.notSent // each once
 	delivered, targetFails, badSigs, verified := int(st.Forwarded), int(st.TargetFails), int(st.VerifyFailed), int(st.Verified)
 	bold := paint(r.s.errColor, color.Bold)
 	red := paint(r.s.errColor, color.FgRed, color.Bold)

@@ -383,14 +383,18 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 		Headers: h, Body: body,
 	}
 	c, err := proxy.New(proxy.Options{
-		Target: o.target, HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
+		Targets: []proxy.Target{{URL: o.target}}, HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
 		DedupSize: -1, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return err
 	}
 	res := c.Handle(ctx, d)
-	return printSent(s, o, d, res.Action, res.Target)
+	var answer *proxy.TargetResult
+	if len(res.Targets) > 0 {
+		answer = res.Targets[0]
+	}
+	return printSent(s, o, d, res.Action, answer)
 }
 
 // hookID returns a stand-in X-GitHub-Hook-ID for deliveries about target:

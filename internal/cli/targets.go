@@ -52,50 +52,51 @@ func splitTarget(v string) (name, rawURL string) {
 	return "", v
 }
 
-// parse returns the targets: one URL (single, as --target always was) when
-// there is one --target and no route, else the lanes.
-func (v *targetFlagValues) parse() (single string, many []proxy.Target, err error) {
+// parse returns the targets, each a lane of the client (one --target
+// without a name is one unnamed target: no name in the trace, its failed
+// deliveries in the failed folder itself).
+func (v *targetFlagValues) parse() (many []proxy.Target, err error) {
 	for _, t := range v.targets.Value() {
 		name, u := splitTarget(t)
 		if err := checkTarget("--target", u); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		many = append(many, proxy.Target{Name: name, URL: u})
 	}
 	for _, r := range v.routes.Value() {
 		events, dest, ok := strings.Cut(r, "=")
 		if !ok || strings.TrimSpace(events) == "" || dest == "" {
-			return "", nil, usageErrorf("--route %q: want EVENTS=URL, such as --route 'push,pull_request.*=http://127.0.0.1:4000/ci'", httpx.RedactURL(r))
+			return nil, usageErrorf("--route %q: want EVENTS=URL, such as --route 'push,pull_request.*=http://127.0.0.1:4000/ci'", httpx.RedactURL(r))
 		}
 		name, u := splitTarget(dest)
 		if err := checkTarget("--route", u); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		list := splitNames([]string{events})
 		if _, err := eventPatterns(fmt.Sprintf("--route %q", events), list, ""); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		many = append(many, proxy.Target{Name: name, URL: u, Events: list})
 	}
 	if len(v.headers.Value()) > 0 && len(many) < 2 {
-		return "", nil, usageErrorf("--target-header is for one of several targets (--target twice, or --route); with one, use --header")
+		return nil, usageErrorf("--target-header is for one of several targets (--target twice, or --route); with one, use --header")
 	}
-	if len(many) == 1 && many[0].Events == nil && len(v.headers.Value()) == 0 {
-		return many[0].URL, nil, nil
+	if len(many) == 1 && many[0].Events == nil {
+		return many, nil
 	}
 	if len(many) == 0 {
-		return "", nil, nil
+		return nil, nil
 	}
 	names := laneNamesOf(many)
 	for _, h := range v.headers.Value() {
 		name, header, ok := strings.Cut(h, ":")
 		i := slices.Index(names, name)
 		if !ok || i < 0 {
-			return "", nil, usageErrorf("--target-header %q: want NAME:HEADER=VALUE, NAME one of %s", httpx.RedactText(h), strings.Join(names, ", "))
+			return nil, usageErrorf("--target-header %q: want NAME:HEADER=VALUE, NAME one of %s", httpx.RedactText(h), strings.Join(names, ", "))
 		}
 		parsed, err := parseHeaders([]string{header})
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		if many[i].Header == nil {
 			many[i].Header = http.Header{}
@@ -107,7 +108,7 @@ func (v *targetFlagValues) parse() (single string, many []proxy.Target, err erro
 	for i := range many {
 		many[i].Name = names[i]
 	}
-	return "", many, nil
+	return many, nil
 }
 
 // laneNamesOf is the name of each target, as proxy gives them.
@@ -120,13 +121,10 @@ func laneNamesOf(targets []proxy.Target) []string {
 }
 
 // describeTargets is the start line's part that names where deliveries go.
-func describeTargets(single string, many []proxy.Target) string {
-	if single != "" {
-		return httpx.RedactURL(single)
-	}
+func describeTargets(many []proxy.Target) string {
 	var parts []string
 	for _, t := range many {
-		part := t.Name + " " + httpx.RedactURL(t.URL)
+		part := strings.TrimSpace(t.Name + " " + httpx.RedactURL(t.URL))
 		if t.Events != nil {
 			part = strings.Join(t.Events, ",") + " → " + part
 		}
@@ -136,15 +134,20 @@ func describeTargets(single string, many []proxy.Target) string {
 }
 
 // targetURLs are every target's URL.
-func targetURLs(single string, many []proxy.Target) []string {
-	if single != "" {
-		return []string{single}
-	}
+func targetURLs(many []proxy.Target) []string {
 	var out []string
 	for _, t := range many {
 		out = append(out, t.URL)
 	}
 	return out
+}
+
+// singleURL is the URL of the one unnamed target, or "".
+func singleURL(many []proxy.Target) string {
+	if len(many) != 1 || many[0].Name != "" {
+		return ""
+	}
+	return many[0].URL
 }
 
 // firstOf is list's first element, or "".

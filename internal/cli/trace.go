@@ -189,21 +189,23 @@ func (t *tracer) result(r proxy.Result) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if r.FailedFile != "" {
-		why := "bad signature"
-		if r.Verification != proxy.VerificationFailed && r.Target != nil {
-			why = failedWhy(r.Target)
-		}
-		t.keptFailed(r.FailedFile, why)
+		t.keptFailed(r.FailedFile, "bad signature")
 		t.topFailed++
 	}
 	for _, tr := range r.Targets {
-		if tr.FailedFile != "" {
-			t.keptFailed(tr.FailedFile, tr.Name+" "+failedWhy(tr))
-			if t.laneFailed == nil {
-				t.laneFailed = map[string]string{}
-			}
-			t.laneFailed[tr.Name] = tr.URL
+		if tr.FailedFile == "" {
+			continue
 		}
+		if tr.Name == "" { // one unnamed target: the failed folder itself
+			t.keptFailed(tr.FailedFile, failedWhy(tr))
+			t.topFailed++
+			continue
+		}
+		t.keptFailed(tr.FailedFile, tr.Name+" "+failedWhy(tr))
+		if t.laneFailed == nil {
+			t.laneFailed = map[string]string{}
+		}
+		t.laneFailed[tr.Name] = tr.URL
 	}
 	if t.json {
 		t.writeJSON(r)
@@ -251,20 +253,19 @@ func (t *tracer) result(r proxy.Result) {
 	if r.HandlerErr != nil && len(r.Handlers) == 0 {
 		b.WriteString(" " + t.red.Sprint("handlers failed"))
 	}
-	if r.Target != nil || len(r.Targets) > 0 {
+	if len(r.Targets) > 0 {
 		b.WriteString(" → ")
 		if m := r.Delivery.Method; m != "" && m != http.MethodPost {
 			b.WriteString(t.yellow.Sprint(m) + " ") // a gosmee relay recorded another method
 		}
 	}
-	if tr := r.Target; tr != nil {
-		t.writeVerdict(&b, tr)
-	}
 	for i, tr := range r.Targets {
 		if i > 0 {
 			b.WriteString(t.dim.Sprint(" · "))
 		}
-		b.WriteString(termSafe(tr.Name) + " ")
+		if tr.Name != "" {
+			b.WriteString(termSafe(tr.Name) + " ")
+		}
 		if tr.Skipped {
 			b.WriteString(t.dim.Sprint("had it"))
 			continue
@@ -304,7 +305,7 @@ func (t *tracer) result(r proxy.Result) {
 			fmt.Fprintf(&b, "    %s\n", t.red.Sprint(termSafe(line)))
 		}
 	}
-	for _, tr := range r.TargetResults() {
+	for _, tr := range r.Targets {
 		t.writeTargetDetails(&b, r, tr)
 	}
 	if r.SaveErr != nil {
@@ -319,7 +320,7 @@ func (t *tracer) result(r proxy.Result) {
 	}
 	if t.verbose {
 		t.writeDetails(&b, r)
-		for _, tr := range r.TargetResults() {
+		for _, tr := range r.Targets {
 			if tr.Err == nil && !tr.Skipped {
 				// The target's answer: status and headers (its body is above).
 				fmt.Fprintf(&b, "    %s %d %s\n", t.dim.Sprint(targetLabel(tr)+" answered"), tr.Status, http.StatusText(tr.Status))
@@ -530,8 +531,7 @@ type jsonResult struct {
 	Scheme       string              `json:"scheme,omitempty"` // the sender's signature scheme: github, stripe...
 	Handlers     []jsonHandler       `json:"handlers,omitempty"`
 	HandlerError string              `json:"handler_error,omitempty"`
-	Target       *jsonTarget         `json:"target,omitempty"`
-	Targets      []*jsonTarget       `json:"targets,omitempty"`  // several targets: one per target the routes chose
+	Targets      []*jsonTarget       `json:"targets,omitempty"`  // one per target the routes chose
 	Unrouted     bool                `json:"unrouted,omitempty"` // no route took it and there is no default target
 	Saved        string              `json:"saved,omitempty"`
 	SaveError    string              `json:"save_error,omitempty"`
@@ -550,7 +550,7 @@ type jsonHandler struct {
 }
 
 type jsonTarget struct {
-	Name       string  `json:"name,omitempty"`    // among several targets
+	Name       string  `json:"name,omitempty"`    // none for one unnamed target
 	Skipped    bool    `json:"skipped,omitempty"` // it had the delivery before a restart
 	FailedFile string  `json:"failed_file,omitempty"`
 	Method     string  `json:"method,omitempty"` // when not POST
@@ -588,9 +588,6 @@ func (t *tracer) writeJSON(r proxy.Result) {
 	}
 	if r.HandlerErr != nil {
 		j.HandlerError = r.HandlerErr.Error()
-	}
-	if tr := r.Target; tr != nil {
-		j.Target = t.jsonTargetOf(tr, r.Delivery.Method)
 	}
 	for _, tr := range r.Targets {
 		j.Targets = append(j.Targets, t.jsonTargetOf(tr, r.Delivery.Method))

@@ -62,7 +62,7 @@ func traceResults() []proxy.Result {
 			Action: "opened", Repository: "octo-org/hello-world", Sender: "octocat",
 			Verification: proxy.VerificationPassed,
 			Handlers:     []proxy.HandlerResult{{Name: "issues.opened", Duration: 12 * time.Millisecond}},
-			Target:       &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 3200 * time.Microsecond},
+			Targets:      []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 3200 * time.Microsecond}},
 		},
 		{
 			Delivery: d("9b1deb4d-3b7d-4bad-9bdd-2b0d7b3dcb6d", "push", `{"ref":"refs/heads/main"}`), Received: at.Add(time.Second),
@@ -74,16 +74,16 @@ func traceResults() []proxy.Result {
 			Action: "closed", Verification: proxy.VerificationSkipped,
 			Handlers:   []proxy.HandlerResult{{Name: "_any", Err: errors.New("plugin failed: _any: exit status 3: database is locked"), Duration: time.Millisecond}},
 			HandlerErr: errors.New("plugin failed: _any: exit status 3: database is locked"),
-			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 503, Duration: 1500 * time.Millisecond, Attempts: make([]proxy.Attempt, 4), Body: []byte("maintenance until 10:30\nretry later\n"),
-				Header: http.Header{"Content-Type": {"text/plain"}, "Retry-After": {"120"}, "Set-Cookie": {"session=abc"}}},
-			FailedFile: "failed/20261122T100002.000Z-pull_request-1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed.json",
+			Targets: []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Status: 503, Duration: 1500 * time.Millisecond, Attempts: make([]proxy.Attempt, 4), Body: []byte("maintenance until 10:30\nretry later\n"),
+				Header:     http.Header{"Content-Type": {"text/plain"}, "Retry-After": {"120"}, "Set-Cookie": {"session=abc"}},
+				FailedFile: "failed/20261122T100002.000Z-pull_request-1b9d6bcd-bbfd-4b2d-9b5d-ab8dfbbd4bed.json"}},
 		},
 		{
 			Delivery: d("6ec0bd7f-11c0-43da-975e-2a8ad9ebae0b", "workflow_run", `{"action":"completed"}`), Received: at.Add(3 * time.Second),
 			Action: "completed", Verification: proxy.VerificationPassed, VerifyNote: "legacy SHA-1 signature (X-Hub-Signature): the sender does not send X-Hub-Signature-256",
-			Target:    &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Err: errors.New(`rest: Post "http://127.0.0.1:3000/hook": dial tcp 127.0.0.1:3000: connect: connection refused (gave up after 4 attempts)`), Duration: 900 * time.Microsecond},
-			SaveErr:   errors.New("saving delivery 6ec0bd7f: write: no space left on device"),
-			FailedErr: errors.New("saving delivery 6ec0bd7f: write: no space left on device"),
+			Targets: []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Err: errors.New(`rest: Post "http://127.0.0.1:3000/hook": dial tcp 127.0.0.1:3000: connect: connection refused (gave up after 4 attempts)`), Duration: 900 * time.Microsecond,
+				FailedErr: errors.New("saving delivery 6ec0bd7f: write: no space left on device")}},
+			SaveErr: errors.New("saving delivery 6ec0bd7f: write: no space left on device"),
 		},
 		{
 			Delivery: d("0e2c3e4a", "star", `{"action":"created"}`), Received: at.Add(4 * time.Second),
@@ -94,8 +94,8 @@ func traceResults() []proxy.Result {
 			// replaying to the right URL).
 			Delivery: d("a3bb189e", "release", `{"action":"published"}`), Received: at.Add(5 * time.Second),
 			Action: "published", Verification: proxy.VerificationPassed,
-			Target:     &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 404, Duration: 2 * time.Millisecond},
-			FailedFile: "failed/20261122T100005.000Z-release-a3bb189e.json",
+			Targets: []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Status: 404, Duration: 2 * time.Millisecond,
+				FailedFile: "failed/20261122T100005.000Z-release-a3bb189e.json"}},
 		},
 		{
 			Delivery: d("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues", `{"action":"opened","issue":{"number":1}}`), Received: at.Add(6 * time.Second),
@@ -105,7 +105,7 @@ func traceResults() []proxy.Result {
 			Delivery: d("72d3162e-cc78-11e3-81ab-4c9367dc0958", "issues", `{"action":"opened","issue":{"number":1}}`), Received: at.Add(7 * time.Second),
 			Action: "opened", Repository: "octo-org/hello-world", Sender: "octocat", Redelivery: true,
 			Verification: proxy.VerificationPassed,
-			Target:       &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 2900 * time.Microsecond},
+			Targets:      []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 2900 * time.Microsecond}},
 		},
 		{
 			// Hostile strings from a payload and headers: a CR that would
@@ -125,13 +125,13 @@ func traceResults() []proxy.Result {
 			// failed delivery for GitHub, which waits 10 s.
 			Delivery: d("c0ffee00", "issues", `{"action":"labeled"}`), Received: at.Add(10 * time.Second),
 			Action: "labeled", Verification: proxy.VerificationPassed,
-			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 20010 * time.Millisecond},
+			Targets: []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 20010 * time.Millisecond}},
 		},
 		{
 			// The one behind it waited.
 			Delivery: d("c0ffee01", "issues", `{"action":"closed"}`), Received: at.Add(11 * time.Second),
 			Action: "closed", Verification: proxy.VerificationPassed, Waited: 18200 * time.Millisecond,
-			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 3 * time.Millisecond},
+			Targets: []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 3 * time.Millisecond}},
 		},
 		{
 			// A gosmee relay recorded a PUT: the trace shows the method.
@@ -141,7 +141,7 @@ func traceResults() []proxy.Result {
 				return d
 			}(),
 			Received: at.Add(9 * time.Second), Verification: proxy.VerificationSkipped,
-			Target: &proxy.TargetResult{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: time.Millisecond},
+			Targets: []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: time.Millisecond}},
 		},
 	}
 }

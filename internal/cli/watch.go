@@ -281,7 +281,7 @@ func runWatch(ctx context.Context, o deliveriesOptions, gh *githubapi.Client, ow
 	}
 	how := "asks GitHub to redeliver"
 	if !o.redeliver {
-		how = "replays to " + httpx.RedactURL(o.replay.target)
+		how = "replays to " + describeTargets(o.replay.targets)
 	}
 	fmt.Fprintf(s.err, "watching %s every %s: a delivery with no successful attempt after %s %s it, once (state: %s)\n", hookName(owner, hookID), o.interval, o.grace, how, w.path)
 	return w.run(ctx)

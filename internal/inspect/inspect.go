@@ -72,8 +72,8 @@ type Options struct {
 	// Resend); its Result must come back to Add too (OnResult). Nil: no
 	// replay.
 	Resend func(context.Context, *delivery.Delivery) proxy.Result
-	// Target is shown in the copied curl commands; empty: a placeholder.
-	Target string
+	// TargetURL is shown in the copied curl commands; empty: a placeholder.
+	TargetURL string
 }
 
 // Inspector keeps Results and serves them; create it with New.
@@ -200,7 +200,7 @@ func (in *Inspector) notifyLocked(ev liveEvent) {
 // answer and the headers of both.
 func resultSize(r proxy.Result) int64 {
 	n := int64(len(r.Delivery.Body)) + headerSize(r.Delivery.Headers) + 512
-	for _, t := range r.TargetResults() {
+	for _, t := range r.Targets {
 		n += int64(len(t.Body)) + headerSize(t.Header)
 		for _, a := range t.Attempts[:max(len(t.Attempts)-1, 0)] { // the last one's are t's
 			n += int64(len(a.Body)) + headerSize(a.Header)
@@ -324,7 +324,7 @@ func outcome(r proxy.Result) string {
 		return OutcomeSkipped
 	case r.Verification == proxy.VerificationFailed:
 		return OutcomeBadSignature
-	case slices.ContainsFunc(r.TargetResults(), func(t *proxy.TargetResult) bool { return !t.Skipped && !t.OK() }):
+	case slices.ContainsFunc(r.Targets, func(t *proxy.TargetResult) bool { return !t.Skipped && !t.OK() }):
 		return OutcomeTargetFailed
 	case r.Verification == proxy.VerificationPassed:
 		return OutcomeVerified
@@ -334,24 +334,23 @@ func outcome(r proxy.Result) string {
 
 // Summary is a delivery in the list (GET /api/deliveries, /api/events).
 type Summary struct {
-	ID           int64         `json:"id"`
-	At           time.Time     `json:"at"`
-	DeliveryID   string        `json:"delivery_id"`
-	Event        string        `json:"event"`
-	Action       string        `json:"action,omitempty"`
-	Repository   string        `json:"repository,omitempty"`
-	Sender       string        `json:"sender,omitempty"`
-	Outcome      string        `json:"outcome"`
-	Verification string        `json:"verification"`
-	VerifyNote   string        `json:"verify_note,omitempty"`
-	Scheme       string        `json:"scheme,omitempty"` // the sender's signature scheme: github, stripe...
-	Edited       bool          `json:"edited"`
-	ReplayOf     int64         `json:"replay_of,omitempty"`
-	Size         int           `json:"size"`
-	Target       *TargetView   `json:"target,omitempty"`
-	Attempts     []AttemptView `json:"attempts"`
-	// Targets are the answers of several targets (forward --target twice,
-	// --route), each with its own attempts; Unrouted: no route took it.
+	ID           int64     `json:"id"`
+	At           time.Time `json:"at"`
+	DeliveryID   string    `json:"delivery_id"`
+	Event        string    `json:"event"`
+	Action       string    `json:"action,omitempty"`
+	Repository   string    `json:"repository,omitempty"`
+	Sender       string    `json:"sender,omitempty"`
+	Outcome      string    `json:"outcome"`
+	Verification string    `json:"verification"`
+	VerifyNote   string    `json:"verify_note,omitempty"`
+	Scheme       string    `json:"scheme,omitempty"` // the sender's signature scheme: github, stripe...
+	Edited       bool      `json:"edited"`
+	ReplayOf     int64     `json:"replay_of,omitempty"`
+	Size         int       `json:"size"`
+	// Targets are the targets' answers, one per target the routes chose
+	// (one unnamed target: no name), each with its attempts; Unrouted: no
+	// route took it.
 	Targets  []TargetView  `json:"targets,omitempty"`
 	Unrouted bool          `json:"unrouted,omitempty"`
 	Handlers []HandlerView `json:"handlers,omitempty"`
@@ -359,16 +358,15 @@ type Summary struct {
 
 // TargetView is the target's final answer.
 type TargetView struct {
-	Name         string  `json:"name,omitempty"`    // among several targets
+	Name         string  `json:"name,omitempty"`    // none for one unnamed target
 	Skipped      bool    `json:"skipped,omitempty"` // it had the delivery before a restart
 	URL          string  `json:"url"`
 	Status       int     `json:"status"`
 	DurationMS   float64 `json:"duration_ms"`
 	Error        string  `json:"error,omitempty"`
 	GitHubFailed bool    `json:"github_failed"` // GitHub would record a failed delivery (non-2xx, none, or over 10 s)
-	// Attempts are the target's, among several targets (Summary.Attempts
-	// are the one target's).
-	Attempts []AttemptView `json:"attempts,omitempty"`
+	// Attempts are the requests made to the target, retries included.
+	Attempts []AttemptView `json:"attempts"`
 }
 
 // AttemptView is one request to the target, with its answer in the
@@ -432,7 +430,7 @@ func summary(it *item) Summary {
 	s := Summary{
 		ID: it.id, At: it.at, DeliveryID: d.ID, Event: d.Event, Action: r.Action, Repository: r.Repository, Sender: r.Sender,
 		Outcome: outcome(r), Verification: string(r.Verification), VerifyNote: r.VerifyNote, Scheme: string(r.Scheme),
-		Edited: it.edited, ReplayOf: it.of, Size: len(d.Body), Attempts: []AttemptView{},
+		Edited: it.edited, ReplayOf: it.of, Size: len(d.Body),
 	}
 	if s.Verification == "" {
 		s.Verification = string(proxy.VerificationSkipped)
@@ -443,11 +441,6 @@ func summary(it *item) Summary {
 			hv.Error = h.Err.Error()
 		}
 		s.Handlers = append(s.Handlers, hv)
-	}
-	if t := r.Target; t != nil {
-		v := targetView(t)
-		s.Attempts, v.Attempts = v.Attempts, nil
-		s.Target = &v
 	}
 	for _, t := range r.Targets {
 		s.Targets = append(s.Targets, targetView(t))
@@ -494,9 +487,6 @@ func detail(it *item) Detail {
 	}
 	d.Request.Query, d.Request.BodySource = del.Query, string(del.BodySource)
 	d.Request.BodyView = *bodyView(del.Headers, del.Body)
-	if t := it.r.Target; t != nil {
-		answers(t, d.Attempts)
-	}
 	for i, t := range it.r.Targets {
 		answers(t, d.Targets[i].Attempts)
 	}
@@ -586,7 +576,7 @@ func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 		Limits     map[string]any `json:"limits"`
 		Target     string         `json:"target,omitempty"`
 		Replay     bool           `json:"replay"` // replays are possible
-	}{Deliveries: make([]Summary, 0, len(items)), Counts: map[string]int{}, Target: in.opts.Target, Replay: in.opts.Resend != nil}
+	}{Deliveries: make([]Summary, 0, len(items)), Counts: map[string]int{}, Target: in.opts.TargetURL, Replay: in.opts.Resend != nil}
 	for _, it := range items {
 		out.Deliveries = append(out.Deliveries, summary(it))
 	}
@@ -833,7 +823,7 @@ func (in *Inspector) curl(w http.ResponseWriter, r *http.Request) {
 	if it == nil {
 		return
 	}
-	target := in.opts.Target
+	target := in.opts.TargetURL
 	if target == "" {
 		target = "http://127.0.0.1:3000/"
 	}

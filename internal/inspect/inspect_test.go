@@ -76,7 +76,7 @@ func start(t *testing.T, opts inspect.Options, tg *target) *setup {
 	opts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return s.client.Resend(ctx, d) }
 	s.in = inspect.New(opts)
 	var err error
-	s.client, err = proxy.New(proxy.Options{Target: tg.URL, Secret: secret, OnResult: s.in.Add, Logger: slog.New(slog.DiscardHandler)})
+	s.client, err = proxy.New(proxy.Options{Targets: []proxy.Target{{URL: tg.URL}}, Secret: secret, OnResult: s.in.Add, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestInspectorAPI(t *testing.T) {
 	}
 	first := all.Deliveries[3]
 	if first.Action != "opened" || first.Repository != "o/r" || first.Sender != "octocat" || first.Verification != "verified" ||
-		first.Target == nil || first.Target.Status != 201 || len(first.Attempts) != 1 || first.Attempts[0].Status != 201 {
+		len(first.Targets) == 0 || first.Targets[0].Status != 201 || len(first.Targets[0].Attempts) != 1 || first.Targets[0].Attempts[0].Status != 201 {
 		t.Errorf("d1 = %+v", first)
 	}
 
@@ -230,9 +230,9 @@ func TestInspectorAPI(t *testing.T) {
 	// The detail: request, and the target's answer on the last attempt.
 	var d2 inspect.Detail
 	s.get(t, fmt.Sprintf("/api/deliveries/%d", all.Deliveries[2].ID), &d2)
-	a := d2.Attempts
+	a := d2.Targets[0].Attempts
 	if len(a) != 1 || a[0].Response == nil || a[0].Status != 500 || !strings.Contains(a[0].Response.Body, "handler failed on purpose") ||
-		d2.Request.Body != `{"ref":"refs/heads/main","fail":true}` || d2.Request.Encoding != "text" || !d2.Target.GitHubFailed {
+		d2.Request.Body != `{"ref":"refs/heads/main","fail":true}` || d2.Request.Encoding != "text" || !d2.Targets[0].GitHubFailed {
 		t.Errorf("detail of d2 = %+v", d2)
 	}
 	var d4 inspect.Detail
@@ -240,7 +240,7 @@ func TestInspectorAPI(t *testing.T) {
 	if raw, _ := base64.StdEncoding.DecodeString(d4.Request.Body); d4.Request.Encoding != "base64" || string(raw) != string(binary) || d4.Request.Size != 4 {
 		t.Errorf("a body that is not UTF-8: %q (%s), want base64 of %q", d4.Request.Body, d4.Request.Encoding, binary)
 	}
-	if r := d4.Attempts[0].Response; r == nil || r.Headers.Get("X-Handled-By") != "test-target" {
+	if r := d4.Targets[0].Attempts[0].Response; r == nil || r.Headers.Get("X-Handled-By") != "test-target" {
 		t.Errorf("d4's answer headers = %+v", r)
 	}
 
@@ -255,7 +255,7 @@ func TestInspectorAPI(t *testing.T) {
 	code, body := s.post(t, replay, s.in.Token(), s.base, "")
 	var again inspect.Detail
 	json.Unmarshal(body, &again)
-	if code != 200 || again.ReplayOf != first.ID || again.Edited || again.Target == nil || again.Target.Status != 201 || again.DeliveryID != "d1" {
+	if code != 200 || again.ReplayOf != first.ID || again.Edited || len(again.Targets) == 0 || again.Targets[0].Status != 201 || again.DeliveryID != "d1" {
 		t.Errorf("replay = %d %s", code, body)
 	}
 
@@ -264,7 +264,7 @@ func TestInspectorAPI(t *testing.T) {
 	code, body = s.post(t, replay, s.in.Token(), "", fmt.Sprintf(`{"body":%q,"headers":{"X-Extra":["yes"],"X-One":"single","Content-Type":"application/json"}}`, edited))
 	var ed inspect.Detail
 	json.Unmarshal(body, &ed)
-	if code != 200 || !ed.Edited || ed.Verification != "verified" || ed.Target == nil || ed.Target.Status != 201 ||
+	if code != 200 || !ed.Edited || ed.Verification != "verified" || len(ed.Targets) == 0 || ed.Targets[0].Status != 201 ||
 		ed.Request.Body != edited || ed.Request.Headers.Get("X-Extra") != "yes" || ed.Request.Headers.Get("X-One") != "single" {
 		t.Errorf("edited replay = %d %s", code, body)
 	}
@@ -374,7 +374,7 @@ func TestInspectorResignsInTheSendersScheme(t *testing.T) {
 	var client *proxy.Client
 	in := inspect.New(inspect.Options{SchemeSecrets: map[provider.Scheme][]string{provider.Stripe: {stripeSecret}},
 		Resend: func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Resend(ctx, d) }})
-	client, _ = proxy.New(proxy.Options{Target: tg.URL, SchemeSecrets: map[provider.Scheme][]string{provider.Stripe: {stripeSecret}}, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
+	client, _ = proxy.New(proxy.Options{Targets: []proxy.Target{{URL: tg.URL}}, SchemeSecrets: map[provider.Scheme][]string{provider.Stripe: {stripeSecret}}, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	go in.Serve(t.Context(), ln)
 	body := []byte(`{"id":"evt_1","type":"charge.succeeded"}`)
@@ -384,7 +384,7 @@ func TestInspectorResignsInTheSendersScheme(t *testing.T) {
 	code, answer := s.post(t, "/api/deliveries/1/replay", in.Token(), "", `{"body":"{\"id\":\"evt_1\",\"type\":\"charge.refunded\"}"}`)
 	var d inspect.Detail
 	json.Unmarshal(answer, &d)
-	if code != 200 || !d.Edited || d.Verification != "verified" || d.Scheme != "stripe" || d.Event != "charge.refunded" || d.Target == nil || d.Target.Status != 200 || bad != 0 {
+	if code != 200 || !d.Edited || d.Verification != "verified" || d.Scheme != "stripe" || d.Event != "charge.refunded" || len(d.Targets) == 0 || d.Targets[0].Status != 200 || bad != 0 {
 		t.Errorf("edited Stripe replay = %d %s (target refused %d)", code, answer, bad)
 	}
 }
@@ -405,14 +405,14 @@ func TestInspectorShowsEveryAttemptsAnswer(t *testing.T) {
 	}))
 	t.Cleanup(tg.Close)
 	in := inspect.New(inspect.Options{})
-	client, _ := proxy.New(proxy.Options{Target: tg.URL, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
+	client, _ := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: tg.URL}}, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	go in.Serve(t.Context(), ln)
 	client.Handle(t.Context(), &delivery.Delivery{ID: "r1", Event: "ping", Body: []byte(`{}`), Headers: http.Header{}})
 	s := &setup{in: in, client: client, base: "http://" + ln.Addr().String()}
 	var d inspect.Detail
 	s.get(t, "/api/deliveries/1", &d)
-	a := d.Attempts
+	a := d.Targets[0].Attempts
 	if len(a) != 2 || a[0].Response == nil || a[0].Response.Body != "busy, try again" || a[0].Response.Headers.Get("Retry-After") != "0" ||
 		a[1].Response == nil || a[1].Response.Body != "taken" || a[1].Status != 201 {
 		t.Errorf("attempts = %+v", a)

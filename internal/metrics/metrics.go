@@ -197,7 +197,7 @@ func (r Registry) Forward(stats func() proxy.Stats, connections func() int64) fu
 		if d := res.Delivery; d != nil && !d.ReceivedAt.IsZero() && d.BodySource != delivery.BodyCapture && !res.Received.Before(d.ReceivedAt) {
 			lag.Observe(res.Received.Sub(d.ReceivedAt).Seconds())
 		}
-		for _, t := range res.TargetResults() {
+		for _, t := range res.Targets {
 			if t.Skipped || (t.Err != nil && t.Status == 0 && t.Duration == 0) {
 				continue
 			}

@@ -61,13 +61,9 @@ function targetVerdict(t, attempts) {
 
 function targetCell(d) {
   if (d.unrouted) return el("span", { class: "s4" }, "unrouted");
-  if (d.targets) {
-    const cell = el("span", {});
-    d.targets.forEach((t, i) => cell.append(i ? " · " : "", t.name + " ", targetVerdict(t, t.attempts)));
-    return cell;
-  }
-  if (!d.target) return "";
-  return targetVerdict(d.target, d.attempts);
+  const cell = el("span", {});
+  (d.targets || []).forEach((t, i) => cell.append(i ? " · " : "", t.name ? t.name + " " : "", targetVerdict(t, t.attempts)));
+  return cell;
 }
 
 // targetAnswer is a target's URL, attempts and answer, for the detail;
@@ -213,7 +209,7 @@ async function show(id) {
   if (d.replay_of) title.append(" replay of #" + d.replay_of);
   const parts = [title, el("p", {}, "delivery " + (d.delivery_id || "(no id)") + " · " + new Date(d.at).toLocaleString() + (d.repository ? " · " + d.repository : "") + (d.sender ? " · " + d.sender : ""))];
   if (d.verify_note) parts.push(el("p", { class: "note" }, d.verify_note));
-  if ((d.target && d.target.github_failed) || (d.targets || []).some((t) => t.github_failed)) parts.push(el("p", { class: "gh" }, "GitHub would record this delivery as failed (not 2xx, no answer, or over 10 s)."));
+  if ((d.targets || []).some((t) => t.github_failed)) parts.push(el("p", { class: "gh" }, "GitHub would record this delivery as failed (not 2xx, no answer, or over 10 s)."));
 
   const actions = el("div", { class: "actions" });
   if (canReplay) {
@@ -224,9 +220,8 @@ async function show(id) {
   actions.append(el("a", { href: "api/deliveries/" + d.id + "/capture", download: "" }, "download capture"));
   parts.push(actions, el("div", { id: "action-out" }));
 
-  if (d.target) parts.push(...targetAnswer(d.target, d.attempts, "target answer", ""));
   for (const t of d.targets || []) {
-    if (!t.skipped) parts.push(...targetAnswer(t, t.attempts, "target " + t.name, "-" + t.name));
+    if (!t.skipped) parts.push(...targetAnswer(t, t.attempts, t.name ? "target " + t.name : "target answer", t.name ? "-" + t.name : ""));
   }
   if (d.unrouted) parts.push(el("p", { class: "note" }, "No route took this delivery, and there is no --target: it was sent nowhere."));
   if (d.handlers && d.handlers.length) {
