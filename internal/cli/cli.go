@@ -25,6 +25,7 @@ import (
 	"github.com/urfave/cli/v2/altsrc"
 
 	"github.com/hookline/hookline/internal/eventmatch"
+	"github.com/hookline/hookline/internal/nearest"
 	"github.com/hookline/hookline/webhooks/provider"
 )
 
@@ -264,7 +265,7 @@ func eventPatterns(flag string, patterns []string, scheme provider.Scheme) (even
 
 // closest returns the name in names closest to typed when it is close
 // enough to be a typo (at most two edits), "" otherwise.
-func closest(typed string, names []string) string { return eventmatch.Nearest(typed, names, 2) }
+func closest(typed string, names []string) string { return nearest.Name(typed, names, 2) }
 
 // flagAsValue refuses a flag that took the next flag as its value:
 // `forward --target --secret x` gives --target the value "--secret" (Go's

@@ -71,7 +71,7 @@ func TestSendSet(t *testing.T) {
 		{[]string{"--set", "pull_request.number=seven"}, `--set pull_request.number: want an integer, got "seven"`},
 		{[]string{"--set", "pull_request.draft=yes"}, `--set pull_request.draft: want true or false, got "yes"`},
 		{[]string{"--set", "pull_request.title=null"}, `--set pull_request.title: null is not allowed here`},
-		{[]string{"--set", "pull_request.labels=x"}, `--set pull_request.labels: the field is a list: give it with --set-json`},
+		{[]string{"--set", "pull_request.labels=x"}, `--set pull_request.labels: the field is a list: give its value as JSON (send --set-json)`},
 		{[]string{"--set-json", `pull_request.number="7"`}, `--set-json pull_request.number: want an integer`},
 		{[]string{"--set", "pull_request.labels.x.name=a"}, `pull_request.labels is a list: "x" is not an index`},
 		{[]string{"--set", "pull_request.number.x=1"}, `pull_request.number is an integer, it has no fields`},

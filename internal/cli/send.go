@@ -19,14 +19,15 @@ import (
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/bytesize"
-	"github.com/hookline/hookline/internal/eventmatch"
 	"github.com/hookline/hookline/internal/examples"
 	"github.com/hookline/hookline/internal/jsonscan"
+	"github.com/hookline/hookline/internal/nearest"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/webhooks"
 	"github.com/hookline/hookline/webhooks/provider"
+	"github.com/hookline/hookline/webhooks/webhookstest"
 )
 
 // maxPayloadWarn is GitHub's cap on webhook payloads: send warns above it
@@ -41,13 +42,14 @@ var eventHeader = map[provider.Scheme]string{
 
 // sendOptions are the parsed flags of `hookline send`.
 type sendOptions struct {
-	name        string        // --event as given: event or event.action
-	event       string        // the X-GitHub-Event value
-	action      string        // the action asked for, if any
-	example     string        // the built-in example used when payloadPath is ""
-	payloadPath string        // a file, "-" for stdin, or "" for the example
-	from        *capture.File // --from: a capture file's delivery as the payload
-	overrides   []override    // --set, --set-json, --unset, in order
+	name        string                  // --event as given: event or event.action
+	event       string                  // the X-GitHub-Event value
+	action      string                  // the action asked for, if any
+	example     string                  // the built-in example used when payloadPath is ""
+	payloadPath string                  // a file, "-" for stdin, or "" for the example
+	from        *capture.File           // --from: a capture file's delivery as the payload
+	overrides   []webhookstest.Override // --set, --set-json, --unset, in order
+	overFlags   []string                // the flag that gave each override
 	target      string
 	viaRelay    bool // target is a relay channel (--url)
 	secret      string
@@ -149,15 +151,18 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 		values []string
 	}{{"--set", f.set.Value()}, {"--set-json", f.setJSON.Value()}, {"--unset", f.unset.Value()}} {
 		for _, v := range flag.values {
-			ov := override{flag: flag.name, path: v}
-			if flag.name != "--unset" {
+			ov := webhookstest.Override{Path: v, Unset: flag.name == "--unset"}
+			if !ov.Unset {
 				path, value, ok := strings.Cut(v, "=")
 				if !ok || path == "" {
 					return o, usageErrorf("%s %q: want PATH=VALUE, such as pull_request.number=7", flag.name, v)
 				}
-				ov.path, ov.text = path, value
+				ov.Path, ov.Text = path, value
+				if flag.name == "--set-json" {
+					ov.JSON = []byte(value)
+				}
 			}
-			o.overrides = append(o.overrides, ov)
+			o.overrides, o.overFlags = append(o.overrides, ov), append(o.overFlags, flag.name)
 		}
 	}
 	if c.NArg() > 0 {
@@ -251,7 +256,7 @@ func nearestExample(name string) string {
 	if candidates == nil {
 		candidates = examples.Names()
 	}
-	return eventmatch.Nearest(name, candidates, -1)
+	return nearest.Name(name, candidates, -1)
 }
 
 func pickExample(event, action string, hasAction bool) (string, error) {
@@ -313,17 +318,16 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 		// Checked against the event's type from GitHub's description (the
 		// event.action's when the payload has an action); another
 		// sender's payload is not checked.
-		typeName := ""
+		pd := &delivery.Delivery{Body: slices.Clone(payload)}
 		if o.scheme == provider.GitHub {
-			typeName = o.event
-			if action, _ := jsonscan.StringMember(payload, "action"); len(action) > 0 {
-				typeName += "." + string(action)
+			pd.Event = o.event
+		}
+		for i, ov := range o.overrides {
+			if err := webhookstest.Apply(pd, ov); err != nil {
+				return usageErrorf("%s %v", o.overFlags[i], err)
 			}
 		}
-		var err error
-		if payload, err = applyOverrides(slices.Clone(payload), typeName, o.overrides); err != nil {
-			return err
-		}
+		payload = pd.Body
 	}
 
 	body, contentType := payload, "application/json"

@@ -21,8 +21,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/xrash/smetrics"
-
+	"github.com/hookline/hookline/internal/nearest"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -86,7 +85,7 @@ func Check(p string, known bool) (ok bool, err error) {
 	names := webhooks.EmitterEventNames()
 	if !slices.Contains(names, event) {
 		events := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return strings.Contains(n, ".") })
-		if best := Nearest(event, events, 2); best != "" {
+		if best := nearest.Name(event, events, 2); best != "" {
 			return false, fmt.Errorf("%w: %q is not an event GitHub sends: did you mean %s? (hookline events lists them)", ErrPattern, p, strings.Replace(p, event, best, 1))
 		}
 		return false, nil
@@ -100,21 +99,8 @@ func Check(p string, known bool) (ok bool, err error) {
 			actions = append(actions, a)
 		}
 	}
-	if best := Nearest(action, actions, 2); best != "" {
+	if best := nearest.Name(action, actions, 2); best != "" {
 		return false, fmt.Errorf("%w: %q is not an action of %s: did you mean %s.%s? (hookline events | grep ^%s.)", ErrPattern, p, event, event, best, event)
 	}
 	return false, nil
-}
-
-// Nearest returns the name of names (of two letters or more) nearest to
-// typed by edit distance, when at most within edits away; "" otherwise. A
-// negative within has no bound.
-func Nearest(typed string, names []string, within int) string {
-	best, bestD := "", within+1
-	for _, n := range names {
-		if d := smetrics.WagnerFischer(typed, n, 1, 1, 1); (within < 0 && best == "" || d < bestD) && len(n) > 1 {
-			best, bestD = n, d
-		}
-	}
-	return best
 }

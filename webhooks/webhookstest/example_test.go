@@ -20,8 +20,8 @@ func Example() {
 	})
 
 	d, _ := webhookstest.Example("issues.opened")
-	d.Set("issue.title", "Hello from a test")
-	rec := d.Serve(webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}), secret)
+	webhookstest.Set(d, "issue.title", "Hello from a test")
+	rec := webhookstest.Serve(d, webhooks.NewMiddleware(wh, webhooks.MiddlewareOptions{}), secret)
 	fmt.Println(rec.Code)
 	// Output:
 	// issue #1: Hello from a test
@@ -39,7 +39,7 @@ func ExampleFromPayload() {
 		return nil
 	})
 	d, _ := webhookstest.FromPayload("push", map[string]any{"ref": "refs/heads/main"})
-	fmt.Println(d.Receive(context.Background(), wh, secret))
+	fmt.Println(webhookstest.Receive(context.Background(), d, wh, secret))
 	// Output:
 	// push to refs/heads/main
 	// <nil>

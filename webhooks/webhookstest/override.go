@@ -1,4 +1,4 @@
-package cli
+package webhookstest
 
 import (
 	"bytes"
@@ -9,54 +9,82 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hookline/hookline/internal/eventmatch"
+	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/jsonscan"
+	"github.com/hookline/hookline/internal/nearest"
 	"github.com/hookline/hookline/webhooks/payload"
 )
 
-// An override is one --set, --set-json or --unset of send: a dotted path
-// ("pull_request.number", "commits.0.message") and the text given for it
-// (--set's, typed by the field it lands in; --set-json's JSON).
-type override struct {
-	flag, path, text string
+// Override is one change to a delivery's payload: the member at Path, a
+// dotted path through objects and list indexes ("pull_request.number",
+// "commits.0.message"), takes JSON, the value as JSON; or, when JSON is
+// nil, Text, read as the field's type reads it ("42" for a number, "true"
+// for a boolean, any text for a string); or, with Unset, the member is
+// removed. It is what `hookline send --set-json`, `--set` and `--unset`
+// give.
+type Override struct {
+	Path  string
+	JSON  []byte
+	Text  string
+	Unset bool
 }
 
-// applyOverrides checks each override against the Go type generated from
-// GitHub's description for the event (the same webhooks/payload types)
-// and applies it to body's bytes in place: the value's bytes are replaced
-// (a missing member is added at the end of its object, a removed one goes
-// with its comma), so every other byte, key order and spacing included,
-// stays as it was.
-func applyOverrides(body []byte, typeName string, overrides []override) ([]byte, error) {
+// Apply applies overrides, in order, to d's body in place of it: each is
+// checked against the Go type webhooks/payload generates from GitHub's
+// description for d's event and action ("pull_request.opened"; a payload
+// of another sender is not checked), then the member's value bytes are
+// replaced (a missing member is added at the end of its object, a removed
+// one goes with its comma), so that every other byte, key order and
+// spacing included, stays as it was. An error names the override's path
+// and what is wrong; d is then unchanged.
+func Apply(d *delivery.Delivery, overrides ...Override) error {
+	typeName := d.Event
+	if action, _ := jsonscan.StringMember(d.Body, "action"); len(action) > 0 {
+		typeName += "." + string(action)
+	}
 	var root reflect.Type
 	if v := payload.New(typeName); v != nil {
 		root = reflect.TypeOf(v).Elem()
 	}
+	body := d.Body
 	for _, o := range overrides {
-		steps := strings.Split(o.path, ".")
+		steps := strings.Split(o.Path, ".")
 		if slices.Contains(steps, "") {
-			return nil, usageErrorf("%s %s: a path is names and indexes joined by dots, such as pull_request.number", o.flag, o.path)
+			return fmt.Errorf("%s: a path is names and indexes joined by dots, such as pull_request.number", o.Path)
 		}
 		t, nullable, err := fieldType(root, steps)
 		if err != nil {
-			return nil, usageErrorf("%s %s: %v", o.flag, o.path, err)
+			return fmt.Errorf("%s: %v", o.Path, err)
 		}
-		var value []byte // nil: --unset
-		switch o.flag {
-		case "--set":
-			value, err = typedValue(o.text, t, nullable)
-		case "--set-json":
-			value = []byte(o.text)
+		var value []byte // nil: unset
+		switch {
+		case o.Unset:
+		case o.JSON != nil:
+			value = o.JSON
 			err = checkJSON(value, t, nullable)
+		default:
+			value, err = typedValue(o.Text, t, nullable)
 		}
 		if err != nil {
-			return nil, usageErrorf("%s %s: %v", o.flag, o.path, err)
+			return fmt.Errorf("%s: %v", o.Path, err)
 		}
 		if body, err = setPath(body, steps, value); err != nil {
-			return nil, usageErrorf("%s %s: %v", o.flag, o.path, err)
+			return fmt.Errorf("%s: %v", o.Path, err)
 		}
 	}
-	return body, nil
+	d.Body = body
+	return nil
+}
+
+// Set sets the member at path (as Override.Path) of d's payload to value
+// (any value encoding/json encodes; nil is null), changing only that
+// member's bytes: Apply with value as JSON.
+func Set(d *delivery.Delivery, path string, value any) error {
+	b, err := json.Marshal(value)
+	if err != nil {
+		return fmt.Errorf("%s: encoding the value: %w", path, err)
+	}
+	return Apply(d, Override{Path: path, JSON: b})
 }
 
 // fieldType returns the Go type at steps below t (nil when t is nil or
@@ -97,7 +125,7 @@ func fieldType(t reflect.Type, steps []string) (reflect.Type, bool, error) {
 			}
 			if !found {
 				hint := ""
-				if best := eventmatch.Nearest(step, names, len(step)/2); best != "" {
+				if best := nearest.Name(step, names, len(step)/2); best != "" {
 					hint = " (did you mean " + best + "?)"
 				}
 				return nil, false, fmt.Errorf("%s has no field %q%s", at, step, hint)
@@ -150,13 +178,13 @@ func aKind(t reflect.Type) string {
 	return "a " + k
 }
 
-// typedValue makes --set's text the JSON of the field's type: a string
+// typedValue makes Override.Text the JSON of the field's type: a string
 // field takes it as it is, a number or boolean field parses it, null is
 // null where allowed; an object or list needs --set-json.
 func typedValue(text string, t reflect.Type, nullable bool) ([]byte, error) {
 	if text == "null" {
 		if !nullable {
-			return nil, fmt.Errorf("null is not allowed here (the description does not make it nullable; --unset removes an optional field)")
+			return nil, fmt.Errorf("null is not allowed here (the description does not make it nullable; unset removes an optional field)")
 		}
 		return []byte("null"), nil
 	}
@@ -188,17 +216,17 @@ func typedValue(text string, t reflect.Type, nullable bool) ([]byte, error) {
 	case "time":
 		return json.Marshal(text)
 	}
-	return nil, fmt.Errorf("the field is %s: give it with --set-json", aKind(t))
+	return nil, fmt.Errorf("the field is %s: give its value as JSON (send --set-json)", aKind(t))
 }
 
-// checkJSON checks --set-json's value against the field's type.
+// checkJSON checks Override.JSON against the field's type.
 func checkJSON(value []byte, t reflect.Type, nullable bool) error {
 	if !json.Valid(value) {
 		return fmt.Errorf("%q is not JSON", value)
 	}
 	if bytes.Equal(bytes.TrimSpace(value), []byte("null")) {
 		if !nullable {
-			return fmt.Errorf("null is not allowed here (the description does not make it nullable; --unset removes an optional field)")
+			return fmt.Errorf("null is not allowed here (the description does not make it nullable; unset removes an optional field)")
 		}
 		return nil
 	}
@@ -275,7 +303,7 @@ func setPath(body []byte, steps []string, value []byte) ([]byte, error) {
 			continue
 		}
 		if value == nil {
-			return nil, fmt.Errorf("--unset removes object members, not list items")
+			return nil, fmt.Errorf("only object members can be removed, not list items")
 		}
 		return slices.Concat(body[:vs], value, body[ve:]), nil
 	}
