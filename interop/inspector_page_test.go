@@ -38,7 +38,7 @@ func TestInspectorInChromium(t *testing.T) {
 
 	var client *proxy.Client
 	in := inspect.New(inspect.Options{Secret: secret, TargetURL: target,
-		Resend: func(ctx context.Context, d *hldelivery.Delivery) proxy.Result { return client.Resend(ctx, d) }})
+		Resend: func(ctx context.Context, d *hldelivery.Delivery) proxy.Result { return client.Handle(ctx, d) }})
 	client, err := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: target}}, Secret: secret, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -522,7 +522,10 @@ func TestClientAttemptsAndAnswerBody(t *testing.T) {
 
 // Resend is a replay asked for: the same delivery id goes through again,
 // which Handle would skip as a duplicate.
-func TestClientResendSkipsTheDuplicateCheck(t *testing.T) {
+// Handle runs a delivery on purpose: a second Handle of one id is a
+// redelivery the target gets, never skipped as a duplicate (it replaced
+// Resend).
+func TestClientHandleIsNeverADuplicate(t *testing.T) {
 	var calls atomic.Int32
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
 	t.Cleanup(target.Close)
@@ -531,13 +534,12 @@ func TestClientResendSkipsTheDuplicateCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &delivery.Delivery{ID: "same", Body: []byte(`{}`), Headers: http.Header{}}
-	c.Handle(t.Context(), d)
-	if r := c.Handle(t.Context(), d); !r.Duplicate {
-		t.Fatalf("a second Handle of one id was not a duplicate: %+v", r)
+	if r := c.Handle(t.Context(), d); r.Duplicate || r.Redelivery {
+		t.Fatalf("the first Handle: %+v, want a delivery", r)
 	}
-	r := c.Resend(t.Context(), d)
+	r := c.Handle(t.Context(), d)
 	if r.Duplicate || !r.Redelivery || len(r.Targets) == 0 || !r.Targets[0].OK() || calls.Load() != 2 {
-		t.Errorf("Resend = %+v after %d requests; want a redelivery the target took (2 requests)", r, calls.Load())
+		t.Errorf("the second Handle = %+v after %d requests; want a redelivery the target took (2 requests)", r, calls.Load())
 	}
 }
 
@@ -814,8 +816,8 @@ func TestNewTarget(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, proxy.ErrInvalidTarget) || !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("New(Targets: []proxy.Target{{URL: %q}}) = %v, want ErrInvalidTarget saying %q", tt.in, err, tt.wantErr)
+		if !errors.Is(err, proxy.ErrInvalidOptions) || !strings.Contains(err.Error(), "invalid target URL: ") || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("New(Targets: []proxy.Target{{URL: %q}}) = %v, want ErrInvalidOptions saying %q", tt.in, err, tt.wantErr)
 		}
 	}
 }

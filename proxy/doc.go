@@ -36,11 +36,11 @@
 // the position in the channel is stored, so a restart resumes where it
 // stopped. [Client.Handle] and [Client.Replay] feed the same pipeline from
 // elsewhere, such as capture files ([delivery.Delivery] is what they
-// take); [Client.Resend] runs one again on purpose (no duplicate check).
+// take); [Client.Handle] runs one on purpose (never skipped as a duplicate: a repeat is a redelivery).
 // [TargetResult] keeps every attempt with its answer. [RegisterPlugins]
 // turns executables into handlers.
 //
-// Errors: [New] wraps [ErrInvalidTarget] or [ErrInvalidOptions]; [Run]
+// Errors: [New] wraps [ErrInvalidOptions]; [Run]
 // returns early only with [ErrPermanent] (a relay that refuses the channel
 // for good) or [ErrLoop] (the target posts deliveries back to the
 // channel); failed plugins wrap [ErrPluginFailed]. Without OnResult,

@@ -192,7 +192,7 @@ func TargetNames(targets []Target) ([]string, error) {
 		if name == "" {
 			u, err := url.Parse(t.URL)
 			if err != nil || u.Host == "" {
-				return nil, fmt.Errorf("%w: Targets[%d]: %q is not a URL", ErrInvalidTarget, i, t.URL)
+				return nil, fmt.Errorf("%w: invalid target URL: Targets[%d]: %q is not a URL", ErrInvalidOptions, i, t.URL)
 			}
 			// On this machine the port tells targets apart; elsewhere the
 			// host does.
@@ -229,19 +229,7 @@ func TargetNames(targets []Target) ([]string, error) {
 // takes it: r.Unrouted). handlers, if not nil, runs the local handlers:
 // beside the lanes, and waited for too.
 func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it item, handlers func() ([]HandlerResult, error), then func(Result)) {
-	var chosen []*lane
-	for _, l := range c.lanes {
-		if l.route.Match(d.Event, r.Action) {
-			chosen = append(chosen, l)
-		}
-	}
-	if len(chosen) == 0 {
-		for _, l := range c.lanes {
-			if l.route.Empty() {
-				chosen = append(chosen, l)
-			}
-		}
-	}
+	chosen := c.chooseLanes(d.Event, r.Action)
 	if len(chosen) == 0 && len(c.lanes) > 0 {
 		r.Unrouted = true
 		c.stats.unrouted.Add(1)
@@ -252,11 +240,9 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 	}
 	if len(chosen) > 0 {
 		r.Targets = make([]*TargetResult, len(chosen))
-	}
-	pre := r // what the lanes read: r's fields change as handlers and lanes end
-	if len(chosen) > 0 {
 		c.loops.forwarding(d.ID, d.EventID, time.Now())
 	}
+	pre := r // what the lanes read: r's fields change as handlers and lanes end
 	var left atomic.Int32
 	left.Store(int32(len(chosen)) + 1)
 	c.lanesBusy.Add(1)
@@ -280,13 +266,7 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 			if !it.read.IsZero() { // read from the stream (not Handle, Replay)
 				waited[i] = time.Since(it.read) // behind the deliveries before it in this lane
 			}
-			tr := &TargetResult{URL: l.fwd.shown, Err: errNotSent, Interrupted: true}
-			if ctx.Err() == nil {
-				tr = l.fwd.Forward(ctx, d)
-				tr.Interrupted = tr.Err != nil && ctx.Err() != nil
-			}
-			l.waiting.Add(-1)
-			tr.Name = l.name
+			tr := l.send(ctx, d)
 			c.afterLane(l, tr, d, pre)
 			if it.durable && d.EventID != "" && left.Load() > 1 {
 				// Other lanes still have it: a restart must not send it
@@ -330,6 +310,37 @@ func (c *Client) behindLanes(ctx context.Context, r Result, then func(Result)) {
 			}
 		})
 	}
+}
+
+// send sends d to the lane's target, unless the run ended before its
+// turn (errNotSent).
+func (l *lane) send(ctx context.Context, d *delivery.Delivery) *TargetResult {
+	tr := &TargetResult{URL: l.fwd.shown, Err: errNotSent, Interrupted: true}
+	if ctx.Err() == nil {
+		tr = l.fwd.Forward(ctx, d)
+		tr.Interrupted = tr.Err != nil && ctx.Err() != nil
+	}
+	l.waiting.Add(-1)
+	tr.Name = l.name
+	return tr
+}
+
+// chooseLanes returns the lanes whose routes take a delivery of event with
+// action or, when none does, the default targets (those without routes).
+func (c *Client) chooseLanes(event, action string) []*lane {
+	var routed, defaults []*lane
+	for _, l := range c.lanes {
+		switch {
+		case l.route.Empty():
+			defaults = append(defaults, l)
+		case l.route.Match(event, action):
+			routed = append(routed, l)
+		}
+	}
+	if len(routed) > 0 {
+		return routed
+	}
+	return defaults
 }
 
 // afterLanes counts what all lanes' outcomes make of r.

@@ -557,7 +557,7 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 	if o.inspect != nil {
 		iopts := *o.inspect
 		iopts.Secret, iopts.SchemeSecrets, iopts.TargetURL = o.secret, o.schemeSecret, firstOf(targetURLs(o.targets))
-		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Resend(ctx, d) }
+		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Handle(ctx, d) }
 		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
 			return nil, closeFn, err
 		}
@@ -984,7 +984,7 @@ func pluginHandlers(o pluginOptions, logger *slog.Logger, s *streams) (*webhooks
 // given to flag, as proxy.New finds it.
 func checkTarget(flag, target string) error {
 	if _, err := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: target}}}); err != nil {
-		return usageErrorf("%s: %v", flag, err)
+		return usageErrorf("%s: %s", flag, strings.TrimPrefix(err.Error(), proxy.ErrInvalidOptions.Error()+": "))
 	}
 	return nil
 }

@@ -87,8 +87,8 @@ func (h *forwardHealth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		LastDelivery *time.Time  `json:"lastDelivery,omitempty"`
 		Stats        proxy.Stats `json:"stats"`
 	}{Status: "starting", Since: h.since, Error: h.err}
-	if h.state != 0 {
-		doc.Status = h.state.String()
+	if h.state != "" {
+		doc.Status = string(h.state)
 	}
 	if h.stopping {
 		doc.Status = "stopping"

@@ -329,7 +329,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 		}
 		iopts := *o.inspect
 		iopts.Secret, iopts.TargetURL = o.secret, firstOf(targetURLs(o.targets))
-		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return r.c.Resend(ctx, d) }
+		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return r.c.Handle(ctx, d) }
 		var err error
 		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
 			return err
@@ -576,6 +576,6 @@ func replayTimed(ctx context.Context, c *proxy.Client, list []*delivery.Delivery
 		if ctx.Err() != nil {
 			return
 		}
-		c.Handle(ctx, d)
+		c.Replay(ctx, []*delivery.Delivery{d}) // as the rest of replay: a repeated delivery id is skipped
 	}
 }

@@ -69,7 +69,7 @@ type Options struct {
 	Secret        string
 	SchemeSecrets map[provider.Scheme][]string
 	// Resend runs a delivery through the pipeline again (proxy.Client's
-	// Resend); its Result must come back to Add too (OnResult). Nil: no
+	// Handle); its Result must come back to Add too (OnResult). Nil: no
 	// replay.
 	Resend func(context.Context, *delivery.Delivery) proxy.Result
 	// TargetURL is shown in the copied curl commands; empty: a placeholder.

@@ -73,7 +73,7 @@ func start(t *testing.T, opts inspect.Options, tg *target) *setup {
 	t.Helper()
 	s := &setup{}
 	opts.Secret = secret
-	opts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return s.client.Resend(ctx, d) }
+	opts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return s.client.Handle(ctx, d) }
 	s.in = inspect.New(opts)
 	var err error
 	s.client, err = proxy.New(proxy.Options{Targets: []proxy.Target{{URL: tg.URL}}, Secret: secret, OnResult: s.in.Add, Logger: slog.New(slog.DiscardHandler)})
@@ -373,7 +373,7 @@ func TestInspectorResignsInTheSendersScheme(t *testing.T) {
 	t.Cleanup(tg.Close)
 	var client *proxy.Client
 	in := inspect.New(inspect.Options{SchemeSecrets: map[provider.Scheme][]string{provider.Stripe: {stripeSecret}},
-		Resend: func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Resend(ctx, d) }})
+		Resend: func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Handle(ctx, d) }})
 	client, _ = proxy.New(proxy.Options{Targets: []proxy.Target{{URL: tg.URL}}, SchemeSecrets: map[provider.Scheme][]string{provider.Stripe: {stripeSecret}}, OnResult: in.Add, Logger: slog.New(slog.DiscardHandler)})
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	go in.Serve(t.Context(), ln)
