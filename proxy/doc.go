@@ -29,8 +29,10 @@
 // fails is never dispatched nor forwarded ([Result].VerifyNote says why,
 // [Result].Scheme which scheme); Handlers
 // get the payload of verified deliveries (unverified ones only with
-// Options.AllowUnverified) while the delivery is replayed to Target byte
-// for byte ([Client.ForwardRequest]); with SaveDir it is written as a
+// Options.AllowUnverified) while the delivery is replayed to each target
+// byte for byte ([Client.ForwardRequest]), in order, each target a lane of
+// its own (one target as several: a target that is down is waited for);
+// with SaveDir it is written as a
 // capture file, and a delivery the target did not take (any non-2xx) or
 // whose signature failed goes to FailedDir for a replay; with StateFile
 // the position in the channel is stored, so a restart resumes where it
