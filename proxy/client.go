@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -91,11 +92,6 @@ func New(opts Options) (*Client, error) {
 	if c.source == "" && opts.URL != "" {
 		c.source = httpx.RedactURL(opts.URL)
 	}
-	for i, s := range opts.AdditionalSecrets {
-		if s == "" {
-			return nil, fmt.Errorf("%w: AdditionalSecrets[%d] is empty", ErrInvalidOptions, i)
-		}
-	}
 	if opts.LastEventID != "" && !sse.UsableEventID(opts.LastEventID) {
 		return nil, fmt.Errorf("%w: LastEventID must be at most %d bytes with no control characters", ErrInvalidOptions, sse.MaxEventIDLen)
 	}
@@ -112,7 +108,7 @@ func New(opts Options) (*Client, error) {
 	if c.failedDir == "" && opts.SaveDir != "" {
 		c.failedDir = filepath.Join(opts.SaveDir, "failed")
 	}
-	c.dedup = newDedup(opts.DedupWindow, opts.DedupSize)
+	c.dedup = newDedup(opts.DedupWindow)
 	c.verify = newVerifier(opts)
 	if err := c.loadState(); err != nil {
 		return nil, err
@@ -124,29 +120,29 @@ func New(opts Options) (*Client, error) {
 }
 
 // targetClient is the client that sends to a target: Options.HTTPClient,
-// or one with TargetTimeout and Retry (one per target: each its own
+// or the default (see Options.HTTPClient; one per target: each its own
 // connections).
 func (c *Client) targetClient() *rest.Client {
 	if c.opts.HTTPClient != nil {
 		return c.opts.HTTPClient
 	}
-	timeout := c.opts.TargetTimeout
-	if timeout <= 0 {
-		timeout = defaultTargetTimeout
-	}
-	retry := c.opts.Retry
-	if retry == nil {
-		retry = LaneRetry()
-	}
-	return &rest.Client{HTTPClient: &http.Client{Timeout: timeout, Transport: httpx.NewTransport()}, Retry: retry}
+	return &rest.Client{HTTPClient: &http.Client{Timeout: defaultTargetTimeout, Transport: httpx.NewTransport()}, Retry: SafeRetry(true)}
 }
 
 // SafeRetry returns the retry policy for a target whose handler must not
-// run twice for one delivery: retryUnsent with 8 attempts, which waits for
-// a target that is not up yet for about 20 s at the most (backoff from
-// 500 ms to 5 s, with jitter) before the delivery goes to the failed
-// folder.
-func SafeRetry() *rest.RetryPolicy {
+// run twice for one delivery: only what surely did not reach the handler
+// is retried (retryUnsent). With untilUp (a lane's default), a target
+// that is down (its port refuses connections) is asked again every 2 s at
+// most for as long as it is down, its lane holding its deliveries, which
+// it then sends in order; the run's end (the drain) stops the wait, and
+// those deliveries go to the failed folder. Without, 8 attempts wait for a
+// target that is not up yet for about 20 s at the most (backoff from
+// 500 ms to 5 s, with jitter), then the delivery goes to the failed folder
+// (replay's).
+func SafeRetry(untilUp bool) *rest.RetryPolicy {
+	if untilUp {
+		return &rest.RetryPolicy{MaxAttempts: math.MaxInt32, BaseDelay: 250 * time.Millisecond, MaxDelay: 2 * time.Second, Retryable: retryUnsent}
+	}
 	return &rest.RetryPolicy{MaxAttempts: 8, BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, Retryable: retryUnsent}
 }
 

@@ -217,8 +217,8 @@ func TestClientForwardsByteExactAndVerifies(t *testing.T) {
 			relay := newPushRelay(t)
 			res := newResults()
 			startClient(t, proxy.Options{
-				URL: relay.URL + "/chan", Secret: githubSecret, Targets: []proxy.Target{{URL: target.URL + "/api/github/webhooks"}},
-				ResignSecret: tt.resign, OnResult: res.add,
+				URL: relay.URL + "/chan", Secret: githubSecret, Targets: []proxy.Target{{URL: target.URL + "/api/github/webhooks", ResignSecret: tt.resign}},
+				OnResult: res.add,
 			})
 			relay.push(1, githubHeaders("d-1", "issues", githubSecret, body), nil, body)
 			r := res.wait(t, 1)[0]
@@ -415,7 +415,7 @@ func TestClientHeaderMappingAndQuery(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			relay := newPushRelay(t)
 			res := newResults()
-			startClient(t, proxy.Options{URL: relay.URL + "/c", Targets: []proxy.Target{{URL: target.URL + "/hook?base=1"}}, NoQuery: tt.noQuery, OnResult: res.add})
+			startClient(t, proxy.Options{URL: relay.URL + "/c", Targets: []proxy.Target{{URL: target.URL + "/hook?base=1", NoQuery: tt.noQuery}}, OnResult: res.add})
 			relay.push(1, h, map[string]string{"a": "b c", "x": "/"}, body)
 			res.wait(t, 1)
 			s := <-got
@@ -473,7 +473,7 @@ func TestClientRetriesTransientTargetFailures(t *testing.T) {
 			relay := newPushRelay(t)
 			res := newResults()
 			startClient(t, proxy.Options{URL: relay.URL + "/c", Targets: []proxy.Target{{URL: target.URL}}, OnResult: res.add,
-				Retry: &rest.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+				HTTPClient: retrying(&rest.RetryPolicy{MaxAttempts: 3, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})})
 			relay.push(1, githubHeaders("r", "ping", "", []byte(`{}`)), nil, []byte(`{}`))
 			r := res.wait(t, 1)[0]
 			if r.Targets[0].Status != 200 || calls.Load() != 2 {
@@ -510,7 +510,7 @@ func TestClientAttemptsAndAnswerBody(t *testing.T) {
 
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
-	c, err = proxy.New(proxy.Options{Targets: []proxy.Target{{URL: down.URL}}, Retry: &rest.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+	c, err = proxy.New(proxy.Options{Targets: []proxy.Target{{URL: down.URL}}, HTTPClient: retrying(&rest.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,7 +553,7 @@ func TestClientTargetDownIsReportedAndCounted(t *testing.T) {
 	relay := newPushRelay(t)
 	res := newResults()
 	c, _, _ := startClient(t, proxy.Options{URL: relay.URL + "/c", Targets: []proxy.Target{{URL: url}}, OnResult: res.add,
-		Retry: &rest.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond}})
+		HTTPClient: retrying(&rest.RetryPolicy{MaxAttempts: 2, BaseDelay: time.Millisecond, MaxDelay: time.Millisecond})})
 	relay.push(1, githubHeaders("down", "ping", "", []byte(`{}`)), nil, []byte(`{}`))
 	r := res.wait(t, 1)[0]
 	if len(r.Targets) == 0 || r.Targets[0].Err == nil || r.OK() {

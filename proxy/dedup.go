@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Defaults for the duplicate window (Options.DedupWindow, DedupSize).
+// The duplicate window (Options.DedupWindow) and how many ids it holds.
 const (
 	defaultDedupWindow = time.Hour
 	defaultDedupSize   = 10000
@@ -41,17 +41,14 @@ type fifoEntry struct {
 	at time.Time
 }
 
-func newDedup(window time.Duration, size int) *dedup {
-	if window < 0 || size < 0 {
+func newDedup(window time.Duration) *dedup {
+	if window < 0 {
 		return nil // disabled
 	}
 	if window == 0 {
 		window = defaultDedupWindow
 	}
-	if size == 0 {
-		size = defaultDedupSize
-	}
-	return &dedup{window: window, size: size, seen: map[string]seenID{}}
+	return &dedup{window: window, size: defaultDedupSize, seen: map[string]seenID{}}
 }
 
 // check records the delivery id (with the event id it came with) and

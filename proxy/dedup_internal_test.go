@@ -7,7 +7,7 @@ import (
 
 func TestDedupWindow(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	d := newDedup(time.Hour, 0)
+	d := newDedup(time.Hour)
 	steps := []struct {
 		id, eventID string
 		at          time.Duration
@@ -27,7 +27,7 @@ func TestDedupWindow(t *testing.T) {
 			t.Errorf("step %d: check(%q, %q) = %v, %v; want %v, %v", i, s.id, s.eventID, dup, redel, s.dup, s.redel)
 		}
 	}
-	if newDedup(-1, 0) != nil || newDedup(0, -1) != nil {
+	if newDedup(-1) != nil {
 		t.Error("a negative window or size should disable the check")
 	}
 	var off *dedup
@@ -38,7 +38,8 @@ func TestDedupWindow(t *testing.T) {
 
 // The memory stays bounded by size however many ids pass.
 func TestDedupBounded(t *testing.T) {
-	d := newDedup(time.Hour, 100)
+	d := newDedup(time.Hour)
+	d.size = 100
 	t0 := time.Now()
 	for i := range 100000 {
 		d.check(string(rune('a'+i%26))+string(rune(i)), "", false, t0)

@@ -35,15 +35,15 @@ type forwardOptions struct {
 	Header http.Header
 }
 
-// ForwardRequest returns the request the client sends to its first
-// target for d (see forwardRequest); without a target, the one it would
-// send to the URL target. It is for showing what a replay sends.
-func (c *Client) ForwardRequest(ctx context.Context, d *delivery.Delivery, target *url.URL) (*http.Request, error) {
-	o := forwardOptions{NoQuery: c.opts.NoQuery, ResignSecret: c.opts.ResignSecret, Scheme: c.opts.Provider, Header: c.opts.TargetHeader}
-	if len(c.lanes) > 0 {
-		target, o = c.lanes[0].fwd.URL, c.lanes[0].fwd.Options
+// ForwardRequest returns the request the client would send to target t
+// for d (see forwardRequest): its URL, and its Header, NoQuery and
+// ResignSecret. It is for showing what a replay sends.
+func (c *Client) ForwardRequest(ctx context.Context, d *delivery.Delivery, t Target) (*http.Request, error) {
+	u, err := parseTarget(t.URL)
+	if err != nil {
+		return nil, err
 	}
-	return forwardRequest(ctx, target, d, o)
+	return forwardRequest(ctx, u, d, forwardOptions{NoQuery: t.NoQuery, ResignSecret: t.ResignSecret, Scheme: c.opts.Provider, Header: t.Header})
 }
 
 // forwardRequest returns the request that replays d to target: d's method

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -41,17 +40,6 @@ import (
 // enough holds the others back then; Stats.Targets shows each lane's
 // waiting count).
 
-// LaneRetry is a lane's retry policy when Options.Retry is not set:
-// SafeRetry's rule (only what surely did not reach the handler), but
-// without a count: a target that is down (its port refuses connections)
-// is asked again every 2 s at most while it is down, and its lane holds
-// its deliveries meanwhile, then sends them in order once it is back. The
-// run's end (the drain) stops the wait; those deliveries go to the lane's
-// failed folder.
-func LaneRetry() *rest.RetryPolicy {
-	return &rest.RetryPolicy{MaxAttempts: math.MaxInt32, BaseDelay: 250 * time.Millisecond, MaxDelay: 2 * time.Second, Retryable: retryUnsent}
-}
-
 // laneBacklog bounds the deliveries waiting in one lane.
 const laneBacklog = 4096
 
@@ -68,8 +56,18 @@ type Target struct {
 	// "event.action", "event.*" or "*"). Targets without Events get every
 	// delivery that no route takes.
 	Events []string
-	// Header is set on this target's requests, after Options.TargetHeader.
+	// Header is set on this target's requests, replacing the delivery's
+	// headers of the same names (see forwardOptions.Header): for a target
+	// behind authentication, say. Credentials here are never saved nor
+	// printed by hookline.
 	Header http.Header
+	// NoQuery drops the delivery's query string instead of adding it to
+	// the URL's.
+	NoQuery bool
+	// ResignSecret, if not empty, replaces the delivery's signature with
+	// one made with this secret, for a target that checks another secret
+	// than the sender's.
+	ResignSecret string
 }
 
 // lane is one target's queue and senders: up to workers goroutines
@@ -92,8 +90,33 @@ type lane struct {
 
 // submit queues send (waiting while the lane holds laneBacklog sends,
 // unless ctx ends: then it runs at once, and sees ctx's end) and makes
-// sure a sender runs.
-func (l *lane) submit(ctx context.Context, send func()) {
+// sure a sender runs. With inline, a lane that has nothing queued and no
+// sender running runs send on the caller's goroutine instead: no hand-off
+// to another goroutine, which at a user's rate wakes an idle thread for
+// every delivery (the caller may wait: see fanOut).
+func (l *lane) submit(ctx context.Context, send func(), inline bool) {
+	if inline {
+		l.mu.Lock()
+		idle := l.running == 0 && len(l.queue) == 0
+		if idle {
+			l.running++ // what comes meanwhile queues behind it
+		}
+		l.mu.Unlock()
+		if idle {
+			send()
+			l.mu.Lock()
+			l.running--
+			more := len(l.queue) > 0 && l.running < l.workers
+			if more {
+				l.running++
+			}
+			l.mu.Unlock()
+			if more {
+				go l.sender()
+			}
+			return
+		}
+	}
 	select {
 	case l.queue <- send:
 	case <-ctx.Done():
@@ -157,16 +180,9 @@ func (c *Client) newLanes(hc func() *rest.Client) error {
 	single := len(opts.Targets) == 1 && opts.Targets[0].Name == "" && len(opts.Targets[0].Events) == 0
 	for i, t := range opts.Targets {
 		target, _ := parseTarget(t.URL) // checked above
-		header := opts.TargetHeader.Clone()
-		for k, v := range t.Header {
-			if header == nil {
-				header = http.Header{}
-			}
-			header[k] = v
-		}
 		l := &lane{
 			name: names[i], queue: make(chan func(), laneBacklog), workers: max(1, opts.Concurrency),
-			fwd:    newForwarder(target, hc(), forwardOptions{NoQuery: opts.NoQuery, ResignSecret: opts.ResignSecret, Scheme: opts.Provider, Header: header}),
+			fwd:    newForwarder(target, hc(), forwardOptions{NoQuery: t.NoQuery, ResignSecret: t.ResignSecret, Scheme: opts.Provider, Header: t.Header}),
 			failed: laneFailedDir(c.failedDir, names[i]),
 		}
 		if single {
@@ -247,6 +263,9 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 	left.Store(int32(len(chosen)) + 1)
 	c.lanesBusy.Add(1)
 	waited := make([]time.Duration, len(chosen))
+	// One lane in all and no handlers to run beside it: the worker may
+	// send itself, in order, as nothing else waits for it.
+	inline := len(c.lanes) == 1 && handlers == nil
 	finish := func() {
 		if left.Add(-1) == 0 {
 			r.Waited = slices.Max(append(waited, 0))
@@ -275,7 +294,7 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 			}
 			r.Targets[i] = tr // each lane its own index; read after all are done
 			finish()
-		})
+		}, inline)
 	}
 	// The handlers run here, beside the lanes: the next delivery's wait
 	// for them, so that they see deliveries in order, as with one target.
@@ -308,7 +327,7 @@ func (c *Client) behindLanes(ctx context.Context, r Result, then func(Result)) {
 				then(r)
 				c.lanesBusy.Done()
 			}
-		})
+		}, len(c.lanes) == 1)
 	}
 }
 

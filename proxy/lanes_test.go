@@ -295,7 +295,7 @@ func testTargetDownForAMinute(t *testing.T, targets []proxy.Target) {
 	res := newResults()
 	c, err := proxy.New(proxy.Options{
 		Targets:    targets,
-		HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: mem}, Retry: proxy.LaneRetry()},
+		HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: mem}, Retry: proxy.SafeRetry(true)},
 		OnResult:   res.add, Logger: slog.New(slog.DiscardHandler), FailedDir: t.TempDir(),
 	})
 	if err != nil {

@@ -79,13 +79,13 @@ type Options struct {
 	StateFile string
 	// Secret, when not empty, verifies every delivery: a delivery whose
 	// signature (GitHub's X-Hub-Signature-256, or another sender's: see
-	// Provider) does not match the exact body under Secret or one of
-	// AdditionalSecrets is never dispatched nor forwarded. When empty (and
-	// SchemeSecrets too), deliveries are passed on unverified.
-	Secret            string
-	AdditionalSecrets []string
-	// SchemeSecrets are the secrets of one sender's scheme, tried instead
-	// of Secret for its deliveries (a channel several senders post to).
+	// Provider) does not match the exact body under Secret is never
+	// dispatched nor forwarded. When empty (and SchemeSecrets too),
+	// deliveries are passed on unverified.
+	Secret string
+	// SchemeSecrets are the secrets of one sender's scheme, tried in order
+	// instead of Secret for its deliveries (a channel several senders post
+	// to; a secret being rotated: the new one and the old one).
 	SchemeSecrets map[provider.Scheme][]string
 	// Provider is the scheme every delivery is checked under; empty
 	// detects it from each delivery's headers (provider.Detect). Its
@@ -121,34 +121,18 @@ type Options struct {
 	// Target and the lanes' notes in lanes.go). One target is one lane too:
 	// Targets: []proxy.Target{{URL: u}}. Concurrency is each lane's.
 	Targets []Target
-	// NoQuery drops the delivery's query string instead of adding it to
-	// the target's.
-	NoQuery bool
-	// ResignSecret, if not empty, replaces the delivery's signature with
-	// one made with this secret, for targets that check a different
-	// secret than GitHub's.
-	ResignSecret string
-	// TargetHeader is set on every request to a target, replacing the
-	// delivery's headers of the same names (see forwardOptions.Header).
-	// Credentials here are never saved nor printed by hookline.
-	TargetHeader http.Header
-	// HTTPClient sends to the targets. If nil, a rest.Client with TargetTimeout
-	// and Retry whose transport does not ask for compression. One given
-	// here should set http.Transport.DisableCompression too, or net/http
-	// adds "Accept-Encoding: gzip" to deliveries whose sender sent none.
+	// HTTPClient sends to the targets (each its own copy). If nil, a
+	// rest.Client with a 30 s timeout per attempt, SafeRetry(true) (only
+	// what surely did not reach the target's handler is retried, so that a
+	// handler with side effects never runs twice for one delivery, as with
+	// GitHub, which sends once: for as long as the target is down, its lane
+	// holding its deliveries in order), and a transport that does not ask
+	// for compression. Give one with SafeRetry(false) to give up after about
+	// 20 s instead (the delivery goes to the failed folder), or with
+	// &rest.RetryPolicy{} to retry 5xx answers and timeouts too; it should
+	// set http.Transport.DisableCompression, or net/http adds
+	// "Accept-Encoding: gzip" to deliveries whose sender sent none.
 	HTTPClient *rest.Client
-	// TargetTimeout bounds one attempt to a target. If zero,
-	// 30 s. Ignored when HTTPClient is set.
-	TargetTimeout time.Duration
-	// Retry says which failed requests to a target are sent again. If
-	// nil, LaneRetry(): only what surely did not reach the target's handler
-	// (see retryUnsent), so that a handler with side effects never runs
-	// twice for one delivery, as with GitHub, which sends once, for as long
-	// as the target is down, its lane holding its deliveries in order.
-	// SafeRetry() gives up after about 20 s instead (the delivery goes to
-	// the failed folder); &rest.RetryPolicy{} retries 5xx answers and
-	// timeouts too. Ignored when HTTPClient is set.
-	Retry *rest.RetryPolicy
 
 	// Concurrency is how many deliveries are handled at once. If zero or
 	// one, deliveries are handled one at a time, in the order the relay
@@ -181,15 +165,13 @@ type Options struct {
 	// are only reported (Stats.Lost counts them).
 	FailedDir string
 
-	// DedupWindow and DedupSize bound the memory of delivery ids the
-	// client uses to skip duplicates: a delivery whose X-GitHub-Delivery
-	// (or X-Request-Id) was read in the last DedupWindow, among the last
-	// DedupSize ids, is skipped and reported with Result.Duplicate, unless
-	// it is a redelivery (see Result.Redelivery). If zero,
-	// defaultDedupWindow (1 hour) and defaultDedupSize (10,000); if
-	// either is negative, nothing is skipped.
+	// DedupWindow bounds the memory of delivery ids the client uses to
+	// skip duplicates: a delivery whose X-GitHub-Delivery (or
+	// X-Request-Id) was read in the last DedupWindow, among the last
+	// 10,000 ids, is skipped and reported with Result.Duplicate, unless it
+	// is a redelivery (see Result.Redelivery). If zero, an hour; if
+	// negative, nothing is skipped.
 	DedupWindow time.Duration
-	DedupSize   int
 	// Source is recorded in capture files as where deliveries came from.
 	// If empty, the channel URL with credentials removed.
 	Source string
@@ -197,9 +179,6 @@ type Options struct {
 	// DrainTimeout bounds how long deliveries already received may take to
 	// finish once the context is done. If zero, 10 s.
 	DrainTimeout time.Duration
-	// QueueSize bounds the deliveries waiting for a worker. If zero,
-	// 256.
-	QueueSize int
 
 	// OnResult, if not nil, is called once per delivery when it is done
 	// (filtered deliveries included), from the worker's goroutine: with

@@ -43,6 +43,12 @@ func fastRetry(attempts int) *rest.RetryPolicy {
 	return &rest.RetryPolicy{MaxAttempts: attempts, BaseDelay: 20 * time.Millisecond, MaxDelay: 50 * time.Millisecond}
 }
 
+// retrying is a target client with policy p (Options.HTTPClient), on a
+// transport that does not ask for compression, as the default's.
+func retrying(p *rest.RetryPolicy) *rest.Client {
+	return &rest.Client{HTTPClient: &http.Client{Transport: &http.Transport{DisableCompression: true}}, Retry: p}
+}
+
 // connected returns an OnState that signals the first StateConnected, and
 // records the Last-Event-ID of every attempt.
 type connWatch struct {
@@ -345,7 +351,7 @@ func TestFaultTargetDownThenBack(t *testing.T) {
 	st := newSwitchableTarget(t, target)
 	res := newResults()
 	cw := newConnWatch()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: st.url()}}, Retry: fastRetry(100), OnResult: res.add, OnState: cw.on})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: st.url()}}, HTTPClient: retrying(fastRetry(100)), OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	for n := 1; n <= 3; n++ {
@@ -458,7 +464,7 @@ func TestFailedDeliveriesAreSavedForReplay(t *testing.T) {
 	failed := filepath.Join(t.TempDir(), "failed") // created when needed
 	res := newResults()
 	cw := newConnWatch()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: st.url()}}, Retry: fastRetry(2), FailedDir: failed, OnResult: res.add, OnState: cw.on})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: st.url()}}, HTTPClient: retrying(fastRetry(2)), FailedDir: failed, OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	for n := 1; n <= 3; n++ {

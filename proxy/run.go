@@ -28,11 +28,7 @@ func (c *Client) Run(ctx context.Context) error {
 	if c.streamURL == "" {
 		return fmt.Errorf("%w: no relay URL to subscribe to", ErrInvalidOptions)
 	}
-	qsize := c.opts.QueueSize
-	if qsize <= 0 {
-		qsize = defaultQueueSize
-	}
-	queue := make(chan item, qsize)
+	queue := make(chan item, defaultQueueSize)
 
 	// Deliveries already received finish after ctx ends, within the drain
 	// timeout.

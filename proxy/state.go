@@ -24,7 +24,7 @@ import (
 const stateVersion = 1
 
 // maxStateFile bounds what a state file may hold: an id and a few hundred
-// more (done_after is at most Concurrency+QueueSize ids).
+// more (done_after is at most Concurrency+defaultQueueSize ids).
 const maxStateFile = 4 << 20
 
 // stateDoc is a state file:

@@ -14,7 +14,7 @@ import (
 // one) under Options.Provider's scheme or the one the headers carry.
 type verifier struct {
 	scheme   provider.Scheme // "" detects it per delivery
-	any      []string        // Secret, AdditionalSecrets
+	any      []string        // Secret
 	byScheme map[provider.Scheme][]string
 	times    provider.Check // Now and Tolerance
 }
@@ -22,7 +22,7 @@ type verifier struct {
 func newVerifier(o Options) verifier {
 	v := verifier{scheme: o.Provider, byScheme: o.SchemeSecrets, times: provider.Check{Tolerance: o.Tolerance}}
 	if o.Secret != "" {
-		v.any = append([]string{o.Secret}, o.AdditionalSecrets...)
+		v.any = []string{o.Secret}
 	}
 	return v
 }

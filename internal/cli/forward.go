@@ -566,7 +566,7 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		URL: channel, Format: o.format, LastEventID: o.lastEventID, StateFile: o.stateFile,
 		RelayClient: &http.Client{Transport: transport}, ReadToken: o.token,
 		Secret: o.secret, SchemeSecrets: o.schemeSecret, Provider: o.scheme, Tolerance: o.tolerance,
-		Targets: o.targets, NoQuery: o.noQuery, ResignSecret: resignSecret, TargetHeader: o.header,
+		Targets:    withSettings(o.targets, o.header, o.noQuery, resignSecret),
 		HTTPClient: targetClient(o.timeout, o.retries, o.targets != nil, transport, tr.note), DrainTimeout: drainTimeout,
 		Concurrency: o.concurrency, Events: o.events, Ignore: o.ignore, SaveDir: o.saveDir,
 		FailedDir: o.failedDir, DedupWindow: dedupWindow, SaveScripts: o.saveScripts,

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,23 +224,23 @@ func parseReplay(c *ucli.Context, o replayOptions, f *replayFlags) (replayOption
 
 // targetClient returns the rest client forward, replay and send send to
 // the target with: timeout per attempt, retries (safeRetries:
-// proxy.SafeRetry, or, for forward's lanes, proxy.LaneRetry), over transport (nil for net/http's default). note, if
+// proxy.SafeRetry(false), or for forward's lanes SafeRetry(true): until the target is up), over transport (nil for net/http's default). note, if
 // not nil, is told of each retry before its wait: a countdown the user sees
 // while the target is not up yet.
 func targetClient(timeout time.Duration, retries int, lanes bool, transport http.RoundTripper, note func(string)) *rest.Client {
-	policy := proxy.SafeRetry()
+	policy := proxy.SafeRetry(false)
 	switch {
 	case retries != safeRetries:
 		policy = &rest.RetryPolicy{MaxAttempts: retries + 1}
 	case lanes:
 		// Each target's lane waits for its target to be up, holding its
 		// deliveries; --health and the summary count them as waiting.
-		policy = proxy.LaneRetry()
+		policy = proxy.SafeRetry(true)
 	}
 	if note != nil {
 		of := fmt.Sprintf(" of %d", policy.MaxAttempts-1)
 		if lanes && retries == safeRetries {
-			of = ", until it is up" // LaneRetry has no count
+			of = ", until it is up" // SafeRetry(true) has no count
 		}
 		policy.OnRetry = func(n int, wait time.Duration, resp *http.Response, err error) {
 			why := "the target did not answer"
@@ -260,12 +259,13 @@ func targetClient(timeout time.Duration, retries int, lanes bool, transport http
 // replayer sends (or, without a target, describes) each delivery and
 // prints its result.
 type replayer struct {
-	o   replayOptions
-	s   *streams
-	c   *proxy.Client
-	dry bool // no target: nothing is sent
-	tr  *tracer
-	bar *progressBar // nil when not shown
+	o      replayOptions
+	s      *streams
+	c      *proxy.Client
+	dry    bool         // no target: nothing is sent
+	dryRun proxy.Target // what a dry run describes the requests for
+	tr     *tracer
+	bar    *progressBar // nil when not shown
 
 	mu         sync.Mutex                          // the output
 	kept       map[*delivery.Delivery]capture.File // each delivery's capture file
@@ -316,9 +316,9 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 	}
 	popts := proxy.Options{
 		Secret: o.secret, SchemeSecrets: o.schemeSec, Provider: o.scheme, Tolerance: o.tolerance,
-		Targets: o.targets, NoQuery: o.noQuery, TargetHeader: o.header, Source: "replay",
+		Targets: withSettings(o.targets, o.header, o.noQuery, ""), Source: "replay",
 		HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
-		FailedDir:  o.failedDir, SaveDir: o.saveDir, DedupSize: -1,
+		FailedDir:  o.failedDir, SaveDir: o.saveDir, DedupWindow: -1,
 		Logger:      slog.New(slog.DiscardHandler), // every delivery gets its own line
 		Concurrency: o.concurrency, OnResult: r.report,
 	}
@@ -340,14 +340,19 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 		}
 	}
 	if len(ds) > 1 {
-		popts.DedupSize = 0 // the default window: an id seen twice is sent once
+		popts.DedupWindow = 0 // the default window: an id seen twice is sent once
 	}
 	if o.resign {
 		// The secret is the target's, not the sender's: the saved
 		// signature is replaced, not checked.
-		popts.Secret, popts.SchemeSecrets, popts.ResignSecret = "", nil, o.secret
+		popts.Secret, popts.SchemeSecrets = "", nil
+		popts.Targets = withSettings(o.targets, o.header, o.noQuery, o.secret)
 	}
 	r.dry = o.targets == nil
+	r.dryRun = withSettings([]proxy.Target{{URL: dryRunTarget}}, o.header, o.noQuery, "")[0]
+	if o.resign {
+		r.dryRun.ResignSecret = o.secret
+	}
 	if !r.dry {
 		handlers, err := pluginHandlers(o.plugins, newLogger(s.err), s)
 		if err != nil {
@@ -422,13 +427,13 @@ func (r *replayer) report(res proxy.Result) {
 
 // dryRunTarget stands for the target in a dry run: only the method, query
 // and headers of the request built for it are shown.
-var dryRunTarget = &url.URL{Scheme: "http", Host: "target", Path: "/"}
+const dryRunTarget = "http://target/"
 
 // writeDryRun prints the request replay would send for d.
 func (r *replayer) writeDryRun(d *delivery.Delivery) {
 	dim := paint(r.s.outColor, color.Faint)
 	var b strings.Builder
-	req, err := r.c.ForwardRequest(context.Background(), d, dryRunTarget)
+	req, err := r.c.ForwardRequest(context.Background(), d, r.dryRun)
 	if err != nil {
 		fmt.Fprintf(&b, "    %s\n", paint(r.s.outColor, color.FgRed).Sprint("cannot build the request: "+err.Error()))
 		r.tr.write(b.String())

@@ -553,7 +553,7 @@ func TestReplayTiming(t *testing.T) {
 				times = append(times, time.Since(start))
 				return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("ok")), Header: http.Header{}, Request: r}, nil
 			})
-			c, err := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: "http://target.test/hook"}}, HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: target}}, DedupSize: -1})
+			c, err := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: "http://target.test/hook"}}, HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: target}}, DedupWindow: -1})
 			if err != nil {
 				t.Fatal(err)
 			}

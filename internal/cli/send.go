@@ -388,7 +388,7 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	}
 	c, err := proxy.New(proxy.Options{
 		Targets: []proxy.Target{{URL: o.target}}, HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
-		DedupSize: -1, Logger: slog.New(slog.DiscardHandler),
+		DedupWindow: -1, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return err

@@ -111,6 +111,24 @@ func (v *targetFlagValues) parse() (many []proxy.Target, err error) {
 	return many, nil
 }
 
+// withSettings returns copies of targets with forward's and replay's
+// settings for every target: --header under each one's --target-header,
+// --no-query, and the secret to sign again with (resign, "" for none).
+func withSettings(targets []proxy.Target, header http.Header, noQuery bool, resign string) []proxy.Target {
+	out := slices.Clone(targets)
+	for i := range out {
+		h := header.Clone()
+		for k, vs := range out[i].Header {
+			if h == nil {
+				h = http.Header{}
+			}
+			h[k] = vs
+		}
+		out[i].Header, out[i].NoQuery, out[i].ResignSecret = h, noQuery, resign
+	}
+	return out
+}
+
 // laneNamesOf is the name of each target, as proxy gives them.
 func laneNamesOf(targets []proxy.Target) []string {
 	names, err := proxy.TargetNames(targets)
