@@ -813,7 +813,7 @@ func TestGapReportedAtOnceWithItsCount(t *testing.T) {
 		OnGap: func(g proxy.Gap) {
 			mu.Lock()
 			defer mu.Unlock()
-			order = append(order, fmt.Sprintf("gap %s %d %s: %s", g.AfterID, g.Count, g.Reason, g))
+			order = append(order, fmt.Sprintf("gap %s %d %s: %s", g.AfterID, g.Count, g.Reason, g.Message))
 		},
 		OnResult: func(r proxy.Result) {
 			mu.Lock()

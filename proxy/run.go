@@ -307,12 +307,13 @@ func (c *Client) decode(ev sse.Event) *delivery.Delivery {
 		c.stats.received.Add(1)
 	case gap != nil:
 		g := Gap{AfterID: gap.LastEventID, OldestID: gap.Oldest, Count: gap.Count(), Reason: gap.Reason}
+		g.Message = g.message()
 		c.stats.gaps.Add(1)
 		c.stats.gapLost.Add(g.Count)
 		if c.opts.OnGap != nil {
 			c.opts.OnGap(g)
 		} else {
-			c.logger.Warn(g.String(), "after_id", g.AfterID, "oldest_kept", g.OldestID)
+			c.logger.Warn(g.Message, "after_id", g.AfterID, "oldest_kept", g.OldestID)
 		}
 	default:
 		c.logger.Debug("relay control event", "name", ev.Event)
@@ -327,10 +328,11 @@ type Gap struct {
 	OldestID string `json:"oldestId"` // the oldest the relay still had, when known
 	Count    int64  `json:"count"`    // how many were lost, when the relay said (a hookline relay); 0 when unknown
 	Reason   string `json:"reason"`   // "expired" (the history's limits dropped them), "unknown" (the relay's history is new: it restarted), "lost" (its Redis lost data), or "" (not said)
+	Message  string `json:"message"`  // what the gap means, in one sentence (for a person)
 }
 
-// String says what the gap means, in one sentence.
-func (g Gap) String() string {
+// message says what the gap means, in one sentence (Gap.Message).
+func (g Gap) message() string {
 	what := "deliveries"
 	if g.Count > 0 {
 		what = strconv.FormatInt(g.Count, 10) + " deliveries"

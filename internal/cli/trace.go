@@ -668,18 +668,14 @@ func (t *tracer) gap(g proxy.Gap) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.json {
-		type gapLine struct {
-			proxy.Gap
-			Message string `json:"message"`
-		}
-		t.writeJSONLine(map[string]gapLine{"gap": {g, g.String()}})
+		t.writeJSONLine(map[string]proxy.Gap{"gap": g})
 		return
 	}
 	after := ""
 	if g.AfterID != "" {
 		after = " (after event " + termSafe(g.AfterID) + ")"
 	}
-	fmt.Fprintf(t.info, "%s %s%s\n", t.yellow.Sprint("gap:"), g.String(), after)
+	fmt.Fprintf(t.info, "%s %s%s\n", t.yellow.Sprint("gap:"), g.Message, after)
 }
 
 func (t *tracer) state(s proxy.StateChange) {

@@ -160,7 +160,7 @@ type gapTotals struct {
 	Count int64      `json:"count"`
 	Lost  int64      `json:"lost"`
 	Last  *proxy.Gap `json:"last,omitempty"`
-	// Message says what the last gap means (Gap.String).
+	// Message says what the last gap means (Gap.Message).
 	Message string `json:"message,omitempty"`
 }
 
@@ -171,7 +171,7 @@ func (in *Inspector) AddGap(g proxy.Gap) {
 	defer in.mu.Unlock()
 	in.gaps.Count++
 	in.gaps.Lost += g.Count
-	in.gaps.Last, in.gaps.Message = &g, g.String()
+	in.gaps.Last, in.gaps.Message = &g, g.Message
 	msg, _ := json.Marshal(g)
 	in.notifyLocked(liveEvent{"gap", msg})
 }

@@ -472,7 +472,7 @@ func TestInspectorGap(t *testing.T) {
 		}
 	}()
 	s.in.AddGap(proxy.Gap{AfterID: "1", OldestID: "16", Count: 14, Reason: "expired"})
-	s.in.AddGap(proxy.Gap{AfterID: "20", Count: 0, Reason: "unknown"})
+	s.in.AddGap(proxy.Gap{AfterID: "20", Count: 0, Reason: "unknown", Message: "the relay restarted and its history is new"})
 	for range 2 {
 		select {
 		case ev := <-told:
