@@ -45,8 +45,7 @@ type forwardOptions struct {
 	token         string // a private channel's read token (private.go)
 	server        string
 	format        delivery.Format
-	target        string         // one target (--target once)
-	targets       []proxy.Target // several (--target twice, --route)
+	targets       []proxy.Target // --target, --route
 	secret        string
 	schemeSecret  map[provider.Scheme][]string // --secret PROVIDER=SECRET
 	scheme        provider.Scheme              // --provider ("": auto)
