@@ -88,8 +88,11 @@ func New(opts Options) (*Client, error) {
 			return nil, fmt.Errorf("%w: relay URL: %v", ErrInvalidOptions, err)
 		}
 	}
-	c.source = opts.Source
-	if c.source == "" && opts.URL != "" {
+	// Where capture files say deliveries came from: the channel, or, for
+	// a client that only takes what it is handed (Handle, Replay), a
+	// replay.
+	c.source = "replay"
+	if opts.URL != "" {
 		c.source = httpx.RedactURL(opts.URL)
 	}
 	if opts.LastEventID != "" && !sse.UsableEventID(opts.LastEventID) {

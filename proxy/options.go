@@ -172,9 +172,6 @@ type Options struct {
 	// is a redelivery (see Result.Redelivery). If zero, an hour; if
 	// negative, nothing is skipped.
 	DedupWindow time.Duration
-	// Source is recorded in capture files as where deliveries came from.
-	// If empty, the channel URL with credentials removed.
-	Source string
 
 	// DrainTimeout bounds how long deliveries already received may take to
 	// finish once the context is done. If zero, 10 s.

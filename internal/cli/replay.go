@@ -316,7 +316,7 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 	}
 	popts := proxy.Options{
 		Secret: o.secret, SchemeSecrets: o.schemeSec, Provider: o.scheme, Tolerance: o.tolerance,
-		Targets: withSettings(o.targets, o.header, o.noQuery, ""), Source: "replay",
+		Targets:    withSettings(o.targets, o.header, o.noQuery, ""),
 		HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
 		FailedDir:  o.failedDir, SaveDir: o.saveDir, DedupWindow: -1,
 		Logger:      slog.New(slog.DiscardHandler), // every delivery gets its own line

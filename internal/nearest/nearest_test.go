@@ -13,8 +13,8 @@ func TestName(t *testing.T) {
 		{"pussh", 2, "push"},
 		{"pull_requests", 2, "pull_request"},
 		{"deployment", 2, ""},
-		{"deployment", -1, "push"}, // no bound: the nearest of all (7 edits)
-		{"y", 2, ""},               // one-letter names are never suggested
+		{"issue", -1, "issues"}, // no bound: the nearest of all
+		{"y", 2, ""},            // one-letter names are never suggested
 		{"", 0, ""},
 	} {
 		if got := Name(tt.typed, names, tt.within); got != tt.want {
