@@ -2,12 +2,14 @@ package interop
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-github/v84/github"
 
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/webhooks/payload"
 )
 
@@ -23,7 +25,11 @@ func githubExamples(t testing.TB) []githubExample {
 		Name     string            `json:"name"`
 		Examples []json.RawMessage `json:"examples"`
 	}
-	readJSON(t, filepath.Join("node_modules", "@octokit", "webhooks-examples", "api.github.com", "index.json"), &events)
+	path := filepath.Join("node_modules", "@octokit", "webhooks-examples", "api.github.com", "index.json")
+	if _, err := os.Stat(path); err != nil {
+		testenv.Missing(t, "the npm package @octokit/webhooks-examples", "run `"+npmInstall+"`")
+	}
+	readJSON(t, path, &events)
 	var out []githubExample
 	for _, ev := range events {
 		for _, body := range ev.Examples {
