@@ -14,20 +14,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
-// buildBinary builds hookline into a temporary directory.
+// buildBinary builds hookline into a temporary directory, as a release is.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "hookline")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testenv.BuildHookline(t)
 }
 
 // forwardProc is a running `hookline forward` with its embedded relay,

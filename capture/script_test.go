@@ -139,6 +139,7 @@ func TestReadGosmeeQuotedHeader(t *testing.T) {
 		t.Errorf("headers %v", d.Headers)
 	}
 	// What sh itself makes of the same word.
+	testenv.Tools(t, "sh")
 	out, err := exec.Command("sh", "-c", "printf '%s' 'it'\\''s a '\\''quoted'\\'' value'").Output()
 	if err != nil || string(out) != d.Headers.Get("X-Note") {
 		t.Errorf("sh reads %q (%v), the reader %q", out, err, d.Headers.Get("X-Note"))

@@ -27,6 +27,7 @@ import (
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/sse"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
@@ -578,6 +579,14 @@ func TestClientOrderingAndConcurrency(t *testing.T) {
 			var inFlight, maxInFlight atomic.Int32
 			var mu sync.Mutex
 			var order []string
+			// At concurrency 4 the first requests wait for a second one to
+			// be in flight: overlap is shown by an event, not made likely
+			// by a slow target.
+			overlap := make(chan struct{})
+			var overlapOnce sync.Once
+			// A client that never overlaps fails after one HangGuard, not one per request.
+			guard := time.AfterFunc(relaytest.HangGuard, func() { overlapOnce.Do(func() { close(overlap) }) })
+			t.Cleanup(func() { guard.Stop() })
 			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				n := inFlight.Add(1)
 				for {
@@ -586,7 +595,17 @@ func TestClientOrderingAndConcurrency(t *testing.T) {
 						break
 					}
 				}
-				time.Sleep(30 * time.Millisecond) // a real target that is slow, so deliveries overlap at concurrency 4
+				if n >= tt.wantInFlight {
+					overlapOnce.Do(func() { close(overlap) })
+				}
+				if tt.concurrency > 1 {
+					<-overlap
+				} else {
+					// Room for a second request to arrive if the client
+					// wrongly sent two at once: an absence has no event to
+					// wait for.
+					time.Sleep(10 * time.Millisecond)
+				}
 				mu.Lock()
 				order = append(order, r.Header.Get("X-Github-Delivery"))
 				mu.Unlock()
@@ -760,10 +779,10 @@ func TestClientSavesEveryDeliveryAndReportsSaveFailures(t *testing.T) {
 // On cancel the client stops reading, lets the delivery in flight finish
 // at a slow target, and Run returns nil.
 func TestClientDrainsOnCancel(t *testing.T) {
-	started := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
-		time.Sleep(200 * time.Millisecond) // a real target still answering when the client is cancelled
+		<-release // still answering when the client is cancelled
 		io.WriteString(w, "done")
 	}))
 	t.Cleanup(target.Close)
@@ -773,6 +792,7 @@ func TestClientDrainsOnCancel(t *testing.T) {
 	relay.push(1, githubHeaders("slow", "ping", "", []byte(`{}`)), nil, []byte(`{}`))
 	<-started
 	cancel()
+	close(release)
 	r := res.wait(t, 1)[0]
 	if len(r.Targets) == 0 || r.Targets[0].Status != 200 {
 		t.Errorf("in-flight delivery after cancel: %+v, want 200", r.Targets)

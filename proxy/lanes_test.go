@@ -20,6 +20,7 @@ import (
 	"time"
 
 	hldelivery "github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 	"github.com/hookline/hookline/webhooks"
@@ -55,13 +56,7 @@ func (lt *laneTarget) got() []string {
 
 func (lt *laneTarget) waitFor(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for len(lt.got()) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("target got %v, want %d deliveries", lt.got(), n)
-		}
-		time.Sleep(5 * time.Millisecond) // polls real servers
-	}
+	testenv.Poll(t, fmt.Sprintf("%d deliveries at the target", n), 5*time.Millisecond, func() bool { return len(lt.got()) >= n })
 }
 
 func newLaneTarget(t *testing.T, secret string) (*laneTarget, string) {
@@ -164,13 +159,7 @@ func TestTargetsLaneCatchesUp(t *testing.T) {
 		t.Fatalf("the down target got %v", got)
 	}
 	// The target has the sixth before the client has its answer.
-	deadline := time.Now().Add(20 * time.Second)
-	for c.Stats().Targets["healthy"].Forwarded != 6 {
-		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v, want 6 forwarded to healthy", c.Stats().Targets)
-		}
-		time.Sleep(5 * time.Millisecond) // polls the running client
-	}
+	testenv.Poll(t, "6 forwarded to healthy in the client's Stats", 5*time.Millisecond, func() bool { return c.Stats().Targets["healthy"].Forwarded == 6 })
 	if st := c.Stats(); st.Targets["flaky"].Waiting != 6 || st.Targets["flaky"].Forwarded != 0 {
 		t.Errorf("while down: stats %+v", st.Targets)
 	}
@@ -210,14 +199,10 @@ func TestTargetsStateFileResumesEachLane(t *testing.T) {
 	}
 	healthy.waitFor(t, 3)
 	var crashed []byte
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(string(crashed), `"3": [`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the state file never listed delivery 3 as the healthy target's:\n%s", crashed)
-		}
-		time.Sleep(5 * time.Millisecond) // polls the file the client writes
+	testenv.Poll(t, "the state file to list delivery 3 as the healthy target's", 5*time.Millisecond, func() bool {
 		crashed, _ = os.ReadFile(state)
-	}
+		return strings.Contains(string(crashed), `"3": [`)
+	})
 	// What a crash would leave: the file as it is now.
 	if err := os.WriteFile(state, crashed, 0o600); err != nil {
 		t.Fatal(err)

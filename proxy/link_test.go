@@ -191,6 +191,7 @@ func TestBodyLinkRedirectNotFollowed(t *testing.T) {
 	var elsewhere atomic.Int32
 	other := httptestServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
 	var streams atomic.Int32
+	stream := make(chan struct{}, 16)
 	frame := "id: 2\ndata: " + message(with(hostileHeaders("linked"), wire.KeyBodyLink, "chan/body/2?s=x"), nil) + "\n\n"
 	relaySrv := httptestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.URL.Path, "/body/") {
@@ -198,18 +199,23 @@ func TestBodyLinkRedirectNotFollowed(t *testing.T) {
 			return
 		}
 		streams.Add(1)
+		select {
+		case stream <- struct{}{}:
+		default:
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Write([]byte(frame))
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))
 	startClient(t, proxy.Options{URL: relaySrv + "/chan", MaxBackoff: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	deadline := time.Now().Add(relaytest.HangGuard)
-	for streams.Load() < 3 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := streams.Load(); n < 3 {
-		t.Fatalf("%d streams: the client should reconnect to have the delivery again", n)
+	guard := time.After(relaytest.HangGuard)
+	for range 3 {
+		select {
+		case <-stream:
+		case <-guard:
+			t.Fatalf("%d streams: the client should reconnect to have the delivery again", streams.Load())
+		}
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Errorf("the redirect's host got %d requests, want none", n)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -22,6 +24,7 @@ func pluginTestLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // writeScript writes an executable shell script into dir.
 func writeScript(t *testing.T, dir, name, body string, mode os.FileMode) {
 	t.Helper()
+	testenv.Tools(t, "cat", "sort", "sleep") // what the scripts run
 	if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), mode); err != nil {
 		t.Fatal(err)
 	}
@@ -267,19 +270,14 @@ func TestPluginTimeoutKillsItsProcessGroup(t *testing.T) {
 	// Killed means gone, or a zombie waiting for PID 1 to reap it. A
 	// SIGKILLed process may take a moment to finish dying; one that was
 	// not sent the signal runs for 30 s.
-	state := ""
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) { // polls a real process
+	testenv.Poll(t, fmt.Sprintf("the plugin's grandchild (pid %s) to die after the timeout (Receive took %v)", pid, took), 10*time.Millisecond, func() bool {
 		st, err := os.ReadFile("/proc/" + pid + "/stat")
 		if err != nil {
-			return // gone
+			return true // gone
 		}
-		if f := strings.Fields(string(st)); len(f) > 2 {
-			if state = f[2]; state == "Z" || state == "X" {
-				return
-			}
-		}
-	}
-	t.Errorf("the plugin's grandchild (pid %s) is still running (state %s) 5 s after the timeout; Receive took %v", pid, state, took)
+		f := strings.Fields(string(st))
+		return len(f) > 2 && (f[2] == "Z" || f[2] == "X")
+	})
 }
 
 // A delivery chooses no plugin by its event name: a name with "." or "*"

@@ -29,6 +29,8 @@ import (
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/ssetest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
@@ -118,10 +120,11 @@ func TestFaultConnectionCutMidEvent(t *testing.T) {
 	for n := 1; n <= last; n++ {
 		rl.Publish(t, nil, n, body(n))
 	}
-	got := target.WaitFor(t, last)
-	time.Sleep(50 * time.Millisecond) // room for a stray duplicate to show
-	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, last, true, body)
-	_ = got
+	// One more delivery, in order after the others: a stray duplicate of
+	// one before it would arrive before it.
+	rl.Publish(t, nil, last+1, body(last+1))
+	target.WaitFor(t, last+1)
+	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, last+1, true, body)
 	if cuts.Load() != 1 {
 		t.Errorf("the proxy cut %d connections, want 1", cuts.Load())
 	}
@@ -328,15 +331,11 @@ func (s *switchableTarget) up() {
 	s.t.Helper()
 	var ln net.Listener
 	var err error
-	for i := 0; i < 100; i++ { // the port may linger for a moment
-		if ln, err = net.Listen("tcp", s.addr); err == nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond) // the real port may linger for a moment
-	}
-	if err != nil {
-		s.t.Fatalf("listening on %s again: %v", s.addr, err)
-	}
+	// The kernel may hold the port for a moment after the close.
+	testenv.Poll(s.t, "the port "+s.addr+" to be free again", 10*time.Millisecond, func() bool {
+		ln, err = net.Listen("tcp", s.addr)
+		return err == nil
+	})
 	s.serve(ln)
 }
 
@@ -351,7 +350,18 @@ func TestFaultTargetDownThenBack(t *testing.T) {
 	st := newSwitchableTarget(t, target)
 	res := newResults()
 	cw := newConnWatch()
-	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: st.url()}}, HTTPClient: retrying(fastRetry(100)), OnResult: res.add, OnState: cw.on})
+	// Every attempt the down target refuses is told to the test.
+	refused := make(chan struct{}, 1000)
+	client := retrying(fastRetry(100))
+	base := client.HTTPClient.Transport
+	client.HTTPClient.Transport = ssetest.RoundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := base.RoundTrip(r)
+		if err != nil {
+			refused <- struct{}{}
+		}
+		return resp, err
+	})
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: st.url()}}, HTTPClient: client, OnResult: res.add, OnState: cw.on})
 	cw.waitConnected(t)
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	for n := 1; n <= 3; n++ {
@@ -365,7 +375,13 @@ func TestFaultTargetDownThenBack(t *testing.T) {
 	for n := 4; n <= 6; n++ {
 		rl.Publish(t, nil, n, body(n))
 	}
-	time.Sleep(300 * time.Millisecond) // down while delivery 4 is retried
+	for range 3 { // down while delivery 4 is retried: its first attempt and two retries refused
+		select {
+		case <-refused:
+		case <-time.After(relaytest.HangGuard):
+			t.Fatal("the client never tried delivery 4 at the down target")
+		}
+	}
 	st.up()
 	for n := 7; n <= 9; n++ {
 		rl.Publish(t, nil, n, body(n))
@@ -428,8 +444,11 @@ func TestFaultSlowTarget(t *testing.T) {
 		t.Skip("-short: a fault test")
 	}
 	rl := relaytest.Start(t, relay.Options{})
+	// Slower than the relay: the target holds the first delivery until the
+	// relay has taken every one.
+	published := make(chan struct{})
 	target := &relaytest.Sink{Status: func(int, http.ResponseWriter, *http.Request) int {
-		time.Sleep(200 * time.Millisecond) // a real target slower than the relay
+		<-published
 		return http.StatusOK
 	}}
 	ts := httptestServer(t, target)
@@ -441,6 +460,7 @@ func TestFaultSlowTarget(t *testing.T) {
 	for n := 1; n <= last; n++ {
 		rl.Publish(t, nil, n, body(n))
 	}
+	close(published)
 	target.WaitFor(t, last)
 	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, last, true, body)
 }
@@ -627,19 +647,13 @@ func runClient(t *testing.T, c *proxy.Client) {
 // (comma-separated): the client writes it in the background.
 func waitStateFile(t testing.TB, path, last, done string) {
 	t.Helper()
-	deadline := time.Now().Add(relaytest.HangGuard)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			if l, d := readStateFile(t, path); l == last && strings.Join(d, ",") == done {
-				return
-			}
+	testenv.Poll(t, fmt.Sprintf("the state file to hold last_event_id %q, done_after %q", last, done), 5*time.Millisecond, func() bool {
+		if _, err := os.Stat(path); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			data, _ := os.ReadFile(path)
-			t.Fatalf("the state file never held last_event_id %q, done_after %q:\n%s", last, done, data)
-		}
-		time.Sleep(5 * time.Millisecond) // polls a file another goroutine writes
-	}
+		l, d := readStateFile(t, path)
+		return l == last && strings.Join(d, ",") == done
+	})
 }
 
 func readStateFile(t testing.TB, path string) (last string, doneAfter []string) {
@@ -687,9 +701,11 @@ func TestStateFileResumesAfterARestart(t *testing.T) {
 	}
 	cw2 := newConnWatch()
 	startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, StateFile: state, OnState: cw2.on})
-	target.WaitFor(t, 6)
-	time.Sleep(50 * time.Millisecond) // room for a stray duplicate over the real sockets to show
-	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 6, true, body)
+	// One more, in order after the others: a stray duplicate would
+	// arrive before it.
+	rl.Publish(t, nil, 7, body(7))
+	target.WaitFor(t, 7)
+	relaytest.CheckExactlyOnce(t, target.Arrivals(), 1, 7, true, body)
 	if ids := cw2.lastEventIDs(); len(ids) == 0 || ids[0] != "3" {
 		t.Errorf("the restarted client sent Last-Event-ID %q, want 3", ids)
 	}
@@ -778,23 +794,11 @@ func channelSHA256(streamURL string) string {
 // were lost while it was away.
 func TestResumeOnARestartedRelaySaysSo(t *testing.T) {
 	rl := relaytest.Start(t, relay.Options{})
-	var logs strings.Builder
-	var mu sync.Mutex
-	startConnected(t, proxy.Options{URL: rl.Channel, LastEventID: "57",
-		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
-	deadline := time.Now().Add(relaytest.HangGuard)
-	for {
-		mu.Lock()
-		got := logs.String()
-		mu.Unlock()
-		if strings.Contains(got, "the relay restarted and its history is new") && !strings.Contains(got, "lost deliveries") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("log:\n%s\nwant it to say the relay restarted, not that deliveries were lost", got)
-		}
-		time.Sleep(5 * time.Millisecond) // polls the client's log
-	}
+	var logs relaytest.Buffer
+	startConnected(t, proxy.Options{URL: rl.Channel, LastEventID: "57", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	logs.Wait(t, "the log to say the relay restarted, not that deliveries were lost", func(text string) bool {
+		return strings.Contains(text, "the relay restarted and its history is new") && !strings.Contains(text, "lost deliveries")
+	})
 }
 
 // A client that resumes after deliveries left the relay's history is told

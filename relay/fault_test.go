@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -22,23 +21,14 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/proxy"
 )
 
-// buildHookline builds the hookline binary (from the module root, as
-// main_test.go does) into a temporary directory.
+// buildHookline builds the hookline binary into a temporary directory.
 func buildHookline(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "hookline")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testenv.BuildHookline(t)
 }
 
 // relayProcess is `hookline serve` running as a child process.

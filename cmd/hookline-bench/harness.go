@@ -128,6 +128,7 @@ func (h *harness) setup(ctx context.Context) error {
 			fmt.Fprintf(h.log, "building hookline: go build -o %s .\n", bin)
 			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
 			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as a release is built
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("go build: %v\n%s", err, out)
 			}

@@ -117,7 +117,7 @@ func TestForwardAppAfterACrash(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", state)
 	gh := githubtest.New(t, "")
 	rl := relaytest.Start(t, relay.Options{})
-	dead := exec.Command("true")
+	dead := exec.Command(os.Args[0], "-test.run=^$") // this test binary, running nothing: a process that has ended
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}

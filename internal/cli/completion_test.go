@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
 // completionScript runs `hookline completion shell` and returns the script.
@@ -69,6 +71,7 @@ func hooklineOnPath(t *testing.T) string {
 // The bash script parses, and completes commands, flags and shells the way
 // bash calls it (COMP_WORDS, COMP_CWORD), by asking the installed hookline.
 func TestCompletionBash(t *testing.T) {
+	testenv.Tools(t, "bash")
 	path := writeScript(t, completionScript(t, "bash"))
 	env := append(os.Environ(), "PATH="+hooklineOnPath(t), asHooklineEnv+"=1")
 	if out, err := exec.Command("bash", "-n", path).CombinedOutput(); err != nil {

@@ -84,6 +84,7 @@ func TestForwardEndToEnd(t *testing.T) {
 	relay := newTestRelay(t)
 	saveDir := t.TempDir()
 	pluginDir := t.TempDir()
+	testenv.Tools(t, "cat") // the plugin's
 	marker := filepath.Join(t.TempDir(), "ran")
 	if err := os.WriteFile(filepath.Join(pluginDir, "issues.opened"), []byte("#!/bin/sh\ncat > \"$MARK\"\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -109,10 +110,7 @@ func TestForwardEndToEnd(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("nothing reached the target; stderr:\n%s", stderr.String())
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for strings.Count(stdout.String(), "\n") < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // polls the running command's output
-	}
+	stdout.WaitLines(t, 2)
 	cancel()
 	if c := <-code; c != ExitOK {
 		t.Errorf("exit code = %d, want 0; stderr:\n%s", c, stderr.String())
@@ -309,20 +307,15 @@ func TestForwardEmbeddedRelay(t *testing.T) {
 		code <- Run(ctx, []string{"hookline", "forward", "--listen", "127.0.0.1:0", "--target", target.URL, "--json"},
 			strings.NewReader(""), &stdout, &stderr)
 	}()
-	var channel string
-	deadline := time.Now().Add(20 * time.Second)
-	for channel == "" && time.Now().Before(deadline) {
-		if _, rest, ok := strings.Cut(stderr.String(), "POST deliveries to "); ok {
-			channel, _, _ = strings.Cut(rest, "\n")
-		}
-		time.Sleep(10 * time.Millisecond) // polls the running command's output
-	}
+	_, rest, _ := strings.Cut(stderr.Wait(t, "the channel URL", func(text string) bool {
+		_, rest, ok := strings.Cut(text, "POST deliveries to ")
+		return ok && strings.Contains(rest, "\n")
+	}), "POST deliveries to ")
+	channel, _, _ := strings.Cut(rest, "\n")
 	if !strings.HasPrefix(channel, "http://127.0.0.1:") {
 		t.Fatalf("no channel URL printed; stderr:\n%s", stderr.String())
 	}
-	for !strings.Contains(stderr.String(), "connected to") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // polls the running command's output
-	}
+	stderr.WaitFor(t, "connected to")
 	// Bytes a re-encoding relay would change.
 	body := []byte("{\"action\":\"created\" , \"s\":\"\\u00e9\"}")
 	req, _ := http.NewRequest(http.MethodPost, channel, bytes.NewReader(body))
@@ -342,9 +335,7 @@ func TestForwardEmbeddedRelay(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("nothing forwarded; stderr:\n%s", stderr.String())
 	}
-	for !strings.Contains(stdout.String(), "\n") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // polls the running command's output
-	}
+	stdout.WaitLines(t, 1)
 	cancel()
 	if c := <-code; c != ExitOK {
 		t.Errorf("exit code = %d, want 0; stderr:\n%s", c, stderr.String())
@@ -366,10 +357,7 @@ func TestForwardSaysItKeepsRetryingAnUnreachableRelay(t *testing.T) {
 	go func() {
 		code <- Run(ctx, []string{"hookline", "forward", "--url", url + "/chan"}, strings.NewReader(""), &stdout, &stderr)
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for strings.Count(stderr.String(), "retrying in") < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // polls the running command's output
-	}
+	stderr.Wait(t, "two retries", func(text string) bool { return strings.Count(text, "retrying in") >= 2 })
 	cancel()
 	if c := <-code; c != ExitOK {
 		t.Errorf("exit code = %d, want 0 after Ctrl-C", c)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookline/hookline/internal/testutil/githubtest"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -261,15 +262,9 @@ func checkRedelivers(t *testing.T, base []string, hookURL *recordingTarget, want
 	}
 }
 
-// waitUntil polls cond (something another process does: GitHub's
-// redelivery) until it holds.
+// waitUntil waits until cond (what the GitHub server on loopback does:
+// its redelivery) holds.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Poll(t, what, 5*time.Millisecond, cond)
 }

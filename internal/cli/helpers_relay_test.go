@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,24 +55,16 @@ func (f *forwardRun) waitOut(t testing.TB, s string) {
 // waitSaid waits until the running command's stream (named what) contains s.
 func waitSaid(t testing.TB, what string, stream *relaytest.Buffer, s string) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !strings.Contains(stream.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never said %q:\n%s", what, s, stream.String())
-		}
-		time.Sleep(5 * time.Millisecond) // polls the running command's output
-	}
+	stream.Wait(t, fmt.Sprintf("%s to say %q", what, s), func(text string) bool { return strings.Contains(text, s) })
 }
 
 // waitOutLines waits until stdout has n lines.
 func (f *forwardRun) waitOutLines(t testing.TB, n int) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for strings.Count(f.out.String(), "\n") < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("stdout has fewer than %d lines:\n%s\nstderr:\n%s", n, f.out.String(), f.err.String())
-		}
-		time.Sleep(5 * time.Millisecond) // polls the running command's output
+	guard := time.NewTimer(hangGuard)
+	defer guard.Stop()
+	if out, ok := relaytest.Await(&f.out, guard.C, func(text string) bool { return strings.Count(text, "\n") >= n }); !ok {
+		t.Fatalf("stdout has fewer than %d lines:\n%s\nstderr:\n%s", n, out, f.err.String())
 	}
 }
 

@@ -107,7 +107,11 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	// Each expression keeps its series only when it holds (PromQL's
 	// comparison filters): wait until it has one. The relay's own counts
 	// include the canary's deliveries (one each 100 ms): at least n.
-	deadline := time.Now().Add(hangGuard)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Prometheus' log:\n%s", promLog.String())
+		}
+	})
 	for _, q := range []string{
 		`hookline_relay_deliveries_received_total{job="serve"} >= ` + fmt.Sprint(n),
 		`hookline_relay_history_write_duration_seconds_count{job="serve"} >= ` + fmt.Sprint(n),
@@ -117,11 +121,6 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 		`hookline_forward_delivery_lag_seconds_count{job="forward"} == ` + fmt.Sprint(n),
 		`hookline_relay_deliveries_sent_total{job="serve"} >= ` + fmt.Sprint(n),
 	} {
-		for query(q) == "" {
-			if time.Now().After(deadline) {
-				t.Fatalf("Prometheus never answered %s; its log:\n%s", q, promLog.String())
-			}
-			time.Sleep(100 * time.Millisecond) // a real Prometheus scrapes every second
-		}
+		testenv.Poll(t, "Prometheus to answer "+q, 100*time.Millisecond, func() bool { return query(q) != "" }) // it scrapes every second
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
 )
@@ -319,10 +320,7 @@ func TestReplayWaitsForATargetNotUpYet(t *testing.T) {
 	go func() {
 		code <- Run(t.Context(), []string{"hookline", "replay", "--target", "http://" + addr, path}, strings.NewReader(""), &stdout, &stderr)
 	}()
-	deadline := time.Now().Add(relaytest.HangGuard)
-	for !strings.Contains(stderr.String(), "retrying in") && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond) // polls the running command's output
-	}
+	stderr.WaitFor(t, "retrying in")
 	if !strings.Contains(stderr.String(), "the target is not up (connection refused); retrying in") || !strings.Contains(stderr.String(), "(retry 1 of 7)") {
 		t.Fatalf("stderr = %q, want a countdown line for the refused connection", stderr.String())
 	}
@@ -402,6 +400,7 @@ func TestReplayInterrupted(t *testing.T) {
 // delivery id saved twice is sent once, and with --failed-dir a delivery
 // the target still does not take is saved again.
 func TestReplayPipeline(t *testing.T) {
+	testenv.Tools(t, "sh", "touch") // --exec's
 	dir := t.TempDir()
 	at := time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
 	for i, name := range []string{"a.json", "b.json", "c.json"} {
@@ -499,10 +498,7 @@ func TestReplayInspect(t *testing.T) {
 	go func() {
 		code <- Run(ctx, []string{"hookline", "replay", "--target", target.URL, "--inspect", "127.0.0.1:0", capturesDir}, strings.NewReader(""), &stdout, &stderr)
 	}()
-	deadline := time.Now().Add(relaytest.HangGuard)
-	for !strings.Contains(stderr.String(), "Ctrl-C quits") && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond) // polls the running command's output
-	}
+	stderr.WaitFor(t, "Ctrl-C quits")
 	m := regexp.MustCompile(`inspector: (http://127\.0\.0\.1:\d+)/\?token=`).FindStringSubmatch(stderr.String())
 	if m == nil {
 		t.Fatalf("no inspector URL, or it did not stay open:\n%s", stderr.String())

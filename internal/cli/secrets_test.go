@@ -83,8 +83,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			rl.Publish(t, nil, base+1, relaytest.Body(base+1, 0), "Authorization", "Basic "+leakToken, "X-Hub-Signature-256", hmacHex("wrong", relaytest.Body(base+1, 0)))
 			rl.Publish(t, nil, base+2, []byte("not json "+leakToken[:4]), "Proxy-Authorization", "Bearer "+leakToken, "Cookie", "session="+leakToken)
 			f.waitOutLines(t, 3)
-			time.Sleep(50 * time.Millisecond) // room for a late line over the real sockets to show
-			f.stop(t)
+			f.stop(t) // every line, a late one included, is written before it returns
 			record("forward "+strings.Join(args, " "), f.out.String(), f.err.String())
 		}
 	}
@@ -202,19 +201,19 @@ func runServeOnce(t *testing.T, use func(base string)) (string, string) {
 		defer close(done)
 		Run(ctx, []string{"hookline", "serve", "--addr", "127.0.0.1:0"}, strings.NewReader(""), &out, &errOut)
 	}()
-	deadline := time.Now().Add(hangGuard)
-	var base string
-	for base == "" {
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("serve did not start:\n%s%s", out.String(), errOut.String())
-		}
-		if _, rest, ok := strings.Cut(out.String(), "listening on "); ok {
-			base, _, _ = strings.Cut(rest, "\n")
-			base = strings.TrimSpace(base)
-		}
-		time.Sleep(5 * time.Millisecond) // polls the running command's output
+	// A hang ends serve, which ends the wait.
+	guard := time.AfterFunc(hangGuard, cancel)
+	text, ok := relaytest.Await(&out, done, func(text string) bool {
+		_, rest, ok := strings.Cut(text, "listening on ")
+		return ok && strings.Contains(rest, "\n")
+	})
+	guard.Stop()
+	if !ok {
+		t.Fatalf("serve did not start:\n%s%s", text, errOut.String())
 	}
+	_, rest, _ := strings.Cut(text, "listening on ")
+	base, _, _ := strings.Cut(rest, "\n")
+	base = strings.TrimSpace(base)
 	use(base)
 	cancel()
 	<-done

@@ -35,27 +35,17 @@ func startServe(t *testing.T, args ...string) (base, channel string, stop func()
 	go func() {
 		done <- Run(ctx, append([]string{"hookline", "serve"}, args...), strings.NewReader(""), &out, &errOut)
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if m := listeningRE.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-			if c := channelRE.FindStringSubmatch(out.String()); c != nil {
-				channel = c[1]
-				break
-			}
-		}
-		select {
-		case code := <-done:
-			cancel()
-			t.Fatalf("serve exited with %d before listening:\n%s%s", code, out.String(), errOut.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("serve printed no URL:\n%s%s", out.String(), errOut.String())
-		}
-		time.Sleep(5 * time.Millisecond) // polls the running command's output
+	// A hang ends serve, which ends the wait.
+	guard := time.AfterFunc(hangGuard, cancel)
+	text, ok := relaytest.Await(&out, done, func(text string) bool {
+		return listeningRE.MatchString(text) && channelRE.MatchString(text)
+	})
+	guard.Stop()
+	if !ok {
+		cancel()
+		t.Fatalf("serve exited before printing its URLs:\n%s%s", text, errOut.String())
 	}
+	base, channel = listeningRE.FindStringSubmatch(text)[1], channelRE.FindStringSubmatch(text)[1]
 	var once sync.Once
 	var code int
 	stop = func() (int, string, string) {

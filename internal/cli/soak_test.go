@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -149,14 +150,7 @@ func soak(t *testing.T, total int, withState bool) {
 		}
 		code <- Run(ctx, args, strings.NewReader(""), &trace, &stderr)
 	}()
-	deadline := time.Now().Add(hangGuard)
-	for !strings.Contains(stderr.String(), "connected to") {
-		if time.Now().After(deadline) {
-			stop()
-			t.Fatalf("forward did not connect:\n%s", stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond) // polls the forwarder over real sockets
-	}
+	stderr.WaitFor(t, "connected to")
 
 	// One publisher, as fast as the relay answers, but never more than
 	// half the relay's history ahead of the target (a publisher further
@@ -238,14 +232,11 @@ func soak(t *testing.T, total int, withState bool) {
 	stopRelay()
 	<-relayDone
 	ts.Close()
-	deadline = time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > goroutines+2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // goroutines of real connections take a moment to end
-	}
-	t.Logf("goroutines: %d before, %d after", goroutines, runtime.NumGoroutine())
-	if g := runtime.NumGoroutine(); g > goroutines+2 {
-		t.Errorf("%d goroutines after the run, %d before: a leak?", g, goroutines)
-	}
+	// The goroutines of real connections end a moment after their sockets
+	// close: a leak is one that never does.
+	testenv.Poll(t, fmt.Sprintf("the run's goroutines to end (%d before it): a leak?", goroutines), 20*time.Millisecond, func() bool {
+		return runtime.NumGoroutine() <= goroutines+2
+	})
 }
 
 // readState reads a state file's position.

@@ -201,10 +201,10 @@ func TestTraceSaysWhenARelayDoesNotAnswer(t *testing.T) {
 				tr := newTracer(io.Discard, &info, false, false, false, time.UTC)
 				tr.state(proxy.StateChange{State: proxy.StateConnecting, URL: "http://relay.test/c", Attempt: 1})
 				if tt.answer > 0 {
-					time.Sleep(tt.answer)
+					time.Sleep(tt.answer) // simulated (synctest): the relay answers
 					tr.state(proxy.StateChange{State: proxy.StateConnected, URL: "http://relay.test/c", Attempt: 1})
 				}
-				time.Sleep(time.Minute)
+				time.Sleep(time.Minute) // simulated (synctest)
 				synctest.Wait()
 				got := strings.Count(info.String(), "no answer from http://relay.test/c after 10s; still waiting")
 				if (got == 1) != tt.want || got > 1 {
@@ -260,7 +260,7 @@ func TestTraceConnectionFailures(t *testing.T) {
 		for n := 1; n <= 10; n++ {
 			fail(n)
 		}
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // simulated (synctest)
 		fail(11)
 		tr.state(proxy.StateChange{State: proxy.StateConnected, URL: "http://relay.test/c"})
 		fail(1)
@@ -317,7 +317,7 @@ func TestTraceBufferedToFile(t *testing.T) {
 		if n := size(); n != 0 {
 			t.Errorf("the file holds %d bytes at once, want the lines buffered", n)
 		}
-		time.Sleep(traceFlushDelay)
+		time.Sleep(traceFlushDelay) // simulated (synctest)
 		synctest.Wait()
 		first := size()
 		if first == 0 {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/githubtest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
 // receiver is a webhook URL that records what GitHub sent and answers
@@ -50,15 +51,10 @@ func (r *receiver) count() int {
 	return len(r.got)
 }
 
+// waitFor waits until cond (what the GitHub server on loopback did) holds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Poll(t, what, 5*time.Millisecond, cond)
 }
 
 func TestHookLifecycle(t *testing.T) {

@@ -37,17 +37,8 @@ func TestImageRunsFromItsFilesystem(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testenv.Missing(t, "root (to unpack with owners and chroot)", "run the test as root")
 	}
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hookline")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.BuildHookline(t) // static, as a release is
 	layout := filepath.Join(dir, "image")
 	if err := Build(layout, bin, runtime.GOARCH, "test"); err != nil {
 		t.Fatal(err)

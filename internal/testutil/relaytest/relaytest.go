@@ -208,15 +208,22 @@ func CheckExactlyOnce(t testing.TB, got []Arrival, from, to int, ordered bool, b
 }
 
 // Buffer is a bytes.Buffer safe for concurrent use: the output of a command
-// or a relay written from several goroutines while a test reads it.
+// or a relay written from several goroutines while a test reads it. A test
+// waits for what it expects with Wait: every Write wakes the waiters, so no
+// test polls.
 type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	changed chan struct{} // closed by the next Write; nil when nobody waits
 }
 
 func (s *Buffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 	return s.b.Write(p)
 }
 
@@ -224,4 +231,54 @@ func (s *Buffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Await returns the text once cond holds for it, checking after every
+// Write; ok is false when stop is closed (or sends) first, with the text
+// as it was then.
+func Await[T any](s *Buffer, stop <-chan T, cond func(text string) bool) (text string, ok bool) {
+	for {
+		s.mu.Lock()
+		text = s.b.String()
+		if cond(text) {
+			s.mu.Unlock()
+			return text, true
+		}
+		if s.changed == nil {
+			s.changed = make(chan struct{})
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-stop:
+			return s.String(), false
+		}
+	}
+}
+
+// Wait returns the text once cond holds for it, and fails the test, saying
+// what it waited for, when that takes HangGuard (a hang, not a slow
+// machine).
+func (s *Buffer) Wait(t testing.TB, what string, cond func(text string) bool) string {
+	t.Helper()
+	timer := time.NewTimer(HangGuard)
+	defer timer.Stop()
+	text, ok := Await(s, timer.C, cond)
+	if !ok {
+		t.Fatalf("waited %v for %s; the output:\n%s", HangGuard, what, text)
+	}
+	return text
+}
+
+// WaitFor waits (Wait) until the text contains sub.
+func (s *Buffer) WaitFor(t testing.TB, sub string) string {
+	t.Helper()
+	return s.Wait(t, fmt.Sprintf("%q", sub), func(text string) bool { return strings.Contains(text, sub) })
+}
+
+// WaitLines waits (Wait) until the text has n lines.
+func (s *Buffer) WaitLines(t testing.TB, n int) string {
+	t.Helper()
+	return s.Wait(t, fmt.Sprintf("%d lines", n), func(text string) bool { return strings.Count(text, "\n") >= n })
 }

@@ -15,9 +15,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // RequireAll reports whether every peer must be present: CI is true (as CI
@@ -111,4 +113,66 @@ func Umoci(t testing.TB) string {
 		Missing(t, "umoci", "install it with `sh internal/testutil/testenv/install.sh umoci`")
 	}
 	return p
+}
+
+// PollGuard is how long Poll waits before it fails the test: a hang, not a
+// slow machine.
+const PollGuard = 30 * time.Second
+
+// Poll waits until cond holds, checking it every interval, and fails the
+// test naming what it waited for after PollGuard. It is for state a test
+// can only look at, never be told about: a real peer's (a browser's page,
+// tmux's screen, Prometheus' answers, redis-server's keys, a process's
+// files). What the test's own code does, it waits for with channels, and a
+// command's output with relaytest.Buffer's Wait.
+func Poll(t testing.TB, what string, interval time.Duration, cond func() bool) {
+	t.Helper()
+	guard := time.NewTimer(PollGuard)
+	defer guard.Stop()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-guard.C:
+			t.Fatalf("waited %v for %s", PollGuard, what)
+		}
+	}
+}
+
+// BuildHookline builds the hookline command into the test's temporary
+// directory and returns its path. It is built as a release is
+// (CGO_ENABLED=0, a static binary: .goreleaser.yaml), whatever the test
+// binary was built with, so every test that runs the binary (and the
+// image test, which needs it static) shares one build configuration, and
+// `go vet` (run with CGO_ENABLED=0 by make check) has compiled its
+// packages already.
+func BuildHookline(t testing.TB) string {
+	t.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "hookline")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// Tools ends the test (Missing) unless every named program is on PATH: the
+// POSIX shell and tools that a test's scripts run (sh, cat, sort,
+// sleep...), which a PATH holding Go alone does not have.
+func Tools(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if _, err := exec.LookPath(name); err != nil {
+			Missing(t, name, "a POSIX shell and its tools on PATH (Debian's essential packages: dash, coreutils)")
+		}
+	}
 }
