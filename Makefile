@@ -1,10 +1,13 @@
 # hookline: one command checks everything.
 #
-#   make check   no stray large file, gofmt, go vet, staticcheck, the rest module's Go 1.14 language
-#                check, and the whole test suite with -race (interop included)
+#   make check   no stray large file, gofmt, go vet, staticcheck, the rest module's Go 1.14
+#                language check, the whole test suite with -race (interop included),
+#                every fuzz target for a few seconds, and the short suite with Go alone
 #   make test    the test suite only (installs the interop node packages and
 #                Debian's chromium, redis-server and tmux for the tests that
 #                run them first)
+#   make go-alone  `go test -short` on a copy of the tree without node packages,
+#                with only go on PATH: every test whose peer is missing skips
 #   make bench   the Go micro-benchmarks
 #   make fuzz-short  every fuzz target for a few seconds (part of check)
 #   make release-check
@@ -16,6 +19,8 @@
 # interop/node_modules, and chromium, redis-server and tmux from Debian's packages;
 # nothing beyond
 # Go, node/npm and gcc needs to be there first.
+#
+# What each step costs, cold and warm: docs/DEVELOPMENT.md.
 
 GO              ?= go
 STATICCHECK_VER := v0.8.2
@@ -30,14 +35,40 @@ GORELEASER      := $(BIN)/goreleaser-$(GORELEASER_VER)
 MODULE          := github.com/hookline/hookline
 NODE_MODULES    := interop/node_modules/.package-lock.json
 
-.PHONY: large-files redis oldgo tmux prometheus umoci fuzz-short check test fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
+.PHONY: large-files redis oldgo tmux prometheus umoci fuzz-short check test go-alone fmt-check vet staticcheck lang-check release-check bench interop-deps browser clean
 
-check: large-files fmt-check vet staticcheck lang-check test fuzz-short
+check: large-files fmt-check vet staticcheck lang-check test fuzz-short go-alone
+
+# Everything but the race detector is built as a release is, without cgo
+# (.goreleaser.yaml): go vet, staticcheck, the binaries the tests run, the
+# image and the Go-alone run then share one build of every package instead
+# of compiling it once with cgo and once without. The race detector needs
+# cgo: .ci/gotest turns it back on for the race run.
+export CGO_ENABLED := 0
 
 # SOCKET_COUNT runs the packages whose tests open sockets that many times
 # (.ci/gotest); CI sets 2, so that a new flake shows before it lands.
 test: interop-deps browser redis oldgo tmux prometheus umoci
 	for m in $(MODULES); do (cd $$m && SOCKET_COUNT=$(SOCKET_COUNT) $(CURDIR)/.ci/gotest) || exit 1; done
+
+# `go test -short` as a contributor with Go alone runs it: on a copy of the
+# tree (tracked and new files, not node_modules), with a PATH that holds
+# only go and none of the variables that demand every peer. A test whose peer
+# is missing must skip with one line saying how to install it; any failure
+# fails the check. The copy keeps its place and its files' times, so a warm
+# run reuses its builds and cached results.
+GO_ALONE        := $(BIN)/go-alone
+go-alone:
+	@rm -rf $(GO_ALONE)/tree && mkdir -p $(GO_ALONE)/tree $(GO_ALONE)/bin
+	ln -sf "$$($(GO) env GOROOT)/bin/go" $(GO_ALONE)/bin/go
+	git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C $(GO_ALONE)/tree
+	for m in $(MODULES); do (cd $(GO_ALONE)/tree/$$m && env -i HOME="$$HOME" PATH=$(GO_ALONE)/bin TMPDIR=/tmp \
+		GOCACHE="$$($(GO) env GOCACHE)" GOMODCACHE="$$($(GO) env GOMODCACHE)" GOPROXY="$$($(GO) env GOPROXY)" \
+		go test -short -v ./... >$(GO_ALONE)/$$(echo $$m | tr ./ _).log 2>&1; st=$$?; \
+		grep -e '^FAIL' -e '^--- FAIL' -e '^panic' $(GO_ALONE)/$$(echo $$m | tr ./ _).log; \
+		echo "go-alone ($$m): what was skipped for a missing peer:"; \
+		sed -n 's/^ *[a-z_]*\.go:[0-9]*: skipped: /  /p' $(GO_ALONE)/$$(echo $$m | tr ./ _).log | sort | uniq -c; \
+		[ $$st = 0 ] || { echo "go-alone: go test -short failed with Go alone; the log: $(GO_ALONE)/$$(echo $$m | tr ./ _).log"; exit 1; }) || exit 1; done
 
 # No tracked file over 2 MiB unless .ci/large-files lists it (build outputs
 # and binaries never belong in the repository).
@@ -74,13 +105,15 @@ lang-check:
 # cache, seconds after). GoReleaser validates .goreleaser.yaml, then a
 # snapshot release cross-compiles every target and packs every archive into
 # dist/ as a real release would; the host's binary must print the version
-# the ldflags gave it (the snapshot version_template ends in "-next").
+# the ldflags gave it: the snapshot's version_template, the CHANGELOG's
+# newest release with "-next" (0.1.0-next).
 release-check: $(GORELEASER)
 	$(GORELEASER) check
 	$(GORELEASER) release --snapshot --clean
 	@bin="$$(find dist -path '*$(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)*' -name hookline -type f | head -n 1)"; \
 	out="$$("$$bin" version)"; echo "$$bin version: $$out"; \
-	case "$$out" in "hookline "*-next*) ;; *) echo "release-check: the snapshot binary does not print its version"; exit 1;; esac
+	want="hookline $$(sed -n 's/^  version_template: "\(.*\)"/\1/p' .goreleaser.yaml)"; \
+	case "$$out" in "$$want"*) ;; *) echo "release-check: the snapshot binary does not print $$want"; exit 1;; esac
 	# The container image, from the same static binary (internal/ociimage:
 	# an OCI layout, no Docker daemon, no base image).
 	@bin="$$(find dist -path '*linux_$(shell $(GO) env GOARCH)*' -name hookline -type f | head -n 1)"; \
