@@ -78,13 +78,7 @@ func TestDeployCommands(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), "listening on") {
-		if time.Now().After(deadline) {
-			t.Fatalf("docs/DEPLOY.md:%d: hookline %s did not start:\n%s", serve.line, strings.Join(args, " "), out.String())
-		}
-		time.Sleep(10 * time.Millisecond) // polls the process's output
-	}
+	out.WaitFor(t, "listening on")
 
 	channel := base + "/deploy-doc-channel-0001"
 	resp, err := http.Post(channel, "application/json", strings.NewReader(`{"zen":"deployed"}`))

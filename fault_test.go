@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -96,20 +97,32 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 	// restarted forwarder resumes from.
 	channel := relaytest.Start(t, relay.Options{}).Channel
 
-	// A target that takes 10 ms per delivery, so one is usually in flight.
+	// A target that holds delivery total/3 until the forwarder is killed:
+	// a delivery is in flight at the SIGKILL. Every arrival is told.
+	const total = 60
 	var mu sync.Mutex
 	var got []int
 	var bodiesOK = true
+	inFlight, killed := make(chan struct{}), make(chan struct{})
+	arrivals := make(chan int, 4*total)
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		n, err := strconv.Atoi(strings.TrimPrefix(r.Header.Get("X-GitHub-Delivery"), "kill-"))
-		time.Sleep(10 * time.Millisecond) // a real target that is slow, so a delivery is in flight at the SIGKILL
+		if n == total/3 {
+			select {
+			case <-killed: // the restarted forwarder's
+			default:
+				close(inFlight)
+				<-killed
+			}
+		}
 		mu.Lock()
 		got = append(got, n)
 		if err != nil || !bytes.Equal(body, killBody(n)) {
 			bodiesOK = false
 		}
 		mu.Unlock()
+		arrivals <- n
 	}))
 	t.Cleanup(target.Close)
 	arrived := func() []int {
@@ -123,7 +136,6 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 	env := []string{"XDG_STATE_HOME=" + filepath.Join(dir, "xdg")}
 	args := []string{"--url", channel, "--target", target.URL, "--state-file", state}
 
-	const total = 60
 	publish := func(from, to int) {
 		for n := from; n <= to; n++ {
 			req, _ := http.NewRequest(http.MethodPost, channel, bytes.NewReader(killBody(n)))
@@ -143,14 +155,22 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 	first.waitFor(t, "connected to")
 	published := make(chan struct{})
 	go func() { defer close(published); publish(1, total) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for len(arrived()) < total/3 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // polls the real target for the forwarder process
+	select {
+	case <-inFlight:
+	case <-time.After(relaytest.HangGuard):
+		t.Fatalf("delivery %d never reached the target; arrived: %v", total/3, arrived())
 	}
+	// The forwarder writes its state file off the deliveries' path: kill it
+	// once the file records every delivery before the one in flight.
+	testenv.Poll(t, fmt.Sprintf("the state file to record delivery %d", total/3-1), 5*time.Millisecond, func() bool {
+		_, err := os.Stat(state)
+		return err == nil && readLastEventID(t, state) == total/3-1
+	})
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	first.cmd.Wait()
+	close(killed)
 	<-published
 	atKill := arrived()
 	stored := readLastEventID(t, state)
@@ -160,10 +180,17 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 
 	second := startForwarder(t, bin, env, args...)
 	second.waitFor(t, "resuming after event "+strconv.Itoa(stored))
-	for len(arrived()) < total && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond) // polls the real target for the restarted process
+	// One more delivery, after every other in the relay's order: a stray
+	// duplicate of one before it would arrive before it.
+	publish(total+1, total+1)
+	guard := time.After(relaytest.HangGuard)
+	for n := 0; n != total+1; {
+		select {
+		case n = <-arrivals:
+		case <-guard:
+			t.Fatalf("delivery %d never arrived; arrived: %v", total+1, arrived())
+		}
 	}
-	time.Sleep(100 * time.Millisecond) // room for a stray duplicate to show
 	if err := second.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +215,7 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 		}
 		count[n]++
 	}
-	for n := 1; n <= total; n++ {
+	for n := 1; n <= total+1; n++ {
 		switch c := count[n]; {
 		case c == 0:
 			t.Errorf("delivery %d never arrived (lost)", n)
@@ -204,15 +231,15 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 	}
 	for i, n := range order {
 		if n != i+1 {
-			t.Errorf("deliveries arrived in the order %v, want 1..%d", order, total)
+			t.Errorf("deliveries arrived in the order %v, want 1..%d", order, total+1)
 			break
 		}
 	}
 	if !bodiesOK {
 		t.Error("a body arrived changed")
 	}
-	if s := strings.Join(second.log, "\n"); !strings.Contains(s, fmt.Sprintf("summary: %d received", total-stored)) {
-		t.Errorf("the restarted forwarder's summary:\n%s\nwant %d received (the deliveries after %d)", s, total-stored, stored)
+	if s := strings.Join(second.log, "\n"); !strings.Contains(s, fmt.Sprintf("summary: %d received", total+1-stored)) {
+		t.Errorf("the restarted forwarder's summary:\n%s\nwant %d received (the deliveries after %d)", s, total+1-stored, stored)
 	}
 }
 

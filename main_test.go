@@ -99,11 +99,22 @@ func (p *forwardProc) stderr() string { return strings.Join(p.log, "\n") }
 // no SIGINT), reads the rest of its stderr and returns Wait's error.
 func (p *forwardProc) interrupt(t *testing.T) error {
 	t.Helper()
+	p.signal(t)
+	return p.wait()
+}
+
+// signal sends Ctrl-C's SIGINT (a kill on Windows, which has no SIGINT).
+func (p *forwardProc) signal(t *testing.T) {
+	t.Helper()
 	if runtime.GOOS == "windows" {
 		p.cmd.Process.Kill()
 	} else if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// wait reads the rest of its stderr and returns Wait's error.
+func (p *forwardProc) wait() error {
 	for l := range p.lines {
 		p.log = append(p.log, l)
 	}
@@ -117,10 +128,10 @@ func TestForwardDrainsOnSIGINT(t *testing.T) {
 		t.Skip("SIGINT cannot be sent to a process on Windows")
 	}
 	bin := buildBinary(t)
-	arrived := make(chan struct{}, 1)
+	arrived, signalled := make(chan struct{}, 1), make(chan struct{})
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
-		time.Sleep(300 * time.Millisecond) // still working when SIGINT comes
+		<-signalled // still working when SIGINT comes
 		io.WriteString(w, "ok")
 	}))
 	t.Cleanup(target.Close)
@@ -130,7 +141,9 @@ func TestForwardDrainsOnSIGINT(t *testing.T) {
 	cmd.Stdout = &stdout
 	fw := startForward(t, cmd, 30*time.Second)
 	fw.sendPing(t, "sigint-1", arrived)
-	if err := fw.interrupt(t); err != nil {
+	fw.signal(t)
+	close(signalled)
+	if err := fw.wait(); err != nil {
 		t.Errorf("exit: %v, want 0; stderr:\n%s", err, fw.stderr())
 	}
 	if !strings.Contains(stdout.String(), "ping") || !strings.Contains(stdout.String(), "→ 200") {

@@ -41,17 +41,12 @@ func TestForwardInATerminal(t *testing.T) {
 	screen := func() string { return tmux("capture-pane", "-p", "-J", "-t", "hl") }
 	waitFor := func(what string) string {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s := screen()
-			if strings.Contains(s, what) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the terminal never showed %q:\n%s", what, s)
-			}
-			time.Sleep(20 * time.Millisecond) // polls the terminal's screen
-		}
+		var s string
+		testenv.Poll(t, fmt.Sprintf("the terminal to show %q", what), 20*time.Millisecond, func() bool { // tmux's screen is only looked at
+			s = screen()
+			return strings.Contains(s, what)
+		})
+		return s
 	}
 	env := fmt.Sprintf("env XDG_STATE_HOME=%s XDG_CONFIG_HOME=%s HOOKLINE_SECRET=terminal-test-secret", dir, os.DevNull)
 	tmux("new-session", "-d", "-s", "hl", "-x", "200", "-y", "50",

@@ -35,13 +35,7 @@ func TestAppNewInChromium(t *testing.T) {
 		done <- cli.Run(ctx, []string{"hookline", "app", "new", "--no-color", "--no-browser", "--name", "chromium dev app", "--url", rl.Channel,
 			"--events", "issues", "--permission", "issues=read", "--github-web", gh.WebURL, "--github-api", gh.URL, "--out", env}, strings.NewReader(""), &out, &errOut)
 	}()
-	deadline := time.Now().Add(smeeWait)
-	for !strings.Contains(errOut.String(), "in your browser") {
-		if time.Now().After(deadline) {
-			t.Fatalf("app new never named its page:\n%s", errOut.String())
-		}
-		time.Sleep(10 * time.Millisecond) // polls the command's output
-	}
+	errOut.WaitFor(t, "in your browser")
 	page := strings.Fields(errOut.String()[strings.Index(errOut.String(), "open ")+5:])[0]
 
 	b := startBrowser(t)

@@ -251,16 +251,13 @@ func (p *cdpPage) eval(expression string) (json.RawMessage, error) {
 // waitFor evaluates expression until it is true.
 func (p *cdpPage) waitFor(what, expression string) {
 	p.b.t.Helper()
-	deadline := time.Now().Add(smeeWait)
-	for {
-		v, err := p.eval(expression)
-		if err == nil && string(v) == "true" {
-			return
-		}
-		if time.Now().After(deadline) {
-			p.b.t.Fatalf("page: waiting for %s (%s): %s %v", what, expression, v, err)
-		}
-		time.Sleep(25 * time.Millisecond) // polls the real browser
+	var v []byte
+	var err error
+	if !testenv.Polled(25*time.Millisecond, func() bool { // the page's state is only looked at
+		v, err = p.eval(expression)
+		return err == nil && string(v) == "true"
+	}) {
+		p.b.t.Fatalf("page: waiting for %s (%s): %s %v", what, expression, v, err)
 	}
 }
 

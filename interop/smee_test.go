@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -237,12 +238,8 @@ func checkSmeeRequest(t *testing.T, r smeeRequest, body []byte, uri string) {
 // waitUntil polls cond; out is shown if it never holds.
 func smeeWaitUntil(t *testing.T, what string, cond func() bool, out *bytes.Buffer) {
 	t.Helper()
-	deadline := time.Now().Add(smeeWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: not after %s; output:\n%s", what, smeeWait, out.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polls the real smee-client process
+	if !testenv.Polled(20*time.Millisecond, cond) { // what the smee-client process did is only looked at
+		t.Fatalf("waiting for %s: not after %s; output:\n%s", what, testenv.PollGuard, out.String())
 	}
 }
 

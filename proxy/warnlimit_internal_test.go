@@ -28,7 +28,7 @@ func TestMalformedWarningsAreRateLimited(t *testing.T) {
 		if n := strings.Count(logs.String(), "\n"); n != warnBurst {
 			t.Errorf("%d warning lines for 1000 malformed messages, want %d", n, warnBurst)
 		}
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // simulated (synctest)
 		logs.Reset()
 		c.decode(sse.Event{Kind: wire.KindDelivery, Data: []byte("not json")})
 		if !strings.Contains(logs.String(), "count=990") || strings.Count(logs.String(), "\n") != 2 {

@@ -80,7 +80,7 @@ func TestAttackRealRelay(t *testing.T) {
 		}
 	})
 	run("uploads", func(t *testing.T, r *realRelay) {
-		stop := r.canary(t)
+		stop, _ := r.canary(t)
 		body := `{"a":"` + strings.Repeat("x", 25*mib-8) + `"}`
 		var wg sync.WaitGroup
 		var refused, sent atomic.Int32
@@ -109,7 +109,7 @@ func TestAttackRealRelay(t *testing.T) {
 	run("bodiless", func(t *testing.T, r *realRelay) {
 		// 1,000 uploads at a time that announce 1 or 25 MiB and send one
 		// byte, opened again as the relay closes them, for 20 s.
-		stop := r.canary(t)
+		stop, _ := r.canary(t)
 		var wg sync.WaitGroup
 		var opened atomic.Int32
 		deadline := time.Now().Add(20 * time.Second)
@@ -120,7 +120,7 @@ func TestAttackRealRelay(t *testing.T) {
 				for time.Now().Before(deadline) {
 					conn, err := net.Dial("tcp", strings.TrimPrefix(r.base, "http://"))
 					if err != nil {
-						time.Sleep(100 * time.Millisecond)
+						time.Sleep(100 * time.Millisecond) // the attack's pace when the relay refuses a connection
 						continue
 					}
 					opened.Add(1)
@@ -143,7 +143,7 @@ func TestAttackRealRelay(t *testing.T) {
 		// 150 fetches of a 25 MiB body that never read, for 20 s.
 		ch := r.base + "/fetch-channel-0000000000"
 		r.post(t, ch, `{"a":"`+strings.Repeat("x", 25*mib-8)+`"}`)
-		stop := r.canary(t)
+		stop, sampled := r.canary(t)
 		for range 150 {
 			conn, err := net.Dial("tcp", strings.TrimPrefix(r.base, "http://"))
 			if err != nil {
@@ -153,7 +153,7 @@ func TestAttackRealRelay(t *testing.T) {
 			t.Cleanup(func() { conn.Close() })
 			fmt.Fprintf(conn, "GET /fetch-channel-0000000000/body/1 HTTP/1.1\r\nHost: x\r\n\r\n")
 		}
-		time.Sleep(20 * time.Second)
+		<-sampled // the attack lasts for 100 of the canary's deliveries (20 s)
 		stop()
 	}
 	run("fetches", stalledFetches)
@@ -161,7 +161,7 @@ func TestAttackRealRelay(t *testing.T) {
 	run("redeliver", func(t *testing.T, r *realRelay) {
 		ch := r.base + "/redeliver-channel-00000"
 		r.post(t, ch, `{"a":"`+strings.Repeat("x", 25*mib-8)+`"}`)
-		stop := r.canary(t)
+		stop, _ := r.canary(t)
 		before := r.written()
 		codes := map[int]int{}
 		id := 1
@@ -251,7 +251,6 @@ func (r *realRelay) stuck(t *testing.T, ch string) {
 	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
 	t.Cleanup(func() { conn.Close() })
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nX-Hookline-Stream: 1\r\n\r\n", strings.TrimPrefix(ch, r.base))
-	time.Sleep(50 * time.Millisecond) // let it join (figures only)
 }
 
 func (r *realRelay) post(t *testing.T, ch, body string) {
@@ -265,9 +264,12 @@ func (r *realRelay) post(t *testing.T, ch, body string) {
 
 // canary POSTs a 4 KiB delivery every 200 ms, recording how long each took
 // to be answered, until stop.
-func (r *realRelay) canary(t *testing.T) (stop func()) {
+// canary POSTs a delivery every 200 ms from its own address and records
+// how long each took; sampled is closed after 100 of them.
+func (r *realRelay) canary(t *testing.T) (stop func(), sampled <-chan struct{}) {
 	quit := make(chan struct{})
 	done := make(chan struct{})
+	hundred := make(chan struct{})
 	body := bytes.Repeat([]byte("x"), 4<<10)
 	go func() {
 		defer close(done)
@@ -276,6 +278,7 @@ func (r *realRelay) canary(t *testing.T) (stop func()) {
 		client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
+		samples := 0
 		for {
 			select {
 			case <-quit:
@@ -294,9 +297,12 @@ func (r *realRelay) canary(t *testing.T) (stop func()) {
 			r.mu.Lock()
 			r.late = append(r.late, took)
 			r.mu.Unlock()
+			if samples++; samples == 100 {
+				close(hundred)
+			}
 		}
 	}()
-	return func() { close(quit); <-done }
+	return func() { close(quit); <-done }, hundred
 }
 
 func (r *realRelay) report(t *testing.T) {

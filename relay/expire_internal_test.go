@@ -34,6 +34,10 @@ func testUnusedPrivateChannelsExpire(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer s.CloseStorage()
+	// at moves the bubble's clock to d after the start: the checks below
+	// speak of those times.
+	start := time.Now()
+	at := func(d time.Duration) { time.Sleep(time.Until(start.Add(d))) } // simulated (synctest)
 	mk := func() (name, token string) {
 		t.Helper()
 		rec := httptest.NewRecorder()
@@ -73,14 +77,14 @@ func testUnusedPrivateChannelsExpire(t *testing.T, dir string) {
 		s.ServeHTTP(httptest.NewRecorder(), req)
 	}()
 
-	time.Sleep(6 * time.Second) // simulated
+	at(6 * time.Second)
 	post(posted)
-	time.Sleep(3 * time.Second)
+	at(9 * time.Second)
 	later, _ := mk() // expires what was unused for 8 s
 	if held(unused) || !held(posted) || !held(read) || !held(later) {
 		t.Errorf("at 9 s: unused held %v (want false), posted at 6 s %v, read %v, just made %v (want true)", held(unused), held(posted), held(read), held(later))
 	}
-	time.Sleep(11 * time.Second)
+	at(20 * time.Second)
 	mk()
 	if held(posted) || held(later) || !held(read) {
 		t.Errorf("at 20 s: posted at 6 s held %v, made at 9 s held %v (want false), read held %v (want true)", held(posted), held(later), held(read))
@@ -90,7 +94,7 @@ func testUnusedPrivateChannelsExpire(t *testing.T, dir string) {
 	}
 	stop()
 	<-streamed
-	time.Sleep(20 * time.Second)
+	at(40 * time.Second)
 	mk()
 	if held(read) {
 		t.Error("at 40 s: the channel whose reader left at 20 s is still held")

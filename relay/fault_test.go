@@ -182,7 +182,7 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 		}
 		mu.Lock()
 		got = append(got, received{r.Header.Get("X-Seq"), body})
-		if len(got) == total {
+		if r.Header.Get("X-Seq") == strconv.Itoa(total+1) {
 			close(all)
 		}
 		mu.Unlock()
@@ -220,21 +220,37 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 
 	// The publisher: every POST until a 200, numbered, with a killer
 	// alongside that strikes while POSTs keep coming.
-	bodies := make([][]byte, total+1)
+	bodies := make([][]byte, total+2)
 	var retries, restarts int
 	killer := make(chan struct{}, 1)
 	killerDone := make(chan struct{})
+	postFailed, posted := make(chan struct{}, 1), make(chan struct{})
 	go func() {
 		defer close(killerDone)
 		for range killer {
+			select { // a failure before the kill is not one on the dead relay
+			case <-postFailed:
+			default:
+			}
 			rp.kill()
-			time.Sleep(150 * time.Millisecond) // POSTs fail meanwhile
+			select { // down until a POST has failed on it
+			case <-postFailed:
+			case <-posted:
+			}
 			rp.start()
 			restarts++
 		}
 	}()
 	httpc := &http.Client{Timeout: 5 * time.Second}
-	for seq := 1; seq <= total; seq++ {
+	// The last delivery (total+1) is published once the others are
+	// accepted and no kill is to come: a stray duplicate of one before it
+	// would reach the target before it.
+	for seq := 1; seq <= total+1; seq++ {
+		if seq == total+1 {
+			close(posted)
+			close(killer)
+			<-killerDone
+		}
 		if killAt[seq] {
 			killer <- struct{}{}
 		}
@@ -259,20 +275,20 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 				}
 			}
 			retries++
-			time.Sleep(20 * time.Millisecond) // paces retries against the real redis-server
+			select {
+			case postFailed <- struct{}{}:
+			default:
+			}
+			time.Sleep(20 * time.Millisecond) // a retry's backoff: a refused connection fails at once
 		}
 	}
-	close(killer)
-	<-killerDone
 
-	// Every delivery is accepted: the last ones reach the target soon, or
+	// Every delivery is accepted: the last one reaches the target soon, or
 	// the subscriber has stalled.
 	select {
 	case <-all:
 	case <-time.After(stallAfter):
 	}
-	// Anything more (a duplicate) would arrive right behind the last one.
-	time.Sleep(200 * time.Millisecond) // room for a stray duplicate over the real sockets to show
 	stopClient()
 	if err := <-clientDone; err != nil {
 		t.Errorf("client.Run = %v", err)
@@ -284,18 +300,18 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 	if restarts != len(killAt) {
 		t.Errorf("%d restarts, want %d", restarts, len(killAt))
 	}
-	if len(got) != total {
-		t.Errorf("the target got %d deliveries, want %d", len(got), total)
+	if len(got) != total+1 {
+		t.Errorf("the target got %d deliveries, want %d", len(got), total+1)
 	}
 	for i, r := range got {
 		want := strconv.Itoa(i + 1)
-		if r.seq != want || (i+1 <= total && !bytes.Equal(r.body, bodies[i+1])) {
-			t.Fatalf("forwarded #%d is seq %s (%d bytes), want seq %s byte for byte (%d bytes)", i+1, r.seq, len(r.body), want, len(bodies[min(i+1, total)]))
+		if r.seq != want || (i+1 <= total+1 && !bytes.Equal(r.body, bodies[i+1])) {
+			t.Fatalf("forwarded #%d is seq %s (%d bytes), want seq %s byte for byte (%d bytes)", i+1, r.seq, len(r.body), want, len(bodies[min(i+1, total+1)]))
 		}
 	}
 	for i, id := range eventIDs {
 		if id != strconv.Itoa(i+1) {
-			t.Fatalf("event ids seen %v..., want 1..%d each once", eventIDs[max(0, i-3):i+1], total)
+			t.Fatalf("event ids seen %v..., want 1..%d each once", eventIDs[max(0, i-3):i+1], total+1)
 		}
 	}
 }

@@ -65,7 +65,7 @@ func testHealthReportsAStoreThatCannotWrite(t *testing.T) {
 	if code, h := health(); code != http.StatusServiceUnavailable || h["status"] != "history cannot be written" || !strings.Contains(h["error"].(string), "no space left") {
 		t.Errorf("/healthz on a full disk = %d %v, want 503 with the reason", code, h)
 	}
-	time.Sleep(writeFailureTTL)
+	time.Sleep(writeFailureTTL) // simulated (synctest)
 	if code, _ := health(); code != http.StatusOK {
 		t.Errorf("/healthz a minute after the last failure = %d, want 200", code)
 	}

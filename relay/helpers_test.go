@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -263,16 +264,11 @@ func raw(t testing.TB, addr, request string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-// waitFor polls cond until it holds.
+// waitFor waits until cond (the relay's state, which a test can only look
+// at) holds.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not the case after %s", what, wait)
-		}
-		time.Sleep(5 * time.Millisecond) // polls the relay over real sockets
-	}
+	testenv.Poll(t, what, 5*time.Millisecond, cond)
 }
 
 func addr(ts *httptest.Server) string { return strings.TrimPrefix(ts.URL, "http://") }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/redistest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -68,8 +69,20 @@ func BenchmarkReplicasIngest(b *testing.B) {
 					}
 				}
 			}()
-			time.Sleep(50 * time.Millisecond) // the replica's pub/sub subscription
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			// One delivery through each relay before measuring, waited for
+			// at the subscriber: the stream has joined and every replica's
+			// pub/sub subscription is up.
+			for i, base := range bases {
+				resp, err := client.Post(base+"/bench", "application/json", strings.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				testenv.Poll(b, "the warm-up delivery at the subscriber", time.Millisecond, func() bool { return got.Load() == int64(i+1) })
+			}
+			got.Store(0)
 			var n atomic.Int64
 			b.SetBytes(int64(len(body)))
 			b.SetParallelism(4)
@@ -112,7 +125,7 @@ func BenchmarkReplicasFanOutLatency(b *testing.B) {
 	for _, setup := range replicaSetups {
 		b.Run(setup, func(b *testing.B) {
 			bases := relays(b, setup, relay.Options{MaxSubscribers: n, MaxSubscribersPerIP: n, MaxStreams: n, MaxStreamsPerIP: n})
-			fanOutLatency(b, bases, n, 50*time.Millisecond) // the replicas' pub/sub subscriptions
+			fanOutLatency(b, bases, n)
 		})
 	}
 }

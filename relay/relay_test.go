@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -973,13 +974,8 @@ func TestStatsSent(t *testing.T) {
 	}
 	a.next()
 	b.next()
-	deadline := time.Now().Add(10 * time.Second)
-	for srv.Stats().Sent != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("Sent = %d, want 2 (one delivery, two subscribers)", srv.Stats().Sent)
-		}
-		time.Sleep(5 * time.Millisecond) // the count follows the write the client read
-	}
+	// The count follows the write the client read.
+	testenv.Poll(t, "Stats().Sent to be 2 (one delivery, two subscribers)", 5*time.Millisecond, func() bool { return srv.Stats().Sent == 2 })
 }
 
 // TestCountPerChannelIsBounded: 20,000 channel names POSTed to a relay that

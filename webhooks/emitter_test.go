@@ -773,12 +773,12 @@ func TestShutdownDrainsHandlers(t *testing.T) {
 			em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: discard})
 			var handled, errHandled atomic.Bool
 			mustOn(t, em, "push", func(context.Context, webhooks.Event) error {
-				time.Sleep(5 * time.Second)
+				time.Sleep(5 * time.Second) // simulated (synctest)
 				handled.Store(true)
 				return errors.New("failed")
 			})
 			em.OnError(func(context.Context, *webhooks.AggregateError) {
-				time.Sleep(2 * time.Second)
+				time.Sleep(2 * time.Second) // simulated (synctest)
 				errHandled.Store(true)
 			})
 			go em.Receive(context.Background(), event("push", `{}`))

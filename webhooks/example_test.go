@@ -115,8 +115,9 @@ func ExampleEmitter_Shutdown() {
 	if err != nil {
 		panic(err)
 	}
+	shuttingDown := make(chan struct{})
 	wh.OnAny(func(ctx context.Context, e webhooks.Event) error {
-		time.Sleep(100 * time.Millisecond) // slow work
+		<-shuttingDown // slow work: still running when the server shuts down
 		fmt.Println("handler finished", e.Name)
 		return nil
 	})
@@ -125,6 +126,7 @@ func ExampleEmitter_Shutdown() {
 	ts.Config.RegisterOnShutdown(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		close(shuttingDown)
 		drained <- wh.Shutdown(ctx)
 	})
 	ts.Start()

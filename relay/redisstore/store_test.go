@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/redistest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/relay/storetest"
 )
@@ -164,15 +165,10 @@ func TestRedisFeed(t *testing.T) {
 	}
 }
 
+// waitUntil waits until cond (what the real redis-server holds) is true.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still not the case after 20s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polls the real redis-server
-	}
+	testenv.Poll(t, what, 5*time.Millisecond, cond)
 }
 
 // An Idempotency-Key that another relay stored after this one looked it up

@@ -117,7 +117,7 @@ func Umoci(t testing.TB) string {
 
 // PollGuard is how long Poll waits before it fails the test: a hang, not a
 // slow machine.
-const PollGuard = 30 * time.Second
+const PollGuard = 60 * time.Second
 
 // Poll waits until cond holds, checking it every interval, and fails the
 // test naming what it waited for after PollGuard. It is for state a test
@@ -127,6 +127,14 @@ const PollGuard = 30 * time.Second
 // command's output with relaytest.Buffer's Wait.
 func Poll(t testing.TB, what string, interval time.Duration, cond func() bool) {
 	t.Helper()
+	if !Polled(interval, cond) {
+		t.Fatalf("waited %v for %s", PollGuard, what)
+	}
+}
+
+// Polled is Poll for a test that says more when it fails: it reports
+// whether cond held within PollGuard.
+func Polled(interval time.Duration, cond func() bool) bool {
 	guard := time.NewTimer(PollGuard)
 	defer guard.Stop()
 	tick := time.NewTicker(interval)
@@ -135,9 +143,10 @@ func Poll(t testing.TB, what string, interval time.Duration, cond func() bool) {
 		select {
 		case <-tick.C:
 		case <-guard.C:
-			t.Fatalf("waited %v for %s", PollGuard, what)
+			return false
 		}
 	}
+	return true
 }
 
 // BuildHookline builds the hookline command into the test's temporary
