@@ -23,13 +23,16 @@ import (
 	"github.com/hookline/hookline/webhooks"
 )
 
-// These tests keep README.md true: its quick start runs as written, every
-// command and flag it shows exists, every HOOKLINE_* variable it names is
-// read by the code, every test it cites exists, and its Go examples compile.
+// These tests keep README.md and docs/ true: the README's quick start runs
+// as written, and in the README and every page of docs/ every command and
+// flag shown exists, every command has an example, every HOOKLINE_*
+// variable named is read by the code, every test cited exists, and the Go
+// examples compile.
 
 // readmeBlock is one fenced code block of a Markdown file (README.md,
 // docs/DEPLOY.md).
 type readmeBlock struct {
+	file    string // README.md, docs/COMMANDS.md...
 	lang    string // the info string: sh, go, text...
 	section string // the "## " heading it is under
 	line    int    // the line of its opening fence
@@ -41,6 +44,24 @@ type readmeBlock struct {
 func readmeBlocks(t *testing.T) ([]readmeBlock, string) {
 	t.Helper()
 	return markdownBlocks(t, "README.md")
+}
+
+// docsBlocks returns the fenced code blocks of README.md and of every page
+// of docs/, and their text outside them.
+func docsBlocks(t *testing.T) ([]readmeBlock, string) {
+	t.Helper()
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var blocks []readmeBlock
+	var prose strings.Builder
+	for _, file := range append([]string{"README.md"}, pages...) {
+		b, p := markdownBlocks(t, file)
+		blocks = append(blocks, b...)
+		prose.WriteString(p)
+	}
+	return blocks, prose.String()
 }
 
 // markdownBlocks returns the fenced code blocks of a Markdown file, and its
@@ -59,7 +80,7 @@ func markdownBlocks(t *testing.T, file string) ([]readmeBlock, string) {
 	for i, line := range strings.Split(string(data), "\n") {
 		switch {
 		case cur == nil && strings.HasPrefix(line, "```"):
-			cur = &readmeBlock{lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), section: section, line: i + 1}
+			cur = &readmeBlock{file: filepath.ToSlash(file), lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), section: section, line: i + 1}
 			body = nil
 		case cur != nil && strings.TrimSpace(line) == "```":
 			cur.text = strings.Join(body, "\n")
@@ -89,6 +110,7 @@ var readmeShell = &expand.Config{
 
 // shellCommand is one simple command of a README sh block, in words.
 type shellCommand struct {
+	file  string
 	line  int
 	words []string
 }
@@ -108,7 +130,7 @@ func shellCommands(b readmeBlock) ([]shellCommand, error) {
 		if !ok || len(call.Args) == 0 {
 			return true
 		}
-		c := shellCommand{line: b.line + int(call.Pos().Line())}
+		c := shellCommand{file: b.file, line: b.line + int(call.Pos().Line())}
 		for _, w := range call.Args {
 			fields, err := expand.Fields(readmeShell, w)
 			if err != nil {
@@ -133,7 +155,7 @@ func hooklineArgs(cmds []shellCommand) []shellCommand {
 	var out []shellCommand
 	for _, c := range cmds {
 		if c.words[0] == "hookline" {
-			out = append(out, shellCommand{line: c.line, words: c.words[1:]})
+			out = append(out, shellCommand{file: c.file, line: c.line, words: c.words[1:]})
 		}
 	}
 	return out
@@ -206,12 +228,12 @@ func readHelp(t *testing.T, bin string) cliHelp {
 	return h
 }
 
-// Every hookline command line in the README's sh blocks names a real
-// command and only its flags, every --flag in the prose is a flag of some
-// command, and every command has an example.
+// Every hookline command line in the sh blocks of the README and docs/
+// names a real command and only its flags, every --flag in their prose is a
+// flag of some command, and every command has an example.
 func TestReadmeCommandsAndFlagsExist(t *testing.T) {
 	help := readHelp(t, buildBinary(t))
-	blocks, prose := readmeBlocks(t)
+	blocks, prose := docsBlocks(t)
 	shown := map[string]bool{}
 	for _, b := range blocks {
 		if b.lang != "sh" {
@@ -236,7 +258,7 @@ func TestReadmeCommandsAndFlagsExist(t *testing.T) {
 					if command == "" {
 						name, ok := help.commands[w]
 						if !ok {
-							t.Errorf("README.md:%d: hookline %s: no such command", c.line, w)
+							t.Errorf("%s:%d: hookline %s: no such command", c.file, c.line, w)
 							break
 						}
 						command = name
@@ -246,8 +268,8 @@ func TestReadmeCommandsAndFlagsExist(t *testing.T) {
 				}
 				flag, _, _ := strings.Cut(w, "=")
 				if !help.flags[command][flag] {
-					t.Errorf("README.md:%d: hookline %s: %s is not a flag of %q (see hookline %s --help)",
-						c.line, strings.Join(c.words, " "), flag, command, command)
+					t.Errorf("%s:%d: hookline %s: %s is not a flag of %q (see hookline %s --help)",
+						c.file, c.line, strings.Join(c.words, " "), flag, command, command)
 				}
 			}
 		}
@@ -255,7 +277,7 @@ func TestReadmeCommandsAndFlagsExist(t *testing.T) {
 	for name, canonical := range help.commands {
 		hasSubcommands := slices.ContainsFunc(slices.Collect(maps.Keys(help.commands)), func(c string) bool { return strings.HasPrefix(c, name+" ") })
 		if name == canonical && !shown[name] && !hasSubcommands {
-			t.Errorf("README.md shows no example of hookline %s", name)
+			t.Errorf("neither README.md nor docs/ shows an example of hookline %s", name)
 		}
 	}
 	all := map[string]bool{}
@@ -264,9 +286,17 @@ func TestReadmeCommandsAndFlagsExist(t *testing.T) {
 			all[f] = true
 		}
 	}
+	// docs/PERFORMANCE.md names the benchmark harness's flags too.
+	bench, err := os.ReadFile("cmd/hookline-bench/options.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`fs\.[A-Za-z0-9]+\((?:&[A-Za-z.]+, )?"([a-z][a-z0-9-]*)"`).FindAllStringSubmatch(string(bench), -1) {
+		all["--"+m[1]] = true
+	}
 	for _, m := range regexp.MustCompile(`(?:^|[\s\x60(])(--[a-z][a-z0-9-]*)`).FindAllStringSubmatch(prose, -1) {
 		if !all[m[1]] {
-			t.Errorf("README.md mentions %s, which no command has", m[1])
+			t.Errorf("README.md or docs/ mentions %s, which no command has", m[1])
 		}
 	}
 }
@@ -277,7 +307,7 @@ func TestReadmeCommandsAndFlagsExist(t *testing.T) {
 // as HOOKLINE_SOAK).
 func TestReadmeEnvironmentVariables(t *testing.T) {
 	help := readHelp(t, buildBinary(t))
-	_, prose := readmeBlocks(t)
+	_, prose := docsBlocks(t)
 	var source strings.Builder
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -298,26 +328,26 @@ func TestReadmeEnvironmentVariables(t *testing.T) {
 	}
 	named := regexp.MustCompile(`\bHOOKLINE_[A-Z0-9_]+`).FindAllString(prose, -1)
 	if len(named) < 5 {
-		t.Fatalf("README.md names %d HOOKLINE_ variables; want the configuration table", len(named))
+		t.Fatalf("README.md and docs/ name %d HOOKLINE_ variables; want the configuration table", len(named))
 	}
 	for _, v := range named {
 		if !help.envVars[v] && !strings.Contains(source.String(), `"`+v) {
-			t.Errorf("README.md names %s, which no flag and no Go source reads", v)
+			t.Errorf("README.md or docs/ names %s, which no flag and no Go source reads", v)
 		}
 	}
 	for _, v := range []string{"HOOKLINE_URL", "HOOKLINE_TARGET", "HOOKLINE_SECRET", "HOOKLINE_TARGET_SECRET", "NO_COLOR"} {
 		if !strings.Contains(prose, "`"+v+"`") {
-			t.Errorf("README.md does not document %s", v)
+			t.Errorf("neither README.md nor docs/ documents %s", v)
 		}
 	}
 }
 
 // Every test the README cites as evidence exists.
 func TestReadmeCitedTestsExist(t *testing.T) {
-	_, prose := readmeBlocks(t)
+	_, prose := docsBlocks(t)
 	cited := regexp.MustCompile("`(?:[a-z]+/)?(Test[A-Za-z0-9_]+)`").FindAllStringSubmatch(prose, -1)
 	if len(cited) == 0 {
-		t.Fatal("README.md cites no test; the comparison table should")
+		t.Fatal("README.md and docs/ cite no test; the comparison table should")
 	}
 	var tests strings.Builder
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
@@ -339,15 +369,15 @@ func TestReadmeCitedTestsExist(t *testing.T) {
 	}
 	for _, m := range cited {
 		if !strings.Contains(tests.String(), "func "+m[1]+"(t *testing.T)") {
-			t.Errorf("README.md cites %s, which is not a test in this repository", m[1])
+			t.Errorf("README.md or docs/ cites %s, which is not a test in this repository", m[1])
 		}
 	}
 }
 
-// The README's Go examples compile: each ```go block is its imports and the
-// body of a main function.
+// The Go examples of the README and docs/ compile: each ```go block is its
+// imports and the body of a main function.
 func TestReadmeGoExamplesCompile(t *testing.T) {
-	blocks, _ := readmeBlocks(t)
+	blocks, _ := docsBlocks(t)
 	root, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
@@ -367,12 +397,12 @@ func TestReadmeGoExamplesCompile(t *testing.T) {
 				end = strings.Index(src, "\n)") + 2
 			}
 			if end < 2 {
-				t.Fatalf("README.md:%d: unterminated import block", b.line)
+				t.Fatalf("%s:%d: unterminated import block", b.file, b.line)
 			}
 			imports, src = src[:end], src[end:]
 		}
 		file := filepath.Join(dir, fmt.Sprintf("example%d.go", i))
-		code := fmt.Sprintf("// README.md:%d\n\npackage main\n\n%s\n\nfunc main() {\n%s\n}\n", b.line, imports, src)
+		code := fmt.Sprintf("// %s:%d\n\npackage main\n\n%s\n\nfunc main() {\n%s\n}\n", b.file, b.line, imports, src)
 		if err := os.WriteFile(file, []byte(code), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -382,7 +412,7 @@ func TestReadmeGoExamplesCompile(t *testing.T) {
 		pkgs = append(pkgs, "./"+pkg)
 	}
 	if len(pkgs) < 3 {
-		t.Fatalf("README.md has %d Go examples, want rest, webhooks and proxy", len(pkgs))
+		t.Fatalf("README.md and docs/ have %d Go examples, want rest, webhooks and proxy", len(pkgs))
 	}
 	data, err := json.Marshal(map[string]any{"Replace": overlay})
 	if err != nil {
@@ -394,7 +424,7 @@ func TestReadmeGoExamplesCompile(t *testing.T) {
 	}
 	args := append([]string{"build", "-overlay=" + overlayFile}, pkgs...)
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		t.Errorf("README.md's Go examples do not compile (go build): %v\n%s", err, out)
+		t.Errorf("the Go examples of README.md and docs/ do not compile (go build): %v\n%s", err, out)
 	}
 }
 
@@ -406,7 +436,7 @@ func TestReadmeLibrarySetup(t *testing.T) {
 	if testing.Short() {
 		t.Skip("go mod tidy and a build of an outside module")
 	}
-	blocks, _ := readmeBlocks(t)
+	blocks, _ := docsBlocks(t)
 	var lines string
 	for _, b := range blocks {
 		if b.lang == "gomod" {
@@ -414,7 +444,7 @@ func TestReadmeLibrarySetup(t *testing.T) {
 		}
 	}
 	if !strings.Contains(lines, "../hookline") {
-		t.Fatal("README.md has no gomod block pointing at ../hookline")
+		t.Fatal("docs/LIBRARIES.md has no gomod block pointing at ../hookline")
 	}
 	root, err := os.Getwd()
 	if err != nil {
