@@ -7,10 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,10 +20,36 @@ import (
 	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
-// buildBinary builds hookline into a temporary directory, as a release is.
+// built is the hookline binary this package's tests share: linked once
+// (a link of the whole binary is seconds of CPU), not once per test.
+var built struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// TestMain removes the shared binary when the tests end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildBinary returns the path of hookline built as a release is, once for
+// the package's tests. A test must not change the file.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	return testenv.BuildHookline(t)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "hookline-test-"); built.err == nil {
+			built.path, built.err = testenv.BuildHooklineIn(built.dir)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
 }
 
 // forwardProc is a running `hookline forward` with its embedded relay,

@@ -3,6 +3,9 @@
 // HOOKLINE_REQUIRE_ALL=1 the test fails loudly, because those runs promise
 // every peer; on a contributor's machine it is skipped with one line naming
 // the tool and the command that installs it (`make test` installs them all).
+// It also holds what tests need around those peers: Poll, for a state a
+// test can only look at, and BuildHookline, the one build of the binary
+// that tests run.
 //
 //	bin, err := exec.LookPath("redis-server")
 //	if err != nil {
@@ -158,20 +161,30 @@ func Polled(interval time.Duration, cond func() bool) bool {
 // packages already.
 func BuildHookline(t testing.TB) string {
 	t.Helper()
-	root, err := ModuleRoot()
+	bin, err := BuildHooklineIn(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "hookline")
+	return bin
+}
+
+// BuildHooklineIn is BuildHookline into dir, for a package whose tests
+// share one binary (built once, removed by its TestMain).
+func BuildHooklineIn(dir string) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "hookline")
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	return bin
+	return bin, nil
 }
 
 // Tools ends the test (Missing) unless every named program is on PATH: the
