@@ -200,9 +200,10 @@ func TestTraceSaysWhenARelayDoesNotAnswer(t *testing.T) {
 				var info relaytest.Buffer
 				tr := newTracer(io.Discard, &info, false, false, false, time.UTC)
 				tr.state(proxy.StateChange{State: proxy.StateConnecting, URL: "http://relay.test/c", Attempt: 1})
-				if tt.answer > 0 {
-					time.Sleep(tt.answer) // simulated (synctest): the relay answers
-					tr.state(proxy.StateChange{State: proxy.StateConnected, URL: "http://relay.test/c", Attempt: 1})
+				if tt.answer > 0 { // the relay answers then
+					time.AfterFunc(tt.answer, func() {
+						tr.state(proxy.StateChange{State: proxy.StateConnected, URL: "http://relay.test/c", Attempt: 1})
+					})
 				}
 				time.Sleep(time.Minute) // simulated (synctest)
 				synctest.Wait()
