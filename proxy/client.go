@@ -64,6 +64,7 @@ type item struct {
 	seq        uint64
 	durable    bool // its event id may be stored (sse.Event.Durable)
 	duplicate  bool
+	doneBefore bool // a duplicate because the state file had it
 	redelivery bool
 	pre        *prepared // nil: process prepares it
 }

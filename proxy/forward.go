@@ -128,9 +128,14 @@ func (c *Client) events(what string, patterns []string) (eventmatch.Set, error) 
 	return set, nil
 }
 
-// keep reports whether a delivery of event (with action) passes.
-func (f filter) keep(event, action string) bool {
-	return (f.events.Empty() || f.events.Match(event, action)) && !f.ignore.Match(event, action)
+// drop reports whether a delivery of event (with action) is filtered out,
+// and by which rule: the Ignore pattern it matches, or "" when Events has
+// patterns and it matches none (see Result.FilteredBy).
+func (f filter) drop(event, action string) (dropped bool, by string) {
+	if by = f.ignore.Matching(event, action); by != "" {
+		return true, by
+	}
+	return !f.events.Empty() && !f.events.Match(event, action), ""
 }
 
 // forwarder sends deliveries to one target with forwardRequest. The zero

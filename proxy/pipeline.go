@@ -121,6 +121,7 @@ type prepared struct {
 	payload              []byte
 	action, repo, sender string
 	filtered             bool
+	filteredBy           string
 	verification         Verification
 	verifyNote           string
 	scheme               provider.Scheme
@@ -143,8 +144,7 @@ func (c *Client) prepare(d *delivery.Delivery, duplicate bool) *prepared {
 	if duplicate {
 		return p
 	}
-	if !c.filter.keep(d.Event, p.action) {
-		p.filtered = true
+	if p.filtered, p.filteredBy = c.filter.drop(d.Event, p.action); p.filtered {
 		return p
 	}
 	p.verification, p.verifyNote, p.scheme = c.verify.check(d)
@@ -167,7 +167,7 @@ func (c *Client) processOne(ctx context.Context, it item, then func(Result)) (r 
 	if p == nil {
 		p = c.prepare(d, it.duplicate)
 	}
-	r = Result{Delivery: d, Received: time.Now(), Duplicate: it.duplicate, Redelivery: it.redelivery}
+	r = Result{Delivery: d, Received: time.Now(), Duplicate: it.duplicate, DoneBefore: it.doneBefore, Redelivery: it.redelivery}
 	if d.BodySource == delivery.BodyCapture && !d.ReceivedAt.IsZero() {
 		r.Received = d.ReceivedAt
 	}
@@ -180,7 +180,7 @@ func (c *Client) processOne(ctx context.Context, it item, then func(Result)) (r 
 		c.stats.redeliveries.Add(1)
 	}
 	if p.filtered {
-		r.Filtered = true
+		r.Filtered, r.FilteredBy = true, p.filteredBy
 		c.stats.filtered.Add(1)
 		return r, true
 	}

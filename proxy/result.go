@@ -77,12 +77,17 @@ type Result struct {
 	Action, Repository, Sender string
 
 	// Filtered is true when Events or Ignore excluded the delivery; nothing
-	// else was done with it.
-	Filtered bool
+	// else was done with it. FilteredBy is the rule that did: the Ignore
+	// pattern it matched ("push", "issues.closed", "*"), or empty when
+	// Events has patterns and it matched none of them.
+	Filtered   bool
+	FilteredBy string
 	// Duplicate is true when the delivery repeats one already read (same
 	// delivery id within the dedup window, or an event id the state file
-	// lists as done): nothing else was done with it.
-	Duplicate bool
+	// lists as done): nothing else was done with it. DoneBefore tells the
+	// second case: the state file (Options.StateFile) had it.
+	Duplicate  bool
+	DoneBefore bool
 	// Redelivery is true when the delivery id was seen before but the
 	// relay sent it as a new event (a deliberate redelivery): it was
 	// handled as usual.

@@ -356,7 +356,7 @@ func (c *Client) classify(d *delivery.Delivery, durable bool) item {
 	c.seq++
 	if d.EventID != "" && c.skip[d.EventID] {
 		delete(c.skip, d.EventID)
-		it.duplicate = true
+		it.duplicate, it.doneBefore = true, true
 		return it
 	}
 	it.duplicate, it.redelivery = c.dedup.check(d.ID, d.EventID, durable, time.Now())

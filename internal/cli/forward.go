@@ -58,6 +58,7 @@ type forwardOptions struct {
 	plugins       pluginOptions
 	events        []string
 	ignore        []string
+	quietFiltered bool
 	concurrency   int
 	timeout       time.Duration
 	retries       int
@@ -407,6 +408,7 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	defer tr.flush()
 	tr.secrets = []string{o.secret, o.targetSecret}
 	tr.forward = true
+	tr.events, tr.quietFiltered = o.events, o.quietFiltered
 
 	// With --repo, the webhook is created once the channel is subscribed
 	// to, so that GitHub's ping does not go to a relay that keeps nothing
@@ -896,6 +898,7 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 	outputFlags := []ucli.Flag{
 		&ucli.BoolFlag{Name: "json", Usage: "print one JSON object per delivery instead of trace lines", Destination: &o.jsonOut},
 		&ucli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "also print headers, the payload and the target's whole answer", Destination: &o.verbose},
+		&ucli.BoolFlag{Name: "quiet-filtered", Usage: "print nothing for a delivery --events or --ignore filtered out (the summary still counts it)", Destination: &o.quietFiltered},
 		&ucli.StringFlag{Name: "health", Usage: "serve GET /healthz on `ADDR` (host:port): 200 while connected to the relay, 503 otherwise, with the last delivery and the counters as JSON; and GET /metrics for Prometheus", Destination: &o.health},
 	}
 	inspectorFlags := inspectFlags(&f.inspect, true)

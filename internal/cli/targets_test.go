@@ -222,3 +222,63 @@ func TestForwardEventsPatterns(t *testing.T) {
 		}
 	}
 }
+
+// Every delivery the filter drops has a dim line saying which rule did it
+// (and a "rule" in --json); --quiet-filtered prints none of them. Before,
+// a filtered delivery was only counted in the summary: with --events
+// issues a user saw nothing at all for a push.
+func TestForwardSaysWhatItFiltered(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		args  []string
+		want  []string // in stdout, in order of the deliveries
+		lines int
+	}{
+		{"trace", nil, []string{
+			"filtered: not in --events issues,pull_request.opened",
+			"filtered by --ignore issues.closed",
+			"✓ verified",
+		}, 3},
+		{"json", []string{"--json"}, []string{
+			`"rule":"filtered: not in --events issues,pull_request.opened"`,
+			`"rule":"filtered by --ignore issues.closed"`,
+			`"verification":"verified"`,
+		}, 3},
+		{"quiet", []string{"--quiet-filtered"}, []string{"✓ verified"}, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rl := relaytest.Start(t, relay.Options{})
+			target := newRecordingTarget(t, nil)
+			f := startForward(t, append([]string{"--url", rl.Channel, "--target", target.URL, "--no-state", "--secret", "s3cret",
+				"--events", "issues,pull_request.opened", "--ignore", "issues.closed"}, tt.args...)...)
+			f.waitErr(t, "connected to")
+			for n, d := range []struct{ event, body string }{
+				{"push", `{"ref":"refs/heads/main"}`},
+				{"issues", `{"action":"closed"}`},
+				{"issues", `{"action":"opened"}`},
+			} {
+				rl.Publish(t, nil, n+1, []byte(d.body), "X-GitHub-Event", d.event, "X-Hub-Signature-256", sign("s3cret", []byte(d.body)))
+			}
+			f.waitOutLines(t, tt.lines) // in order: the filtered ones come first
+			out := f.out.String()
+			rest := out
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("stdout lacks %q (in order):\n%s", w, out)
+				}
+				rest = rest[i+len(w):]
+			}
+			if n := strings.Count(out, "\n"); n != tt.lines {
+				t.Errorf("stdout has %d lines, want %d:\n%s", n, tt.lines, out)
+			}
+			f.stop(t)
+			if !strings.Contains(f.err.String(), "2 filtered") {
+				t.Errorf("the summary does not count the 2 filtered:\n%s", f.err.String())
+			}
+			if n := len(target.requests()); n != 1 {
+				t.Errorf("the target got %d deliveries, want the issues.opened one", n)
+			}
+		})
+	}
+}

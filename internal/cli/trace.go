@@ -60,6 +60,10 @@ type tracer struct {
 	// still in their capture files), and an answer GitHub would record as
 	// failed is marked (a replay's answer is not GitHub's concern).
 	forward bool
+	// events is the --events list, for the line of a delivery it filtered
+	// out; quietFiltered (--quiet-filtered) prints no line for those.
+	events        []string
+	quietFiltered bool
 }
 
 // traceFlushDelay is the longest a trace line waits in the buffer when
@@ -180,11 +184,32 @@ func eventName(r proxy.Result) string {
 	return name
 }
 
-// result prints one delivery.
+// rule says which rule kept r from its targets (filtered, a duplicate,
+// routed nowhere), in the words of forward's flags; empty for a delivery
+// that went on.
+func (t *tracer) rule(r proxy.Result) string {
+	switch {
+	case r.Filtered && r.FilteredBy != "":
+		return "filtered by --ignore " + r.FilteredBy
+	case r.Filtered && len(t.events) > 0:
+		return "filtered: not in --events " + strings.Join(t.events, ",")
+	case r.Filtered:
+		return "filtered: not in --events"
+	case r.Duplicate && r.DoneBefore:
+		return "done before, skipped (--state-file)"
+	case r.Duplicate:
+		return "duplicate id, skipped (--dedup-window)"
+	case r.Unrouted:
+		return "unrouted: no --route takes it and there is no --target"
+	}
+	return ""
+}
+
 // traceAnswerBytes is how much of a target's answer the trace shows with
 // -v (the inspector shows all the Result keeps).
 const traceAnswerBytes = 4 << 10
 
+// result prints one delivery: a line, or a JSON object with --json.
 func (t *tracer) result(r proxy.Result) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -207,18 +232,22 @@ func (t *tracer) result(r proxy.Result) {
 		}
 		t.laneFailed[tr.Name] = tr.URL
 	}
-	if t.json {
-		t.writeJSON(r)
+	if r.Filtered && t.quietFiltered {
 		return
 	}
-	if r.Filtered {
+	if t.json {
+		t.writeJSON(r)
 		return
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-8s %s", t.dim.Sprint(t.clock(r.Received)), termSafe(shortID(r)),
 		t.families[family(r.Delivery.Event)].Sprintf("%-22s", termSafe(eventName(r))))
-	if r.Duplicate {
-		fmt.Fprintf(&b, " %s\n", t.yellow.Sprint("duplicate, skipped"))
+	if r.Filtered || r.Duplicate {
+		c := t.dim
+		if r.Duplicate {
+			c = t.yellow
+		}
+		fmt.Fprintf(&b, " %s\n", c.Sprint(termSafe(t.rule(r))))
 		io.WriteString(t.out, b.String())
 		t.written()
 		return
@@ -273,7 +302,7 @@ func (t *tracer) result(r proxy.Result) {
 		t.writeVerdict(&b, tr)
 	}
 	if r.Unrouted {
-		b.WriteString(" " + t.yellow.Sprint("→ unrouted: no --route takes it and there is no --target"))
+		b.WriteString(" " + t.yellow.Sprint("→ "+t.rule(r)))
 	}
 	if r.Waited >= waitedShown {
 		b.WriteString(" " + t.yellow.Sprintf("(waited %s behind the one before)", formatDuration(r.Waited)))
@@ -533,6 +562,7 @@ type jsonResult struct {
 	HandlerError string              `json:"handler_error,omitempty"`
 	Targets      []*jsonTarget       `json:"targets,omitempty"`  // one per target the routes chose
 	Unrouted     bool                `json:"unrouted,omitempty"` // no route took it and there is no default target
+	Rule         string              `json:"rule,omitempty"`     // filtered, duplicate or unrouted: which rule did it
 	Saved        string              `json:"saved,omitempty"`
 	SaveError    string              `json:"save_error,omitempty"`
 	FailedFile   string              `json:"failed_file,omitempty"`
@@ -592,7 +622,7 @@ func (t *tracer) writeJSON(r proxy.Result) {
 	for _, tr := range r.Targets {
 		j.Targets = append(j.Targets, t.jsonTargetOf(tr, r.Delivery.Method))
 	}
-	j.Unrouted = r.Unrouted
+	j.Unrouted, j.Rule = r.Unrouted, t.rule(r)
 	if r.SaveErr != nil {
 		j.SaveError = r.SaveErr.Error()
 	}

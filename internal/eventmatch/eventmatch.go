@@ -62,8 +62,21 @@ func (s Set) Empty() bool { return len(s.m) == 0 }
 
 // Match reports whether a delivery of event with action (may be empty)
 // matches a pattern of s.
-func (s Set) Match(event, action string) bool {
-	return s.m["*"] || s.m[event] || (action != "" && s.m[event+"."+action])
+func (s Set) Match(event, action string) bool { return s.Matching(event, action) != "" }
+
+// Matching returns the pattern of s a delivery of event with action (may
+// be empty) matches, the narrowest first ("issues.opened", "issues", "*"),
+// as written without a trailing ".*"; empty when it matches none.
+func (s Set) Matching(event, action string) string {
+	switch {
+	case action != "" && s.m[event+"."+action]:
+		return event + "." + action
+	case s.m[event]:
+		return event
+	case s.m["*"]:
+		return "*"
+	}
+	return ""
 }
 
 // Check reports whether pattern p is well formed and, with known, whether

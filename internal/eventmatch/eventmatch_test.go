@@ -28,6 +28,25 @@ func TestMatch(t *testing.T) {
 	}
 }
 
+// Matching names the pattern that matched, the narrowest first, so that a
+// trace can say which rule filtered a delivery.
+func TestMatching(t *testing.T) {
+	set, _, err := Compile([]string{"*", "issues.*", "issues.closed"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ event, action, want string }{
+		{"issues", "closed", "issues.closed"}, {"issues", "opened", "issues"}, {"issues", "", "issues"}, {"push", "", "*"},
+	} {
+		if got := set.Matching(tt.event, tt.action); got != tt.want {
+			t.Errorf("Matching(%s, %s) = %q, want %q", tt.event, tt.action, got, tt.want)
+		}
+	}
+	if got := (Set{}).Matching("push", ""); got != "" {
+		t.Errorf("the zero Set's Matching = %q, want none", got)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	for _, tt := range []struct {
 		pattern string
