@@ -220,6 +220,10 @@ type StateChange struct {
 	// Pending is how many deliveries a hookline relay holds after
 	// LastEventID (StateReady): those kept while the client was away.
 	Pending int64
+	// RelayLast is the id of the newest delivery a hookline relay has
+	// numbered on the channel (StateReady); 0: the channel has never had
+	// a delivery (a wrong URL given to the sender, often).
+	RelayLast int64
 }
 
 // State is a subscription's state: its name in lower case, as a trace
@@ -230,14 +234,14 @@ type State string
 const (
 	StateConnecting   State = "connecting"   // an attempt has started
 	StateConnected    State = "connected"    // the relay answered with an event stream
-	StateReady        State = "ready"        // a hookline relay said how many deliveries it kept (StateChange.Pending); other relays do not say
+	StateReady        State = "ready"        // a hookline relay named its newest delivery (StateChange.RelayLast) and, resumed, how many it kept (Pending); other relays do not say
 	StateDisconnected State = "disconnected" // the attempt ended; the loop retries after StateChange.RetryIn
 	StateStopped      State = "stopped"      // Run's subscription ended; StateChange.Err says why
 )
 
 // stateChangeOf is sc as Options.OnState receives it.
 func stateChangeOf(sc sse.StateChange) StateChange {
-	return StateChange{State: State(sc.State.String()), URL: sc.URL, Attempt: sc.Attempt, LastEventID: sc.LastEventID, Err: sc.Err, RetryIn: sc.RetryIn, Pending: sc.Pending}
+	return StateChange{State: State(sc.State.String()), URL: sc.URL, Attempt: sc.Attempt, LastEventID: sc.LastEventID, Err: sc.Err, RetryIn: sc.RetryIn, Pending: sc.Pending, RelayLast: sc.RelayLast}
 }
 
 // ErrPermanent is wrapped by Run's error when the relay refuses the channel

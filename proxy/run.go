@@ -74,8 +74,17 @@ func (c *Client) streamOptions() (sse.Options, sse.Transport) {
 	}
 	so.URL = c.streamURL
 	so.LastEventID = c.state.Mark()
-	if on := c.opts.OnState; on != nil {
-		so.OnState = func(sc sse.StateChange) { on(stateChangeOf(sc)) }
+	on := c.opts.OnState
+	so.OnState = func(sc sse.StateChange) {
+		if sc.State == sse.StateReady && sc.LastEventID == "" {
+			// A first connection to a hookline relay: its newest id is
+			// where this client stands, stored so that a restart
+			// resumes there and gets what was sent while it was down.
+			c.state.adopt(strconv.FormatInt(sc.RelayLast, 10))
+		}
+		if on != nil {
+			on(stateChangeOf(sc))
+		}
 	}
 	so.Header = so.Header.Clone()
 	if so.Header == nil {

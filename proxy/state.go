@@ -196,6 +196,21 @@ func (c *checkpoint) start(mark string) {
 	c.mu.Unlock()
 }
 
+// adopt makes id the watermark and stores it, when nothing is stored or
+// done yet: a client's position before its first delivery.
+func (c *checkpoint) adopt(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mark != "" || c.next > 0 || len(c.done) > 0 {
+		return
+	}
+	c.mark = id
+	c.version++
+	if c.path != "" {
+		c.scheduleLocked()
+	}
+}
+
 // finish marks delivery seq (with event id id, maybe "") done and, when the
 // watermark or the done list changed and store is true, writes the state
 // file before returning.

@@ -472,11 +472,30 @@ func TestForwardEmbeddedChannelIsStable(t *testing.T) {
 		}
 	}
 
-	// Nobody subscribed: send says so (the delivery is kept by the relay).
+}
+
+// send to a channel nobody reads says so, and says what is true: the
+// forward that stopped gets the delivery when it starts again (its state
+// file resumes the channel). Before, the warning said "a forward started
+// later does not get it", and a user who believed it sent again: the
+// handler ran twice.
+func TestSendToAChannelNobodyReads(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	rl := relaytest.Start(t, relay.Options{})
+	target := newRecordingTarget(t, nil)
+	f := startForward(t, "--url", rl.Channel, "--target", target.URL)
+	f.waitErr(t, "connected to")
+	f.stop(t)
 	code, _, errOut := run(t, "send", "--event", "ping", "--url", rl.Channel)
-	if code != ExitOK || !strings.Contains(errOut, "nobody is subscribed to this channel") {
-		t.Errorf("send to an empty channel: exit %d, stderr %q; want 0 and the warning", code, errOut)
+	if code != ExitOK || !strings.Contains(errOut, "nobody is subscribed to this channel right now") ||
+		!strings.Contains(errOut, "a forward that resumes this channel") || strings.Contains(errOut, "does not get it") {
+		t.Errorf("send to a channel nobody reads: exit %d, stderr %q; want 0 and the note that a resuming forward gets it", code, errOut)
+	}
+	f = startForward(t, "--url", rl.Channel, "--target", target.URL)
+	f.waitOutLines(t, 1)
+	f.stop(t)
+	if n := len(target.requests()); n != 1 || target.requests()[0].header.Get("X-GitHub-Event") != "ping" {
+		t.Errorf("the restarted forward passed on %d deliveries, want the ping sent while it was stopped\n%s", n, f.err.String())
 	}
 }
 
@@ -672,5 +691,29 @@ func TestForwardGosmeeFormatFromServe(t *testing.T) {
 	f.stop(t)
 	if reqs := target.requests(); len(reqs) != 1 || !bytes.Equal(reqs[0].body, body) {
 		t.Errorf("target got %d requests, want 1 with %q byte for byte", len(reqs), body)
+	}
+}
+
+// A channel that has never had a delivery says so once, after connecting
+// (a sender given another URL is the usual cause); one that has had
+// deliveries does not. Before, a typo'd channel name connected and waited
+// with no hint.
+func TestForwardSaysTheChannelIsEmpty(t *testing.T) {
+	const hint = "no delivery on this channel yet; check the URL you gave the sender"
+	rl := relaytest.Start(t, relay.Options{})
+	f := startForward(t, "--url", rl.Channel, "--no-state")
+	f.waitErr(t, hint)
+	f.stop(t)
+	if n := strings.Count(f.err.String(), hint); n != 1 {
+		t.Errorf("the hint was printed %d times, want once:\n%s", n, f.err.String())
+	}
+	rl.Publish(t, nil, 1, relaytest.Body0(1))
+	f = startForward(t, "--url", rl.Channel, "--no-state")
+	f.waitErr(t, "connected to")
+	rl.Publish(t, nil, 2, relaytest.Body0(2))
+	f.waitOutLines(t, 1) // the ready event came before it
+	f.stop(t)
+	if strings.Contains(f.err.String(), hint) {
+		t.Errorf("a channel with deliveries got the hint:\n%s", f.err.String())
 	}
 }

@@ -498,7 +498,11 @@ func printSent(s *streams, o sendOptions, d *delivery.Delivery, action string, r
 		}
 		return fmt.Errorf("could not reach %s", res.URL)
 	case o.viaRelay && nobodySubscribed(res.Body):
-		fmt.Fprintf(s.err, "%s nobody is subscribed to this channel: the relay keeps the delivery, but a forward started later does not get it (is forward running on this channel? a restarted forward may use another one)\n", yellow.Sprint("warning:"))
+		// What a forward started later does is its state file's choice:
+		// one that resumes the channel (the default with --url) reads what
+		// the relay kept since it stopped; a first run, or --no-state,
+		// starts with new deliveries.
+		fmt.Fprintf(s.err, "%s nobody is subscribed to this channel right now. The relay keeps the delivery in its history: a forward that resumes this channel (the default: its state file remembers where it stopped) gets it when it starts; one started for the first time on it, or with --no-state, does not. Sending again would deliver it twice.\n", yellow.Sprint("note:"))
 	case !res.OK():
 		if b := strings.TrimSpace(shorten(string(res.Body), 300)); b != "" {
 			fmt.Fprintf(s.out, "    %s\n", yellow.Sprint(o.redact(strings.ReplaceAll(b, "\n", " "))))

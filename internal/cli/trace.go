@@ -49,6 +49,7 @@ type tracer struct {
 	connected   bool        // a connection succeeded during this run
 	hinted      bool        // the unreachable-relay hint was printed
 	hinted404   bool        // the target-path hint was printed
+	saidEmpty   bool        // the relay's channel has had no delivery: said once
 	lastFailure time.Time   // when the last connection failure was printed
 	silent      *time.Timer // says so when a connection attempt has no answer yet
 	failedCount int
@@ -750,6 +751,15 @@ func (t *tracer) state(s proxy.StateChange) {
 		}
 		fmt.Fprintf(t.info, "%s %v; retrying in %s (attempt %d)\n", t.yellow.Sprint("disconnected:"), s.Err, s.RetryIn.Round(time.Millisecond), s.Attempt)
 	case proxy.StateReady:
+		if s.LastEventID == "" {
+			// A first connection. A channel that has never had a
+			// delivery is often not the one the sender was given.
+			if s.RelayLast == 0 && !t.saidEmpty {
+				t.saidEmpty = true
+				fmt.Fprintf(t.info, "%s\n", t.dim.Sprint("no delivery on this channel yet; check the URL you gave the sender"))
+			}
+			return
+		}
 		// A resumed hookline stream: say what waited for us.
 		kept := "no delivery arrived meanwhile"
 		if s.Pending > 0 {

@@ -57,9 +57,10 @@ const (
 	StateDisconnected                  // the attempt ended; the loop retries after RetryIn
 	StateStopped                       // the loop returned; Err says why
 	// StateReady follows StateConnected on a hookline relay, whose ready
-	// event names its last id: Pending is how many deliveries it holds
-	// after LastEventID, the ones kept while the client was away. Other
-	// relays do not say; the state stays Connected.
+	// event names its last id (RelayLast). On a resumed connection
+	// (LastEventID set) Pending is how many deliveries it holds after
+	// LastEventID, the ones kept while the client was away. Other relays
+	// do not say; the state stays Connected.
 	StateReady
 )
 
@@ -99,6 +100,11 @@ type StateChange struct {
 	// Pending is how many deliveries the relay holds after LastEventID
 	// (Ready).
 	Pending int64
+	// RelayLast is the id of the newest delivery the relay has numbered
+	// on the channel, from its ready event (Ready); 0: the channel has
+	// never had one. On a first connection (no LastEventID) the loop
+	// resumes after it from then on.
+	RelayLast int64
 }
 
 // readyEvent decodes a hookline relay's ready event; ok is false for any
@@ -281,7 +287,7 @@ func (l *loop) run(ctx context.Context) error {
 					// Resumed: what the relay holds past the id sent is
 					// what arrived while the client was away.
 					if n, err := strconv.ParseInt(sent, 10, 64); err == nil && r.Last >= n {
-						l.notify(StateChange{State: StateReady, Attempt: attempt, LastEventID: sent, Pending: r.Last - n})
+						l.notify(StateChange{State: StateReady, Attempt: attempt, LastEventID: sent, Pending: r.Last - n, RelayLast: r.Last})
 					}
 				} else if ev.ID == "" && l.lastID == "" {
 					// hookline's relay names the channel's last id: with
@@ -289,6 +295,7 @@ func (l *loop) run(ctx context.Context) error {
 					// deliveries sent before the first one arrives survive
 					// a reconnect.
 					l.lastID, l.ids = strconv.FormatInt(r.Last, 10), idsDurable
+					l.notify(StateChange{State: StateReady, Attempt: attempt, RelayLast: r.Last})
 				}
 			}
 			ev.Durable = l.durable()
