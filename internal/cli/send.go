@@ -21,7 +21,6 @@ import (
 	"github.com/hookline/hookline/internal/bytesize"
 	"github.com/hookline/hookline/internal/examples"
 	"github.com/hookline/hookline/internal/jsonscan"
-	"github.com/hookline/hookline/internal/nearest"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest/header"
@@ -240,55 +239,46 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 	return o, nil
 }
 
-// pickExample returns the built-in example for event[.action]: the one
-// named so, or the only example of an event given without an action.
-// nearestExample returns the example nearest name: of its event's when
-// there are any (issues.closed: an issues example), else of all; by edit
-// distance, with no bound (closest's is for typos).
-func nearestExample(name string) string {
-	event, _, _ := strings.Cut(name, ".")
-	var candidates []string
-	for _, n := range examples.Names() {
-		if e, _, _ := strings.Cut(n, "."); e == event {
-			candidates = append(candidates, n)
-		}
-	}
-	if candidates == nil {
-		candidates = examples.Names()
-	}
-	return nearest.Name(name, candidates, -1)
-}
-
+// pickExample returns the name of the payload to send for event[.action]:
+// any event.action GitHub sends (examples.Build makes one where there is
+// no example), or the only example of an event given without an action.
 func pickExample(event, action string, hasAction bool) (string, error) {
-	// noExample explains a name without an example: a typo of a GitHub
-	// name, or a real event with no example, naming the closest example.
-	noExample := func(name string) error {
-		if webhooks.ValidateEventName(name, webhooks.ValidateOptions{}) != nil {
-			if best := closest(name, webhooks.EmitterEventNames()); best != "" {
-				return usageErrorf("--event %s is not a GitHub event (did you mean %s?)", name, best)
-			}
-		}
-		hint := ""
-		if best := nearestExample(name); best != "" {
-			hint = "the closest example is " + best + "; "
-		}
-		return usageErrorf("no built-in example for %s; %s--payload FILE sends any event with its payload (hookline events --examples lists the examples)", name, hint)
-	}
+	name := event
 	if hasAction {
-		name := event + "." + action
-		if _, ok := examples.Payload(name); ok {
+		name += "." + action
+		if _, _, ok := examples.Build(name); ok {
 			return name, nil
 		}
-		return "", noExample(name)
 	}
-	names := examples.ForEvent(event)
-	switch len(names) {
-	case 0:
-		return "", noExample(event)
+	if webhooks.ValidateEventName(name, webhooks.ValidateOptions{}) != nil {
+		if best := closest(name, webhooks.EmitterEventNames()); best != "" {
+			return "", usageErrorf("--event %s is not a GitHub event (did you mean %s?)", name, best)
+		}
+	}
+	noPayload := usageErrorf("no payload for %s: --payload FILE sends any event with its payload (hookline events lists the events hookline makes one for)", name)
+	if hasAction {
+		return "", noPayload
+	}
+	switch names := examples.ForEvent(event); len(names) {
 	case 1:
 		return names[0], nil
+	case 0:
+	default:
+		return "", usageErrorf("%s has several built-in examples; name one with --event: %s", event, strings.Join(names, ", "))
 	}
-	return "", usageErrorf("%s has several built-in examples; name one with --event: %s", event, strings.Join(names, ", "))
+	var actions []string
+	for _, n := range webhooks.EmitterEventNames() {
+		if e, _, ok := strings.Cut(n, "."); ok && e == event {
+			actions = append(actions, n)
+		}
+	}
+	switch {
+	case len(actions) == 1:
+		return pickExample(event, strings.TrimPrefix(actions[0], event+"."), true)
+	case len(actions) > 1:
+		return "", usageErrorf("%s has several actions; name one with --event: %s", event, strings.Join(actions, ", "))
+	}
+	return "", noPayload
 }
 
 func runSend(ctx context.Context, o sendOptions, s *streams) error {
@@ -304,7 +294,11 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	case o.from != nil:
 		payload = o.from.Body
 	case o.payloadPath == "":
-		payload, _ = examples.Payload(o.example)
+		var note string
+		payload, note, _ = examples.Build(o.example)
+		if note != "" {
+			fmt.Fprintf(s.err, "%s %s\n", paint(s.errColor, color.FgYellow).Sprint("note:"), note)
+		}
 	default:
 		var err error
 		if payload, err = readInput(o.payloadPath, s); err != nil {

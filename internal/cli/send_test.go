@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -339,11 +340,9 @@ func TestSendUsageErrors(t *testing.T) {
 		{"target without scheme", []string{"--event", "push", "--target", "localhost:3000"}, "did you mean http://localhost:3000?"},
 		{"several examples", []string{"--event", "pull_request", "--target", "http://a"},
 			"pull_request has several built-in examples; name one with --event: pull_request.closed, pull_request.opened"},
-		{"no example for action", []string{"--event", "issues.closed", "--target", "http://a"},
-			"no built-in example for issues.closed; the closest example is issues.locked; --payload FILE sends any event with its payload (hookline events --examples lists the examples)"},
 		{"event typo", []string{"--event", "pull_request.opend", "--target", "http://a"}, "--event pull_request.opend is not a GitHub event (did you mean pull_request.opened?)"},
-		{"event without an example", []string{"--event", "custom_property.created", "--target", "http://a"}, "no built-in example for custom_property.created; "},
-		{"no example for event", []string{"--event", "deployment_protection_rule", "--target", "http://a"}, "no built-in example for deployment_protection_rule"},
+		{"event with several actions", []string{"--event", "secret_scanning_alert", "--target", "http://a"}, "secret_scanning_alert has several actions; name one with --event: secret_scanning_alert.assigned, "},
+		{"not a GitHub event.action", []string{"--event", "push.zzzzzzzzzz", "--target", "http://a"}, "no payload for push.zzzzzzzzzz: --payload FILE sends any event"},
 		{"reserved name", []string{"--event", "*", "--target", "http://a"}, `--event "*" is not an event GitHub sends`},
 		{"empty action", []string{"--event", "issues.", "--target", "http://a"}, "want NAME or NAME.ACTION"},
 		{"bad header", []string{"--event", "push", "--target", "http://a", "--header", "X-Foo"}, "want NAME=VALUE"},
@@ -507,6 +506,38 @@ func TestCheckPayloadWarnings(t *testing.T) {
 		})
 		if tt.want == "" && len(got) != 0 || tt.want != "" && (len(got) != 1 || !strings.Contains(got[0], tt.want)) {
 			t.Errorf("warnings %q, want %q", got, tt.want)
+		}
+	}
+}
+
+// Any event.action GitHub sends can be sent: issues.closed (no example: made
+// from issues.opened), an event with no example at all, and an event with
+// one action named alone. Each arrives signed, with its action, and a note
+// says how it was made. Before, `send --event issues.closed` sent nothing:
+// "no built-in example for issues.closed".
+func TestSendAnyEventAction(t *testing.T) {
+	for _, tt := range []struct{ arg, event, action, from string }{
+		{"issues.closed", "issues", "closed", "made from issues.opened"},
+		{"custom_property.created", "custom_property", "created", "made from the members of its payload type"},
+		{"deployment_protection_rule", "deployment_protection_rule", "requested", "made from the members of its payload type"},
+	} {
+		target := newRecordingTarget(t, nil)
+		code, out, errOut := run(t, "send", "--event", tt.arg, "--secret", "s3cret", "--target", target.URL)
+		if code != ExitOK || !strings.Contains(errOut, "note: no example of "+tt.event+"."+tt.action+": "+tt.from) {
+			t.Errorf("send --event %s: exit %d\nstdout %s\nstderr %s", tt.arg, code, out, errOut)
+			continue
+		}
+		reqs := target.requests()
+		if len(reqs) != 1 {
+			t.Fatalf("send --event %s: the target got %d requests", tt.arg, len(reqs))
+		}
+		r := reqs[0]
+		if ok, err := webhooks.Verify("s3cret", r.body, r.header.Get("X-Hub-Signature-256")); !ok || err != nil {
+			t.Errorf("send --event %s: the signature does not verify: %v", tt.arg, err)
+		}
+		var p struct{ Action string }
+		if err := json.Unmarshal(r.body, &p); err != nil || p.Action != tt.action || r.header.Get("X-GitHub-Event") != tt.event {
+			t.Errorf("send --event %s: event %q, action %q (%v), want %s and %q", tt.arg, r.header.Get("X-GitHub-Event"), p.Action, err, tt.event, tt.action)
 		}
 	}
 }

@@ -31,12 +31,16 @@ import (
 	"github.com/hookline/hookline/webhooks"
 )
 
-// Example returns hookline's built-in example called name ("push",
-// "issues.opened"; Names lists them) as a delivery with a new id.
+// Example returns a delivery of name ("push", "issues.opened") with a new
+// id: hookline's built-in example of that name (Names lists them), or,
+// for any other event.action GitHub sends ("issues.closed"), one made as
+// `hookline send` makes it: the event's nearest example with "action" set
+// and every member GitHub's description requires for name present (an
+// absent one as its zero value).
 func Example(name string) (*delivery.Delivery, error) {
-	body, ok := examples.Payload(name)
+	body, _, ok := examples.Build(name)
 	if !ok {
-		return nil, fmt.Errorf("webhookstest: no example %q (Names lists the %d there are)", name, len(examples.Names()))
+		return nil, fmt.Errorf("webhookstest: no example %q and no payload type to make one from (Names lists the %d examples)", name, len(examples.Names()))
 	}
 	event, _, _ := strings.Cut(name, ".")
 	return FromBytes(event, body), nil

@@ -71,8 +71,12 @@ func TestSet(t *testing.T) {
 }
 
 func TestExampleNamesAndErrors(t *testing.T) {
-	if _, err := webhookstest.Example("issues.closed"); err == nil || !strings.Contains(err.Error(), "Names lists the 161") {
-		t.Errorf("an example that is not there: %v, want the list", err)
+	if _, err := webhookstest.Example("issues.zzz"); err == nil || !strings.Contains(err.Error(), "Names lists the 161") {
+		t.Errorf("a name GitHub does not send: %v, want the list", err)
+	}
+	// An event.action without an example is made, as send makes it.
+	if d, err := webhookstest.Example("issues.closed"); err != nil || d.Event != "issues" || !strings.Contains(string(d.Body), `"action":"closed"`) {
+		t.Errorf("Example(issues.closed) = %v, %v; want an issues delivery with action closed", d, err)
 	}
 	if len(webhookstest.Names()) != 161 {
 		t.Errorf("Names = %v", webhookstest.Names())
