@@ -63,13 +63,21 @@ func NewID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// Identify sets ID and Event from the headers when they are empty.
+// idHeaders name a delivery's id, each sender's: GitHub's, Gitea's and
+// Forgejo's, Standard Webhooks', GitLab's, Bitbucket's, Shopify's, then a
+// proxy's request id.
+var idHeaders = []string{"X-Github-Delivery", "X-Gitea-Delivery", "X-Forgejo-Delivery", "Webhook-Id",
+	"X-Gitlab-Event-Uuid", "X-Request-Uuid", "X-Shopify-Webhook-Id", "X-Request-Id"}
+
+// Identify sets ID and Event from the headers when they are empty: the
+// first of the senders' id headers the delivery carries (X-GitHub-Delivery,
+// X-Gitea-Delivery, webhook-id...).
 func (d *Delivery) Identify() {
-	if d.ID == "" {
-		d.ID = d.Headers.Get("X-Github-Delivery")
-	}
-	if d.ID == "" {
-		d.ID = d.Headers.Get("X-Request-Id")
+	for _, h := range idHeaders {
+		if d.ID != "" {
+			break
+		}
+		d.ID = d.Headers.Get(h)
 	}
 	if d.Event == "" {
 		d.Event = d.Headers.Get("X-Github-Event")

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,6 +19,30 @@ import (
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/webhooks"
 )
+
+// checkFits fails the test when the page scrolls sideways at its width, or
+// an element reaches past the window's right edge or its pane's.
+func checkFits(t *testing.T, p *cdpPage, when string) {
+	t.Helper()
+	got := p.text(`(() => {
+		const out = [];
+		const w = document.documentElement.clientWidth;
+		if (document.documentElement.scrollWidth > w) out.push("the page is " + document.documentElement.scrollWidth + " px wide, the window " + w);
+		for (const id of ["list-pane", "detail"]) {
+			const e = document.getElementById(id);
+			if (e.scrollWidth > e.clientWidth + 1) out.push("#" + id + " scrolls sideways: " + e.scrollWidth + " > " + e.clientWidth);
+		}
+		for (const e of document.querySelectorAll("body *")) {
+			const r = e.getBoundingClientRect();
+			if (r.width && r.right > w + 1) out.push(e.tagName + (e.id ? "#" + e.id : "") + "." + e.className + " ends at " + Math.round(r.right) + " px");
+			if (out.length > 10) break;
+		}
+		return out.join("\n");
+	})()`)
+	if got != "" {
+		t.Errorf("%s does not fit 1280 px:\n%s", when, got)
+	}
+}
 
 // TestInspectorInChromium opens forward's inspector in headless Chromium
 // while deliveries arrive, their target being @octokit/webhooks'
@@ -64,7 +90,8 @@ func TestInspectorInChromium(t *testing.T) {
 		return body
 	}
 
-	p := b.newPage(1400, 900)
+	// The most common laptop width.
+	p := b.newPage(1280, 800)
 	p.must("Page.navigate", map[string]any{"url": inspect.URL(ln, in.Token())}, nil)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -72,6 +99,9 @@ func TestInspectorInChromium(t *testing.T) {
 		}
 	})
 	p.waitFor("the empty list", `document.getElementById("empty")?.hidden === false`)
+	if hint := p.text(`document.getElementById("detail").innerText`); !strings.Contains(hint, "Choose a delivery") {
+		t.Errorf("the empty detail pane says %q, want a hint", hint)
+	}
 	rows := `document.querySelectorAll("#list tbody tr").length`
 
 	deliver("9a1b2c3d-0001", "issues.opened", example("issues.opened"))
@@ -105,6 +135,24 @@ func TestInspectorInChromium(t *testing.T) {
 	if body := p.text(`document.querySelector("#detail .answer-body").innerText`); !strings.Contains(body, "interop: handler failed") {
 		t.Errorf("answer body = %q, want octokit's error", body)
 	}
+	// The trace's words and clock: 24-hour, and where the body came from
+	// said in words, not the relay's field names.
+	if row := p.text(`document.querySelector("#list tbody tr td").textContent`); !regexp.MustCompile(`^\d\d:\d\d:\d\d$`).MatchString(row) {
+		t.Errorf("the list's time = %q, want HH:MM:SS (24-hour, as the trace)", row)
+	}
+	for _, internal := range []string{"bodyB", "body-exact", "body from"} {
+		if strings.Contains(detail, internal) {
+			t.Errorf("the detail shows the internal word %q:\n%s", internal, detail)
+		}
+	}
+	checkFits(t, p, "the list and a failed delivery's detail")
+
+	// A link to one delivery opens it.
+	link := p.text(`document.querySelector("#detail a.permalink").getAttribute("href")`)
+	p.must("Runtime.evaluate", map[string]any{"expression": `location.hash = "#/deliveries/1"`}, nil)
+	p.waitFor("the linked delivery", `document.querySelector("#list tbody tr.selected td.id")?.title === "9a1b2c3d-0001"`)
+	p.must("Runtime.evaluate", map[string]any{"expression": `location.hash = ` + strconv.Quote(link)}, nil)
+	p.waitFor("the failed one again, by its link", `document.querySelector("#list tbody tr.selected td.id")?.title === "9a1b2c3d-0003"`)
 
 	// Keyboard: k moves to the newer one, j back.
 	p.must("Input.dispatchKeyEvent", map[string]any{"type": "keyDown", "key": "k", "text": "k"}, nil)
@@ -120,6 +168,14 @@ func TestInspectorInChromium(t *testing.T) {
 	// Edit the JSON body and replay it: signed again, octokit verifies it.
 	p.must("Runtime.evaluate", map[string]any{"expression": `document.getElementById("edit").click()`}, nil)
 	p.waitFor("the edit form", `document.getElementById("edit-body") !== null`)
+	checkFits(t, p, "the edit form")
+	// Sent as it is, an edit is refused with a note (before: replayed
+	// unchanged, marked "edited").
+	p.must("Runtime.evaluate", map[string]any{"expression": `document.getElementById("edit-send").click()`}, nil)
+	p.waitFor("the note that nothing is edited", `document.getElementById("edit-note")?.textContent.includes("Nothing is edited")`)
+	if n := p.text(`String(document.querySelectorAll("#list tbody tr").length)`); n != "5" {
+		t.Errorf("an edit that changed nothing was replayed: %s rows, want 5", n)
+	}
 	p.must("Runtime.evaluate", map[string]any{"expression": `(() => { const t = document.getElementById("edit-body"); const v = JSON.parse(t.value); v.comment.body = "Edited in the inspector"; t.value = JSON.stringify(v); document.getElementById("edit-send").click(); })()`}, nil)
 	p.waitFor("the edited replay", rows+` === 6 && document.querySelector("#detail h2 .edited") !== null`)
 	if got := p.text(`document.querySelector("#detail table td.s2")?.textContent || document.getElementById("detail").innerText`); got != "200" {

@@ -50,7 +50,7 @@ type Client struct {
 	stats struct {
 		received, filtered, verified, verifyFailed, unverified, handlerFails,
 		forwarded, targetFails, githubFailed, slow, saved, saveFails, malformed, gaps, gapLost,
-		duplicates, redeliveries, failedSaved, lost, stateFails, inFlight, unrouted atomic.Int64
+		duplicates, redeliveries, replayed, failedSaved, lost, stateFails, inFlight, unrouted atomic.Int64
 	}
 	warnings loglimit.Limit                     // for malformed messages: warnBurst a minute
 	loops    loopGuard                          // deliveries forwarded lately, to see them come back
@@ -65,6 +65,7 @@ type item struct {
 	durable    bool // its event id may be stored (sse.Event.Durable)
 	duplicate  bool
 	doneBefore bool // a duplicate because the state file had it
+	replay     bool // given to Handle, not read from the relay
 	redelivery bool
 	pre        *prepared // nil: process prepares it
 }
@@ -189,7 +190,7 @@ func (c *Client) Stats() Stats {
 		HandlerFails: s.handlerFails.Load(), Forwarded: s.forwarded.Load(),
 		TargetFails: s.targetFails.Load(), GitHubFailed: s.githubFailed.Load(), Slow: s.slow.Load(), Saved: s.saved.Load(), SaveFails: s.saveFails.Load(),
 		Malformed: s.malformed.Load(), Gaps: s.gaps.Load(), GapLost: s.gapLost.Load(),
-		Duplicates: s.duplicates.Load(), Redeliveries: s.redeliveries.Load(),
+		Duplicates: s.duplicates.Load(), Redeliveries: s.redeliveries.Load(), Replayed: s.replayed.Load(),
 		FailedSaved: s.failedSaved.Load(), Lost: s.lost.Load(), StateFails: s.stateFails.Load(),
 		InFlight: s.inFlight.Load(), Unrouted: s.unrouted.Load(),
 	}

@@ -521,12 +521,12 @@ func TestClientAttemptsAndAnswerBody(t *testing.T) {
 	}
 }
 
-// Resend is a replay asked for: the same delivery id goes through again,
-// which Handle would skip as a duplicate.
-// Handle runs a delivery on purpose: a second Handle of one id is a
-// redelivery the target gets, never skipped as a duplicate (it replaced
-// Resend).
-func TestClientHandleIsNeverADuplicate(t *testing.T) {
+// Handle runs a delivery on purpose (the inspector's replay): a second
+// Handle of one id reaches the target too, never skipped as a duplicate,
+// and each is counted as a replay, apart from what the relay sent: the
+// summary's counts add up. Before, a replay was counted a redelivery and
+// a forward's summary read "3 received, 4 forwarded, 2 redelivered".
+func TestClientHandleIsAReplay(t *testing.T) {
 	var calls atomic.Int32
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
 	t.Cleanup(target.Close)
@@ -535,12 +535,15 @@ func TestClientHandleIsNeverADuplicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &delivery.Delivery{ID: "same", Body: []byte(`{}`), Headers: http.Header{}}
-	if r := c.Handle(t.Context(), d); r.Duplicate || r.Redelivery {
-		t.Fatalf("the first Handle: %+v, want a delivery", r)
+	for i := range 2 {
+		r := c.Handle(t.Context(), d)
+		if r.Duplicate || r.Redelivery || !r.Replay || len(r.Targets) == 0 || !r.Targets[0].OK() {
+			t.Errorf("Handle %d = %+v; want a replay the target took", i+1, r)
+		}
 	}
-	r := c.Handle(t.Context(), d)
-	if r.Duplicate || !r.Redelivery || len(r.Targets) == 0 || !r.Targets[0].OK() || calls.Load() != 2 {
-		t.Errorf("the second Handle = %+v after %d requests; want a redelivery the target took (2 requests)", r, calls.Load())
+	s := c.Stats()
+	if calls.Load() != 2 || s.Replayed != 2 || s.Redeliveries != 0 || s.Received != 0 || s.Forwarded != 2 {
+		t.Errorf("after two Handles: %d requests, Stats %+v; want 2 requests, 2 replayed, 2 forwarded, none received or redelivered", calls.Load(), s)
 	}
 }
 

@@ -26,13 +26,14 @@ import (
 // capture file, a replay the user asked for: the inspector's) through the
 // same pipeline as Run's on purpose: Events/Ignore, verification, Handlers
 // and the targets at the same time, SaveDir and FailedDir. It is never
-// skipped as a duplicate: a delivery id seen before makes it a redelivery
-// (Result.Redelivery). It reports the Result to OnResult too, and returns
-// it once every target is done with it. It is safe for concurrent use,
-// and needs no URL.
+// skipped as a duplicate, and is counted apart from what the relay sent:
+// Result.Replay, Stats.Replayed (its outcome is counted as any delivery's:
+// Forwarded, TargetFails...). It reports the Result to OnResult too, and
+// returns it once every target is done with it. It is safe for concurrent
+// use, and needs no URL.
 func (c *Client) Handle(ctx context.Context, d *delivery.Delivery) Result {
-	dup, redelivery := c.dedup.check(d.ID, d.EventID, false, time.Now())
-	return c.processAndReport(ctx, item{d: d, redelivery: dup || redelivery})
+	c.dedup.check(d.ID, d.EventID, false, time.Now()) // a copy the relay sends after it is a duplicate
+	return c.processAndReport(ctx, item{d: d, replay: true})
 }
 
 // processAndReport runs it through the pipeline, reports the Result and
@@ -167,7 +168,7 @@ func (c *Client) processOne(ctx context.Context, it item, then func(Result)) (r 
 	if p == nil {
 		p = c.prepare(d, it.duplicate)
 	}
-	r = Result{Delivery: d, Received: time.Now(), Duplicate: it.duplicate, DoneBefore: it.doneBefore, Redelivery: it.redelivery}
+	r = Result{Delivery: d, Received: time.Now(), Duplicate: it.duplicate, DoneBefore: it.doneBefore, Redelivery: it.redelivery, Replay: it.replay}
 	if d.BodySource == delivery.BodyCapture && !d.ReceivedAt.IsZero() {
 		r.Received = d.ReceivedAt
 	}
@@ -176,6 +177,8 @@ func (c *Client) processOne(ctx context.Context, it item, then func(Result)) (r 
 	case r.Duplicate:
 		c.stats.duplicates.Add(1)
 		return r, true
+	case r.Replay:
+		c.stats.replayed.Add(1)
 	case r.Redelivery:
 		c.stats.redeliveries.Add(1)
 	}

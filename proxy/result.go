@@ -92,6 +92,9 @@ type Result struct {
 	// relay sent it as a new event (a deliberate redelivery): it was
 	// handled as usual.
 	Redelivery bool
+	// Replay is true for a delivery given to Client.Handle (the
+	// inspector's replay of one), not read from the relay.
+	Replay bool
 	// Waited is how long the delivery waited, once read from the stream,
 	// for the deliveries before it (in order, behind a slow target).
 	Waited time.Duration
@@ -238,7 +241,8 @@ type Stats struct {
 	Gaps         int64 // gap warnings from the relay
 	GapLost      int64 // deliveries those gaps lost, where the relay said how many (Gap.Count)
 	Duplicates   int64 // skipped as duplicates (Result.Duplicate)
-	Redeliveries int64 // repeated delivery ids passed on as redeliveries
+	Redeliveries int64 // repeated delivery ids from the relay, passed on as redeliveries
+	Replayed     int64 // deliveries given to Client.Handle (the inspector's replays), not read from the relay
 	FailedSaved  int64 // deliveries the target did not take, saved in FailedDir
 	Lost         int64 // deliveries the target did not take and nothing saved (Result.Lost)
 	StateFails   int64 // failed writes of the state file

@@ -10,7 +10,9 @@
 //	if err != nil {
 //		return err
 //	}
-//	webhooks.Handle(wh, webhooks.EventIssuesOpened, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
+//	// MustHandle panics where Handle would return an error: a payload
+//	// type that is another event's.
+//	webhooks.MustHandle(wh, webhooks.EventIssuesOpened, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
 //		log.Printf("issue #%d opened (delivery %s)", p.Issue.Number, e.ID)
 //		return nil
 //	})

@@ -74,8 +74,41 @@ type Emitter struct {
 	// registrations in order. The slices are copy-on-write: never modified
 	// once stored, so Receive can use them after releasing mu.
 	hooks map[string][]*Registration
+	// never maps an event ("issues") to the handlers meant for it that
+	// will never run: registered for an action GitHub does not send, or
+	// refused by Handle (an error a caller may have dropped). The first
+	// delivery of the event says so (told), once.
+	never map[string][]string
+	told  map[string]bool
 
 	work running // Receive calls and error handlers in progress, for Shutdown
+}
+
+// neverRuns records, for the first delivery of event to report, a handler
+// meant for it that will never run, and why.
+func (em *Emitter) neverRuns(event, why string) {
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	if em.never == nil {
+		em.never = map[string][]string{}
+	}
+	em.never[event] = append(em.never[event], why)
+}
+
+// tell logs, at the first delivery of event, the handlers meant for it
+// that will never run.
+func (em *Emitter) tell(event string, action []byte, why []string) {
+	em.mu.Lock()
+	if em.told[event] {
+		em.mu.Unlock()
+		return
+	}
+	if em.told == nil {
+		em.told = map[string]bool{}
+	}
+	em.told[event] = true
+	em.mu.Unlock()
+	em.log().Warn("webhooks: a handler meant for this event will never run", "event", event, "action", string(action), "why", strings.Join(why, "; "))
 }
 
 // running counts work in progress and ends it on request. The zero value
@@ -195,6 +228,13 @@ func (em *Emitter) OnEach(names []string, h Handler) (*Registration, error) {
 		}
 	}
 	r := &Registration{h: h}
+	for _, name := range names {
+		// Registered with a warning: an action GitHub does not send
+		// ("issues.opend") never runs; its event's first delivery says so.
+		if event, _, ok := strings.Cut(name, "."); ok && ValidateEventName(name, ValidateOptions{OnUnknownEventName: "error"}) != nil {
+			em.neverRuns(event, "a handler is registered for "+name+", an action GitHub does not send")
+		}
+	}
 	em.mu.Lock()
 	for _, name := range names {
 		em.add(name, r)
@@ -321,7 +361,11 @@ func (em *Emitter) dispatch(ctx context.Context, e Event, action []byte) error {
 	}
 	nameHooks := em.hooks[e.Name]
 	anyHooks := em.hooks[AnyEventName]
+	never := em.never[e.Name]
 	em.mu.RUnlock()
+	if never != nil {
+		em.tell(e.Name, action, never)
+	}
 
 	n := len(actionHooks) + len(nameHooks) + len(anyHooks)
 	if n == 0 {

@@ -16,7 +16,7 @@ type Registrar interface {
 // does not decode is the handler's error. With the Event constants and the
 // generated types of package webhooks/payload (or types of your own):
 //
-//	webhooks.Handle(wh, webhooks.EventIssuesOpened, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
+//	_, err := webhooks.Handle(wh, webhooks.EventIssuesOpened, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
 //		return greet(ctx, p.Repository.FullName, p.Issue.Number)
 //	})
 //
@@ -32,7 +32,13 @@ func Handle[T any](r Registrar, name string, h func(ctx context.Context, e Event
 		typeName := n.EventName()
 		event, _, _ := strings.Cut(name, ".")
 		if typeName != name && typeName != event {
-			return nil, fmt.Errorf("%w: %T is the payload of %q, not of %q", ErrWrongPayloadType, new(T), typeName, name)
+			err := fmt.Errorf("%w: %T is the payload of %q, not of %q", ErrWrongPayloadType, new(T), typeName, name)
+			// Dropped by the caller, the error would leave the handler
+			// silently missing: the event's first delivery says so too.
+			if em, ok := r.(interface{ neverRuns(event, why string) }); ok {
+				em.neverRuns(event, "the handler for "+name+" was not registered: "+err.Error())
+			}
+			return nil, err
 		}
 	}
 	return r.On(name, func(ctx context.Context, e Event) error {
@@ -44,11 +50,23 @@ func Handle[T any](r Registrar, name string, h func(ctx context.Context, e Event
 	})
 }
 
+// MustHandle is Handle for registrations made once at start-up, where an
+// error is a mistake in the program: it panics instead of returning it, so
+// that a handler whose type does not fit its name cannot go unnoticed. It
+// returns the Registration.
+func MustHandle[T any](r Registrar, name string, h func(ctx context.Context, e Event, payload *T) error) *Registration {
+	reg, err := Handle(r, name, h)
+	if err != nil {
+		panic(err)
+	}
+	return reg
+}
+
 // HandleEvent is Handle for a generated payload type, which names its event
 // (EventName): the handler runs for that event or event.action, and the
 // type and the name cannot disagree.
 //
-//	webhooks.HandleEvent(wh, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
+//	_, err := webhooks.HandleEvent(wh, func(ctx context.Context, e webhooks.Event, p *payload.IssuesOpenedEvent) error {
 //		return greet(ctx, p.Repository.FullName, p.Issue.Number)
 //	})
 func HandleEvent[T any, P interface {

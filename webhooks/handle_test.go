@@ -108,3 +108,47 @@ func TestHandlePayloadTypeMustMatch(t *testing.T) {
 		t.Errorf("Handle(push, *mine) = %v: a type of one's own says no event", err)
 	}
 }
+
+// MustHandle panics where Handle returns an error, and registers otherwise.
+func TestMustHandle(t *testing.T) {
+	em := webhooks.NewEmitter(webhooks.EmitterOptions{})
+	ran := false
+	webhooks.MustHandle(em, webhooks.EventIssuesOpened, func(context.Context, webhooks.Event, *payload.IssuesOpenedEvent) error {
+		ran = true
+		return nil
+	})
+	if err := em.Receive(t.Context(), event("issues", `{"action":"opened"}`)); err != nil || !ran {
+		t.Errorf("Receive = %v, ran %v; want the handler run", err, ran)
+	}
+	defer func() {
+		if r := recover(); r == nil || !errors.Is(r.(error), webhooks.ErrWrongPayloadType) {
+			t.Errorf("MustHandle(push, *IssuesOpenedEvent) recovered %v, want a panic with ErrWrongPayloadType", r)
+		}
+	}()
+	webhooks.MustHandle(em, webhooks.EventPush, func(context.Context, webhooks.Event, *payload.IssuesOpenedEvent) error { return nil })
+}
+
+// A handler meant for an event that will never run is reported at the
+// event's first delivery, once: one registered for an action GitHub does
+// not send, and one Handle refused (the README's example dropped that
+// error: the handler never ran and the middleware answered 200 in
+// silence).
+func TestHandlerThatNeverRunsIsReported(t *testing.T) {
+	var log strings.Builder
+	em := webhooks.NewEmitter(webhooks.EmitterOptions{Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	em.On("issues.opend", func(context.Context, webhooks.Event) error { return nil })
+	webhooks.Handle(em, webhooks.EventIssuesOpened, func(context.Context, webhooks.Event, *payload.IssuesClosedEvent) error { return nil })
+	registered := log.String()
+	for range 2 {
+		if err := em.Receive(t.Context(), event("issues", `{"action":"opened"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	em.Receive(t.Context(), event("push", `{}`))
+	said := strings.TrimPrefix(log.String(), registered)
+	if n := strings.Count(said, "a handler meant for this event will never run"); n != 1 ||
+		!strings.Contains(said, "a handler is registered for issues.opend, an action GitHub does not send") ||
+		!strings.Contains(said, "the handler for issues.opened was not registered: webhooks: the payload type is another event's") {
+		t.Errorf("after two issues deliveries and a push, the log says (%d reports):\n%s", n, said)
+	}
+}

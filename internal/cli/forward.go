@@ -456,10 +456,17 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		return &codeError{code: ExitInterrupted, err: errors.New("quit at the second Ctrl-C: deliveries in flight were cut short (see the trace; the failed folder keeps them)")}
 	case errors.Is(err, sse.ErrNotEventStream):
 		return fmt.Errorf("%w\nfor a gosmee server, add --format gosmee", err)
-	case errors.Is(err, proxy.ErrPermanent):
+	case errors.Is(err, proxy.ErrPermanent) && !isStatus(err, http.StatusUnauthorized, http.StatusForbidden):
+		// A 401 or 403 is about the read token, which the error names.
 		return fmt.Errorf("%w\nthe relay refused the channel; check --url (a channel URL looks like https://smee.io/AbCdEf123)", err)
 	}
 	return err
+}
+
+// isStatus reports whether err is a relay's answer with one of codes.
+func isStatus(err error, codes ...int) bool {
+	var se *sse.StatusError
+	return errors.As(err, &se) && slices.Contains(codes, se.StatusCode)
 }
 
 // chooseSecret settles the webhook secret when GitHub's webhooks are set

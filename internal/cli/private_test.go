@@ -82,6 +82,12 @@ func TestForwardPrivateChannel(t *testing.T) {
 	if code == ExitOK || !strings.Contains(errOut, "401") || !strings.Contains(errOut, "read token") {
 		t.Errorf("forward without the token: exit %d\n%s", code, errOut)
 	}
+	// Said once: before, the relay's refusal, then the client's hint
+	// about the read token and the state directory, then "check --url".
+	_, refusal, _ := strings.Cut(errOut, "401")
+	if n := strings.Count(refusal, "state directory"); n != 1 || strings.Contains(refusal, "check --url") {
+		t.Errorf("forward without the token: the refusal repeats itself (%d times \"state directory\"):\n%s", n, refusal)
+	}
 	h := startForward(t, "--url", channel+"?token="+token, "--target", target.URL, "--secret", secret, "--last-event-id", "2")
 	h.waitOutLines(t, 1) // delivery 3 again, from the history
 	h.stop(t)

@@ -70,6 +70,11 @@ func TestSignAndSendAsAnotherSender(t *testing.T) {
 	if !strings.Contains(out+errOut, "invoice.paid") {
 		t.Errorf("send did not name the payload's type: %q %q", out, errOut)
 	}
+	// No id header in a Stripe delivery: no "delivery" with an empty id
+	// on the line (before: "sent invoice.paid delivery  → target").
+	if strings.Contains(out, "delivery  ") || strings.Contains(out, "delivery →") {
+		t.Errorf("send printed an empty delivery id: %q", out)
+	}
 	if code, _, errOut := run(t, "send", "--provider", "gitea", "--secret", "s", "--payload", payload, "--target", srv.URL); code != ExitUsage || !strings.Contains(errOut, "--provider gitea needs --event NAME") {
 		t.Errorf("send --provider gitea without --event: exit %d, %q", code, errOut)
 	}

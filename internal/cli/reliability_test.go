@@ -56,7 +56,7 @@ func TestForwardFailedFolderThenReplay(t *testing.T) {
 	if len(files) != 3 {
 		t.Fatalf("%d files in the failed folder, want 3; stderr:\n%s", len(files), stderr)
 	}
-	for _, want := range []string{"3 not delivered (no answer ×3), kept for a replay in " + failed + ":", "send them again with: hookline replay --target " + down + " " + failed} {
+	for _, want := range []string{"3 kept for a replay (no answer ×3) in " + failed + ":", "send them again with: hookline replay --target " + down + " " + failed} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("summary lacks %q:\n%s", want, stderr)
 		}

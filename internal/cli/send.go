@@ -376,10 +376,8 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 		fmt.Fprintf(s.err, "note: no secret, so the delivery is not signed; a server that checks X-Hub-Signature-256 will refuse it (give --secret, --secret-file or set %s)\n", secretEnv)
 	}
 
-	d := &delivery.Delivery{
-		ID: h.Get(webhooks.HeaderDelivery), Event: o.event, Method: http.MethodPost,
-		Headers: h, Body: body,
-	}
+	d := &delivery.Delivery{Event: o.event, Method: http.MethodPost, Headers: h, Body: body}
+	d.Identify() // the sender's id header, if its scheme has one
 	c, err := proxy.New(proxy.Options{
 		Targets: []proxy.Target{{URL: o.target}}, HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
 		DedupWindow: -1, Logger: slog.New(slog.DiscardHandler),
@@ -482,8 +480,12 @@ func printSent(s *streams, o sendOptions, d *delivery.Delivery, action string, r
 	default:
 		status = yellow.Sprintf("%d", res.Status)
 	}
-	fmt.Fprintf(s.out, "%s %s %s %s %s %s %s\n", dim.Sprint("sent"), tr.families[family(d.Event)].Sprint(name),
-		dim.Sprint("delivery"), d.ID, dim.Sprint("→ "+where), status, formatDuration(res.Duration))
+	id := "" // none for a sender whose deliveries carry no id header (Stripe's is in the payload)
+	if d.ID != "" {
+		id = " " + dim.Sprint("delivery") + " " + termSafe(d.ID)
+	}
+	fmt.Fprintf(s.out, "%s %s%s %s %s %s\n", dim.Sprint("sent"), tr.families[family(d.Event)].Sprint(name),
+		id, dim.Sprint("→ "+where), status, formatDuration(res.Duration))
 	switch {
 	case res.Err != nil:
 		fmt.Fprintf(s.out, "    %s\n", red.Sprint(o.redact(res.Err.Error())))

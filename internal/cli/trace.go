@@ -311,6 +311,9 @@ func (t *tracer) result(r proxy.Result) {
 	if r.Redelivery {
 		b.WriteString(" " + t.dim.Sprint("(redelivery)"))
 	}
+	if r.Replay {
+		b.WriteString(" " + t.dim.Sprint("(replayed)"))
+	}
 	// Who and where last, shortened to what is left of 80 columns: the
 	// outcome never scrolls off or wraps.
 	var who []string
@@ -374,11 +377,20 @@ func targetLabel(tr *proxy.TargetResult) string {
 // failedWhy is why a target's delivery was kept for a replay: its status,
 // or "no answer".
 func failedWhy(tr *proxy.TargetResult) string {
-	if tr.Err != nil {
+	switch {
+	case tr.Interrupted && len(tr.Attempts) == 0:
+		return "not sent: stopped before its turn"
+	case tr.Interrupted:
+		return cutShort
+	case tr.Err != nil:
 		return "no answer"
 	}
 	return strconv.Itoa(tr.Status)
 }
+
+// cutShort is why a delivery in flight at the second Ctrl-C (or the end of
+// the drain) was kept: the request was sent, so the handler may have run.
+const cutShort = "cut short at the stop: it may have reached your handler"
 
 // keptFailed counts a delivery kept in the failed folder, for the summary.
 func (t *tracer) keptFailed(file, why string) {
@@ -449,7 +461,11 @@ func (t *tracer) writeTargetDetails(b *strings.Builder, r proxy.Result, tr *prox
 		if tr.Name != "" {
 			prefix = termSafe(tr.Name) + ": "
 		}
-		fmt.Fprintf(b, "    %s\n", t.red.Sprint(prefix+termSafe(tr.Err.Error())))
+		msg := tr.Err.Error()
+		if tr.Interrupted { // "context canceled" says nothing of the handler
+			msg = failedWhy(tr)
+		}
+		fmt.Fprintf(b, "    %s\n", t.red.Sprint(prefix+termSafe(msg)))
 		if hint := certHint(tr.Err, "target"); hint != "" {
 			fmt.Fprintf(b, "    %s\n", t.yellow.Sprint(hint))
 		}
@@ -555,6 +571,7 @@ type jsonResult struct {
 	Filtered     bool                `json:"filtered,omitempty"`
 	Duplicate    bool                `json:"duplicate,omitempty"`
 	Redelivery   bool                `json:"redelivery,omitempty"`
+	Replay       bool                `json:"replay,omitempty"` // a replay asked for (the inspector's), not from the relay
 	WaitedMS     float64             `json:"waited_ms,omitempty"`
 	Verification string              `json:"verification,omitempty"`
 	VerifyNote   string              `json:"verify_note,omitempty"`
@@ -606,7 +623,7 @@ func (t *tracer) writeJSON(r proxy.Result) {
 		Time: r.Received.UTC().Format(time.RFC3339Nano), Delivery: d.ID, EventID: d.EventID,
 		Event: d.Event, Action: r.Action, Repository: r.Repository, Sender: r.Sender,
 		Size: len(d.Body), BodySource: string(d.BodySource), Filtered: r.Filtered,
-		Duplicate: r.Duplicate, Redelivery: r.Redelivery, FailedFile: r.FailedFile, Lost: t.forward && r.Lost(),
+		Duplicate: r.Duplicate, Redelivery: r.Redelivery, Replay: r.Replay, FailedFile: r.FailedFile, Lost: t.forward && r.Lost(),
 		Verification: string(r.Verification), VerifyNote: r.VerifyNote, Scheme: string(r.Scheme),
 		Saved: r.Saved, OK: r.OK(), WaitedMS: ms(r.Waited),
 	}
@@ -788,7 +805,12 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.flushLocked() // the trace before the summary
+	// Received and Replayed are where deliveries came from; the counts
+	// after them are what became of them.
 	fmt.Fprintf(t.info, "%s %d received", t.bold.Sprint("summary:"), s.Received)
+	if s.Replayed > 0 {
+		fmt.Fprintf(t.info, " + %d replayed", s.Replayed)
+	}
 	parts := []struct {
 		n     int64
 		label string
@@ -850,7 +872,9 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 			}
 			why = append(why, w)
 		}
-		fmt.Fprintf(t.info, "%s %s:\n", t.yellow.Sprintf("%d not delivered (%s), kept for a replay in", t.failedCount, strings.Join(why, ", ")), where)
+		// Not "not delivered": a delivery cut short was sent, and its
+		// handler may have run.
+		fmt.Fprintf(t.info, "%s %s:\n", t.yellow.Sprintf("%d kept for a replay (%s) in", t.failedCount, strings.Join(why, ", ")), where)
 		for _, p := range t.failed {
 			fmt.Fprintf(t.info, "  %s\n", p)
 		}
@@ -883,6 +907,10 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 			fmt.Fprintln(t.info, note)
 		default:
 			fmt.Fprintf(t.info, "send them again with: hookline replay --target %s %s\n", target, in.failedDir)
+		}
+		if n := t.failedWhy[cutShort]; n > 0 {
+			fmt.Fprintf(t.info, "  %s\n", t.yellow.Sprintf("%s cut short may have run your handler already: check before replaying, or the handler runs twice",
+				plural(n, "delivery", "deliveries")))
 		}
 	}
 	if in.stateFile != "" && in.checkpoint != "" {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -134,6 +135,20 @@ func traceResults() []proxy.Result {
 			Targets: []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: 3 * time.Millisecond}},
 		},
 		{
+			// In flight at the second Ctrl-C: sent, so it may have run the
+			// handler (not "not delivered").
+			Delivery: d("d00dfeed", "issues", `{"action":"edited"}`), Received: at.Add(12 * time.Second),
+			Action: "edited", Verification: proxy.VerificationPassed,
+			Targets: []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Err: context.Canceled, Interrupted: true, Duration: 2 * time.Second, Attempts: make([]proxy.Attempt, 1),
+				FailedFile: "failed/20261122T100012.000Z-issues-d00dfeed.json"}},
+		},
+		{
+			// Replayed from the inspector.
+			Delivery: d("0ddba11", "issues", `{"action":"opened"}`), Received: at.Add(13 * time.Second),
+			Action: "opened", Verification: proxy.VerificationPassed, Replay: true,
+			Targets: []*proxy.TargetResult{{URL: "http://127.0.0.1:3000/hook", Status: 200, Duration: time.Millisecond}},
+		},
+		{
 			// A gosmee relay recorded a PUT: the trace shows the method.
 			Delivery: func() *delivery.Delivery {
 				d := d("5f0e0c8a", "ping", `{"zen":"x"}`)
@@ -148,7 +163,7 @@ func traceResults() []proxy.Result {
 
 func TestTraceGolden(t *testing.T) {
 	stats := proxy.Stats{Received: 8, Filtered: 1, Verified: 4, VerifyFailed: 1, Unverified: 1, HandlerFails: 1, Forwarded: 2, TargetFails: 3,
-		Saved: 5, SaveFails: 2, Duplicates: 1, Redeliveries: 1, FailedSaved: 1, Lost: 1, Slow: 1, GitHubFailed: 4}
+		Saved: 5, SaveFails: 2, Duplicates: 1, Redeliveries: 1, Replayed: 1, FailedSaved: 1, Lost: 1, Slow: 1, GitHubFailed: 4}
 	tests := []struct {
 		file           string
 		color, jsonOut bool

@@ -30,6 +30,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -391,7 +392,7 @@ type HandlerView struct {
 type BodyView struct {
 	Headers   http.Header `json:"headers"`
 	Body      string      `json:"body"`
-	Encoding  string      `json:"encoding"` // "text" or "base64"
+	Encoding  string      `json:"body_encoding"` // "text" or "base64", as in a capture file
 	Size      int         `json:"size"`
 	Truncated bool        `json:"truncated,omitempty"` // an answer longer than Cap
 	Cap       int         `json:"cap,omitempty"`       // how much of an answer is kept`
@@ -626,15 +627,17 @@ func (in *Inspector) clear(w http.ResponseWriter, r *http.Request) {
 }
 
 // editRequest is the body of POST /api/deliveries/{id}/replay: all fields
-// optional. Headers set (a string or a list; "", [] or null removes one);
-// Resign signs the
-// result again with the run's secret (the default when anything is
-// edited).
+// optional. Body and Encoding have the shape of a delivery's request as
+// GET /api/deliveries/{id} gives it, and of a capture file ("body",
+// "body_encoding"), so what was read can be sent back edited. Headers set (a string or a list; "", [] or null
+// removes one); Resign signs the result again with the run's secret (the
+// default when anything is edited). An edit that changes nothing is
+// refused: a replay is asked for with no edit at all.
 type editRequest struct {
-	Body         *string           `json:"body"`
-	BodyEncoding string            `json:"body_encoding"` // "text" (default) or "base64"
-	Headers      map[string]values `json:"headers"`
-	Resign       *bool             `json:"resign"`
+	Body     *string           `json:"body"`
+	Encoding string            `json:"body_encoding"` // "text" (default) or "base64"
+	Headers  map[string]values `json:"headers"`
+	Resign   *bool             `json:"resign"`
 }
 
 // values is a header's values in an edit: a list, or one string.
@@ -716,7 +719,7 @@ func (in *Inspector) edit(d *delivery.Delivery, e editRequest) (*delivery.Delive
 		nd.Headers = http.Header{}
 	}
 	if e.Body != nil {
-		switch e.BodyEncoding {
+		switch e.Encoding {
 		case "", "text":
 			nd.Body = []byte(*e.Body)
 		case "base64":
@@ -726,7 +729,7 @@ func (in *Inspector) edit(d *delivery.Delivery, e editRequest) (*delivery.Delive
 			}
 			nd.Body = b
 		default:
-			return nil, false, fmt.Errorf("body_encoding %q: give text or base64", e.BodyEncoding)
+			return nil, false, fmt.Errorf("body_encoding %q: give text or base64", e.Encoding)
 		}
 	}
 	for k, vs := range e.Headers {
@@ -744,6 +747,11 @@ func (in *Inspector) edit(d *delivery.Delivery, e editRequest) (*delivery.Delive
 			}
 		}
 		nd.Headers[k] = vs
+	}
+	if (e.Body != nil || e.Headers != nil) && bytes.Equal(nd.Body, d.Body) && reflect.DeepEqual(nd.Headers, d.Headers) {
+		// An edit sent as it was read: replaying it "edited" would
+		// resend the delivery unchanged under another name.
+		return nil, false, errors.New("the edit changes nothing: the body and headers are the delivery's own (edit them, or replay it as it is)")
 	}
 	nd.BodySource = delivery.BodyEdited
 	nd.Event = nd.Headers.Get("X-Github-Event")

@@ -274,6 +274,19 @@ func TestInspectorAPI(t *testing.T) {
 	if last != edited || tg.bad != 0 {
 		t.Errorf("the target got %q (%d with a bad signature), want the edited body, verified", last, tg.bad)
 	}
+	// The body read, sent back in the same shape (body, body_encoding) as
+	// it was read, changes nothing: refused, nothing replayed. Before, it
+	// was replayed unchanged and marked "edited".
+	var orig inspect.Detail
+	s.get(t, fmt.Sprintf("/api/deliveries/%d", first.ID), &orig)
+	same, _ := json.Marshal(map[string]string{"body": orig.Request.Body, "body_encoding": orig.Request.Encoding})
+	var before, after listAnswer
+	s.get(t, "/api/deliveries", &before)
+	code, body = s.post(t, replay, s.in.Token(), "", string(same))
+	s.get(t, "/api/deliveries", &after)
+	if code != http.StatusBadRequest || !strings.Contains(string(body), "the edit changes nothing") || after.Counts["all"] != before.Counts["all"] {
+		t.Errorf("an edit that changes nothing = %d %s (%d deliveries, %d before), want 400 and no replay", code, body, after.Counts["all"], before.Counts["all"])
+	}
 	// Edited without signing again: the pipeline refuses the old signature.
 	code, body = s.post(t, replay, s.in.Token(), "", `{"body":"{}","resign":false}`)
 	json.Unmarshal(body, &ed)

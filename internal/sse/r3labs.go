@@ -187,8 +187,11 @@ func checkResponse(resp *http.Response, shown string) error {
 	}
 	e := &StatusError{StatusCode: resp.StatusCode, URL: shown}
 	e.RetryAfter, _ = header.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	if b, _ := io.ReadAll(io.LimitReader(resp.Body, 512)); len(b) > 0 {
-		e.Message = excerpt(relayMessage(b), 120)
+	// A relay's message is worth reading whole when it says what to do
+	// (hookline's 401 names the read token and where forward keeps it:
+	// about 200 characters); 320 is still one short paragraph.
+	if b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024)); len(b) > 0 {
+		e.Message = excerpt(relayMessage(b), 320)
 	}
 	return e
 }

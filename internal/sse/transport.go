@@ -119,6 +119,9 @@ func (e *StatusError) Error() string {
 	switch {
 	case e.StatusCode == http.StatusNotFound || e.StatusCode == http.StatusGone:
 		b.WriteString("; check the channel URL")
+	case (e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden) && e.Message != "":
+		// The relay said what it wants (hookline's names the read
+		// token and where forward keeps it): said once, not twice.
 	case e.StatusCode == http.StatusUnauthorized || e.StatusCode == http.StatusForbidden:
 		b.WriteString("; check the channel URL and its read token (a private channel's: hookline forward --new --private keeps it in its state directory; elsewhere set HOOKLINE_CHANNEL_TOKEN or add ?token= to the URL)")
 	case e.StatusCode == http.StatusBadRequest:

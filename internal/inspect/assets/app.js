@@ -49,6 +49,26 @@ const outcomeText = { "verified": "verified", "unverified": "unverified", "bad-s
 
 function statusClass(status) { return "s" + String(status || 0)[0]; }
 
+// clock is a time as forward's trace prints it: 24-hour, local; with day,
+// the date before it.
+const pad = (n) => String(n).padStart(2, "0");
+function clock(at, day) {
+  const t = new Date(at);
+  const hms = pad(t.getHours()) + ":" + pad(t.getMinutes()) + ":" + pad(t.getSeconds());
+  return day ? t.getFullYear() + "-" + pad(t.getMonth() + 1) + "-" + pad(t.getDate()) + " " + hms : hms;
+}
+
+// shortID is a delivery id as the trace prints it: its first 8 characters.
+function shortID(d) { return d.delivery_id ? d.delivery_id.slice(0, 8) : "#" + d.id; }
+
+// bodySourceText says in words where the body's bytes came from
+// (delivery.BodySource).
+const bodySourceText = {
+  "bodyB": "the exact bytes sent", "body-exact": "the exact bytes sent", "bodyLink": "the exact bytes sent (fetched from the relay by link)",
+  "rawdata": "the exact bytes sent", "capture": "the bytes of a capture file", "edited": "edited here, signed again",
+  "body": "JSON as the relay rewrote it (a signature may not match)", "body-text": "text as the relay rewrote it",
+};
+
 // targetVerdict is one target's status, time and attempts.
 function targetVerdict(t, attempts) {
   if (t.skipped) return el("span", {}, "had it");
@@ -122,14 +142,14 @@ async function refresh() {
     const marks = [];
     if (d.edited) marks.push(el("span", { class: "edited" }, " edited"));
     if (d.replay_of) marks.push(el("span", { class: "muted" }, " replay of #" + d.replay_of));
+    const from = [d.repository, d.sender ? "@" + d.sender : ""].filter(Boolean).join(" ");
     const tr = el("tr", { "data-id": d.id, onclick: () => show(d.id) },
-      el("td", {}, new Date(d.at).toLocaleTimeString()),
+      el("td", {}, clock(d.at)),
       el("td", { class: "event" }, name, ...marks),
       el("td", {}, el("span", { class: "badge " + d.outcome, title: d.scheme ? "signature scheme: " + d.scheme : "" }, (outcomeText[d.outcome] || d.outcome) + (d.scheme && d.scheme !== "github" ? " · " + d.scheme : "")), ...pluginMarks(d)),
       el("td", {}, targetCell(d)),
-      el("td", { class: "id", title: d.delivery_id }, d.delivery_id || "#" + d.id),
-      el("td", {}, d.repository || ""),
-      el("td", {}, d.sender || ""),
+      el("td", { class: "id", title: d.delivery_id || "" }, shortID(d)),
+      el("td", { title: from }, from),
     );
     if (d.id === selected) tr.classList.add("selected");
     return tr;
@@ -163,16 +183,16 @@ function hex(bytes) {
 }
 
 function bytesOf(view) {
-  if (view.encoding === "base64") return Uint8Array.from(atob(view.body), (c) => c.charCodeAt(0));
+  if (view.body_encoding === "base64") return Uint8Array.from(atob(view.body), (c) => c.charCodeAt(0));
   return new TextEncoder().encode(view.body);
 }
 
 function bodyBlock(view, cls) {
   const box = el("div", { class: cls });
-  const size = el("p", {}, view.size + " bytes" + (view.encoding === "base64" ? ", not UTF-8 (hex)" : ""));
+  const size = el("p", {}, view.size + " bytes" + (view.body_encoding === "base64" ? ", not UTF-8 (hex)" : ""));
   if (view.truncated) size.append(el("span", { class: "note" }, " — the first " + (view.cap >> 10) + " KiB are kept"));
   box.append(size);
-  if (view.encoding === "base64") {
+  if (view.body_encoding === "base64") {
     box.append(el("pre", {}, hex(bytesOf(view))));
     return box;
   }
@@ -198,16 +218,18 @@ function headerTable(h, cls) {
 
 async function show(id) {
   selected = id;
+  if (location.hash !== "#/deliveries/" + id) history.replaceState(null, "", "#/deliveries/" + id);
   for (const tr of document.querySelectorAll("#list tbody tr")) tr.classList.toggle("selected", Number(tr.dataset.id) === id);
   let d;
   try { d = await (await api("deliveries/" + id)).json(); } catch (e) { $("#detail").replaceChildren(el("p", {}, e.message)); return; }
   const pane = $("#detail");
   pane.hidden = false;
   const name = d.event + (d.action ? "." + d.action : "");
-  const title = el("h2", {}, name + " ", el("span", { class: "badge " + d.outcome }, outcomeText[d.outcome]));
+  const title = el("h2", {}, name + " ", el("span", { class: "badge " + d.outcome }, outcomeText[d.outcome]),
+    el("a", { class: "permalink", href: "#/deliveries/" + d.id, title: "a link to this delivery, for this inspector" }, "link"));
   if (d.edited) title.append(" ", el("span", { class: "edited" }, "edited"));
   if (d.replay_of) title.append(" replay of #" + d.replay_of);
-  const parts = [title, el("p", {}, "delivery " + (d.delivery_id || "(no id)") + " · " + new Date(d.at).toLocaleString() + (d.repository ? " · " + d.repository : "") + (d.sender ? " · " + d.sender : ""))];
+  const parts = [title, el("p", {}, "delivery " + (d.delivery_id || "(no id)") + " · " + clock(d.at, true) + (d.repository ? " · " + d.repository : "") + (d.sender ? " · @" + d.sender : ""))];
   if (d.verify_note) parts.push(el("p", { class: "note" }, d.verify_note));
   if ((d.targets || []).some((t) => t.github_failed)) parts.push(el("p", { class: "gh" }, "GitHub would record this delivery as failed (not 2xx, no answer, or over 10 s)."));
 
@@ -231,7 +253,7 @@ async function show(id) {
       if (h.output) parts.push(el("pre", { class: "plugin-output" }, h.output));
     }
   }
-  parts.push(el("h3", {}, "request"), el("p", {}, d.request.method + (d.request.query ? " ?" + d.request.query : "") + (d.request.body_source ? " · body from " + d.request.body_source : "")));
+  parts.push(el("h3", {}, "request"), el("p", {}, d.request.method + (d.request.query ? " ?" + d.request.query : "") + (d.request.body_source ? " · the body: " + (bodySourceText[d.request.body_source] || d.request.body_source) : "")));
   parts.push(headerTable(d.request.headers, "request-headers"), bodyBlock(d.request, "request-body"));
   pane.replaceChildren(...parts);
 }
@@ -252,9 +274,10 @@ async function replay(id, edit) {
 
 function editForm(d) {
   const body = el("textarea", { id: "edit-body" });
-  let text = d.request.encoding === "base64" ? "" : d.request.body;
+  let text = d.request.body_encoding === "base64" ? "" : d.request.body;
   try { text = JSON.stringify(JSON.parse(text), null, 2); } catch (e) { /* keep as it is */ }
   body.value = text;
+  const original = text;
   const headers = el("textarea", { id: "edit-headers", placeholder: '{"X-Name": ["value"]}  (an empty list removes one)' });
   const resign = el("input", { type: "checkbox", id: "edit-resign", checked: "" });
   const send = el("button", { type: "button", id: "edit-send", onclick: () => {
@@ -262,11 +285,16 @@ function editForm(d) {
     if (headers.value.trim()) {
       try { h = JSON.parse(headers.value); } catch (e) { say("the headers are not JSON: " + e.message, "s5"); return; }
     }
+    if (body.value === original && !Object.keys(h).length) {
+      note.textContent = "Nothing is edited: change the body or a header first (replay sends it as it is).";
+      return;
+    }
     replay(d.id, { body: body.value, headers: h, resign: resign.checked });
   } }, "send edited");
+  const note = el("p", { id: "edit-note", class: "note" });
   $("#action-out").replaceChildren(
     el("p", {}, "Edit the body and headers; the delivery is signed again with this run's secret, so a handler that verifies accepts it, and is marked as edited."),
-    body, headers, el("label", {}, resign, " sign again with the run's secret"), " ", send,
+    body, headers, el("label", {}, resign, " sign again with the run's secret"), " ", send, note,
   );
   body.focus();
 }
@@ -284,7 +312,8 @@ async function copyCurl(id) {
 $("#clear").addEventListener("click", async () => {
   await api("deliveries", { method: "DELETE" });
   selected = null;
-  $("#detail").hidden = true;
+  history.replaceState(null, "", location.pathname);
+  $("#detail").replaceChildren(el("p", { class: "hint" }, "Choose a delivery (or press j) to see its request, the target's answer, and replay it."));
   refresh();
 });
 for (const id of ["#event", "#outcome"]) $(id).addEventListener("change", refresh);
@@ -315,3 +344,11 @@ function listen() {
   es.onerror = () => { es.close(); setTimeout(listen, 1000); };
 }
 listen();
+
+// A link to one delivery (#/deliveries/ID) opens it.
+function fromHash() {
+  const m = /^#\/deliveries\/(\d+)$/.exec(location.hash);
+  if (m && Number(m[1]) !== selected) show(Number(m[1]));
+}
+window.addEventListener("hashchange", fromHash);
+fromHash();
