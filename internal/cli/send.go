@@ -194,7 +194,7 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 	case o.scheme != provider.GitHub:
 	case o.name == webhooks.AnyEventName || o.name == webhooks.ErrorEventName:
 		return o, usageErrorf("--event %q is not an event GitHub sends", o.name)
-	case o.event == "" || (hasAction && o.action == "") || strings.Contains(o.action, "."):
+	case o.event == "" || (hasAction && o.action == ""): // an action may hold dots: repository_dispatch.sample.collected
 		return o, usageErrorf("--event %q: want NAME or NAME.ACTION, such as push or issues.opened", o.name)
 	case !header.IsValue(o.name):
 		return o, usageErrorf("--event: the name contains control characters")

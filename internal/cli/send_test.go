@@ -510,6 +510,36 @@ func TestCheckPayloadWarnings(t *testing.T) {
 	}
 }
 
+// Every event.action `hookline events` lists can be sent: each arrives
+// with its event header, its action and a signature that verifies (what
+// each payload holds is checked against the payload types by
+// examples.TestBuildEveryEventAction).
+func TestSendEveryEventAction(t *testing.T) {
+	target := newRecordingTarget(t, nil)
+	sent := 0
+	for _, name := range webhooks.EmitterEventNames() {
+		event, action, ok := strings.Cut(name, ".")
+		if !ok {
+			continue
+		}
+		if code, out, errOut := run(t, "send", "--event", name, "--secret", "s3cret", "--target", target.URL); code != ExitOK {
+			t.Errorf("send --event %s: exit %d\n%s%s", name, code, out, errOut)
+			continue
+		}
+		sent++
+		reqs := target.requests()
+		r := reqs[len(reqs)-1]
+		var p struct{ Action string }
+		json.Unmarshal(r.body, &p)
+		if ok, _ := webhooks.Verify("s3cret", r.body, r.header.Get("X-Hub-Signature-256")); !ok || p.Action != action || r.header.Get("X-GitHub-Event") != event {
+			t.Errorf("send --event %s: verified %v, action %q, event %q", name, ok, p.Action, r.header.Get("X-GitHub-Event"))
+		}
+	}
+	if sent < 240 {
+		t.Errorf("%d event.actions sent, want every one hookline events lists", sent)
+	}
+}
+
 // Any event.action GitHub sends can be sent: issues.closed (no example: made
 // from issues.opened), an event with no example at all, and an event with
 // one action named alone. Each arrives signed, with its action, and a note

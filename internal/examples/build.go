@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/hookline/hookline/internal/nearest"
+	"github.com/hookline/hookline/webhooks"
 	"github.com/hookline/hookline/webhooks/payload"
 )
 
@@ -25,11 +27,17 @@ func Build(name string) (body []byte, note string, ok bool) {
 	if body, ok := Payload(name); ok {
 		return body, "", true
 	}
+	event, action, _ := strings.Cut(name, ".")
 	v := payload.New(name)
+	if v == nil && action != "" && ForEvent(event) != nil && slices.Contains(webhooks.EmitterEventNames(), name) {
+		// A name GitHub sends whose action the description leaves open
+		// (repository_dispatch's is the sender's event_type): the
+		// event's type, which takes any.
+		v = payload.New(event)
+	}
 	if v == nil {
 		return nil, "", false
 	}
-	event, action, _ := strings.Cut(name, ".")
 	base, from := "", ""
 	if names := ForEvent(event); names != nil {
 		base = nearest.Name(name, names, -1)
