@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -150,9 +151,23 @@ func (s *stream) next() event {
 			}
 			return ev
 		case <-time.After(wait):
-			s.t.Fatalf("no event within %s", wait)
+			s.t.Fatalf("no event within %s; the relay's goroutines:\n%s", wait, relayStacks())
 		}
 	}
+}
+
+// relayStacks returns the stacks of the goroutines in package relay, for a
+// test that waited in vain: where the relay is stuck.
+func relayStacks() string {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "hookline/relay.") && !strings.Contains(g, "_test.go") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // ready reads the ready event every stream starts with.
