@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/hookline/hookline/internal/cli"
 	"github.com/hookline/hookline/internal/testutil/testenv"
