@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // Delivery is one webhook delivery.
@@ -63,21 +65,15 @@ func NewID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// idHeaders name a delivery's id, each sender's: GitHub's, Gitea's and
-// Forgejo's, Standard Webhooks', GitLab's, Bitbucket's, Shopify's, then a
-// proxy's request id.
-var idHeaders = []string{"X-Github-Delivery", "X-Gitea-Delivery", "X-Forgejo-Delivery", "Webhook-Id",
-	"X-Gitlab-Event-Uuid", "X-Request-Uuid", "X-Shopify-Webhook-Id", "X-Request-Id"}
-
-// Identify sets ID and Event from the headers when they are empty: the
-// first of the senders' id headers the delivery carries (X-GitHub-Delivery,
-// X-Gitea-Delivery, webhook-id...).
+// Identify sets ID and Event from the headers when they are empty: ID is
+// the sender's id (provider.DeliveryID: X-GitHub-Delivery, webhook-id,
+// Stripe's event id...), else a proxy's X-Request-Id.
 func (d *Delivery) Identify() {
-	for _, h := range idHeaders {
-		if d.ID != "" {
-			break
-		}
-		d.ID = d.Headers.Get(h)
+	if d.ID == "" {
+		d.ID = provider.DeliveryID(d.Headers, d.Body)
+	}
+	if d.ID == "" {
+		d.ID = d.Headers.Get("X-Request-Id")
 	}
 	if d.Event == "" {
 		d.Event = d.Headers.Get("X-Github-Event")

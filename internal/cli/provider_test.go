@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/webhooks/provider"
 )
 
@@ -77,5 +79,47 @@ func TestSignAndSendAsAnotherSender(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "send", "--provider", "gitea", "--secret", "s", "--payload", payload, "--target", srv.URL); code != ExitUsage || !strings.Contains(errOut, "--provider gitea needs --event NAME") {
 		t.Errorf("send --provider gitea without --event: exit %d, %q", code, errOut)
+	}
+}
+
+// Another sender's delivery id is the delivery's id in forward: on the trace
+// line, in --json, and in the capture file's name. Before, only GitHub's
+// was read: "#N" on the trace and "-noid.json" files.
+func TestForwardShowsEachSendersDeliveryID(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	for _, tt := range []struct {
+		sender, id, body string
+		header           []string
+	}{
+		{"standard", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", `{"type":"invoice.paid","data":{}}`, []string{"Webhook-Id", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"}},
+		{"stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy", `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","type":"invoice.paid","data":{}}`, nil},
+		{"gitlab", "13792a34-cac6-4fda-95a8-c58e00a3954e", `{"object_kind":"push"}`, []string{"X-Gitlab-Event", "Push Hook", "X-Gitlab-Event-Uuid", "13792a34-cac6-4fda-95a8-c58e00a3954e"}},
+	} {
+		t.Run(tt.sender, func(t *testing.T) {
+			rl := relaytest.Start(t, relay.Options{})
+			save := t.TempDir()
+			f := startForward(t, "--url", rl.Channel, "--no-state", "--save", save, "--json")
+			f.waitErr(t, "connected to")
+			scheme, _ := provider.Parse(tt.sender)
+			signed, err := provider.Sign(scheme, secret, []byte(tt.body), provider.Signing{ID: tt.id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			header := append([]string(nil), tt.header...)
+			for k, vs := range signed {
+				header = append(header, k, vs[0])
+			}
+			rl.Publish(t, nil, 1, []byte(tt.body), append(header, "X-GitHub-Delivery", "")...)
+			f.waitOutLines(t, 1)
+			f.stop(t)
+			if !strings.Contains(f.out.String(), `"delivery":"`+tt.id+`"`) {
+				t.Errorf("--json does not give the delivery id %s:\n%s", tt.id, f.out.String())
+			}
+			files, _ := filepath.Glob(filepath.Join(save, "*"+tt.id+"*.json"))
+			if len(files) != 1 {
+				all, _ := filepath.Glob(filepath.Join(save, "*"))
+				t.Errorf("no capture file named for %s: %v", tt.id, all)
+			}
+		})
 	}
 }

@@ -404,6 +404,36 @@ func Sign(s Scheme, secret string, body []byte, opts Signing) (http.Header, erro
 	return h, nil
 }
 
+// idHeaders carry a delivery's id, each sender's, the most specific first:
+// GitHub's, Gitea's, Forgejo's, Standard Webhooks', GitLab's (its
+// Idempotency-Key, the same across its retries, then the event's UUID),
+// Bitbucket's, Shopify's.
+var idHeaders = []string{"X-Github-Delivery", "X-Gitea-Delivery", "X-Forgejo-Delivery", "Webhook-Id",
+	"Idempotency-Key", "X-Gitlab-Event-Uuid", "X-Request-Uuid", "X-Shopify-Webhook-Id"}
+
+// DeliveryID returns the sender's id of a delivery, the same across the
+// sender's retries of it: the id header it carries (X-GitHub-Delivery,
+// X-Gitea-Delivery, webhook-id...), or, signed by Stripe or Slack, whose
+// ids are in the payload, its "id" or "event_id"; "" when there is none.
+func DeliveryID(h http.Header, body []byte) string {
+	for _, name := range idHeaders {
+		if v := h.Get(name); v != "" {
+			return v
+		}
+	}
+	member := ""
+	switch Detect(h) {
+	case Stripe:
+		member = "id"
+	case Slack:
+		member = "event_id"
+	default:
+		return ""
+	}
+	id, _ := jsonscan.StringMember(body, member)
+	return string(id)
+}
+
 // Event returns the event a delivery of scheme s names: its event header,
 // or for Standard Webhooks and Stripe the payload's "type"; "" when it
 // names none.

@@ -207,6 +207,35 @@ func TestEvent(t *testing.T) {
 	}
 }
 
+// Each sender's delivery id, as it sends it (the header names and shapes
+// of their documentation): the one id a trace, a capture file's name, the
+// inspector and the duplicate check use. Before, only GitHub's was read:
+// the others' deliveries were "#N" and "-noid.json".
+func TestDeliveryID(t *testing.T) {
+	for _, tt := range []struct {
+		sender string
+		h      http.Header
+		body   string
+		want   string
+	}{
+		{"github", hdr("X-Github-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-Hub-Signature-256", "sha256=x"), `{}`, "72d3162e-cc78-11e3-81ab-4c9367dc0958"},
+		{"gitea", hdr("X-Gitea-Delivery", "f6266f16-1bf3-46a5-9ea4-602e06ead473", "X-Gitea-Signature", "x"), `{}`, "f6266f16-1bf3-46a5-9ea4-602e06ead473"},
+		{"forgejo", hdr("X-Forgejo-Delivery", "b5b5a0d8-6a4e-4f64-9d3a-0f5e2f36f2c1"), `{}`, "b5b5a0d8-6a4e-4f64-9d3a-0f5e2f36f2c1"},
+		{"standard", hdr("Webhook-Id", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Webhook-Timestamp", "1674087231", "Webhook-Signature", "v1,x"), `{"type":"x"}`, "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"},
+		{"gitlab, with an Idempotency-Key", hdr("Idempotency-Key", "f5e5f430-f57b-4e6e-9fac-d9128cd7232f", "X-Gitlab-Event-Uuid", "13792a34-cac6-4fda-95a8-c58e00a3954e", "X-Gitlab-Token", "t"), `{}`, "f5e5f430-f57b-4e6e-9fac-d9128cd7232f"},
+		{"gitlab", hdr("X-Gitlab-Event-Uuid", "13792a34-cac6-4fda-95a8-c58e00a3954e", "X-Gitlab-Token", "t"), `{}`, "13792a34-cac6-4fda-95a8-c58e00a3954e"},
+		{"bitbucket", hdr("X-Request-Uuid", "{afb4c6d6-0b8f-4f5b-b2b4-0c52f1a6e3b7}", "X-Event-Key", "repo:push"), `{}`, "{afb4c6d6-0b8f-4f5b-b2b4-0c52f1a6e3b7}"},
+		{"shopify", hdr("X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", "X-Shopify-Hmac-Sha256", "x"), `{}`, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"},
+		{"stripe", hdr("Stripe-Signature", "t=1,v1=x"), `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","type":"invoice.paid"}`, "evt_1NG8Du2eZvKYlo2CUI79vXWy"},
+		{"slack", hdr("X-Slack-Signature", "v0=x", "X-Slack-Request-Timestamp", "1"), `{"type":"event_callback","event_id":"Ev0PV52K21"}`, "Ev0PV52K21"},
+		{"an unsigned payload with an id member", hdr(), `{"id":"not-a-delivery-id"}`, ""},
+	} {
+		if got := provider.DeliveryID(tt.h, []byte(tt.body)); got != tt.want {
+			t.Errorf("%s: DeliveryID = %q, want %q", tt.sender, got, tt.want)
+		}
+	}
+}
+
 func TestParse(t *testing.T) {
 	for in, want := range map[string]provider.Scheme{"Stripe": provider.Stripe, "svix": provider.Standard, "standard-webhooks": provider.Standard, " gitlab ": provider.GitLab} {
 		if got, err := provider.Parse(in); err != nil || got != want {
