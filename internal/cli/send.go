@@ -377,7 +377,7 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	}
 
 	d := &delivery.Delivery{Event: o.event, Method: http.MethodPost, Headers: h, Body: body}
-	d.Identify() // the sender's id header, if its scheme has one
+	d.Identify() // the sender's id (provider.DeliveryID), if it has one
 	c, err := proxy.New(proxy.Options{
 		Targets: []proxy.Target{{URL: o.target}}, HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
 		DedupWindow: -1, Logger: slog.New(slog.DiscardHandler),
@@ -480,7 +480,7 @@ func printSent(s *streams, o sendOptions, d *delivery.Delivery, action string, r
 	default:
 		status = yellow.Sprintf("%d", res.Status)
 	}
-	id := "" // none for a sender whose deliveries carry no id header (Stripe's is in the payload)
+	id := "" // none for a delivery that carries no id
 	if d.ID != "" {
 		id = " " + dim.Sprint("delivery") + " " + termSafe(d.ID)
 	}
