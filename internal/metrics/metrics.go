@@ -155,6 +155,7 @@ var (
 func (r Registry) Forward(stats func() proxy.Stats, connections func() int64) func(proxy.Result) {
 	r.MustRegister(snapshotCollector[proxy.Stats]{snap: stats, stats: []stat[proxy.Stats]{
 		counter("hookline_forward_deliveries_received_total", "Deliveries read from the relay.", func(s proxy.Stats) float64 { return float64(s.Received) }),
+		counter("hookline_forward_deliveries_replayed_total", "Deliveries replayed on request (the inspector's), not read from the relay.", func(s proxy.Stats) float64 { return float64(s.Replayed) }),
 		gauge("hookline_forward_in_flight", "Deliveries being handled now.", func(s proxy.Stats) float64 { return float64(s.InFlight) }),
 		counter("hookline_forward_gaps_total", "Gaps the relay reported (deliveries it no longer had).", func(s proxy.Stats) float64 { return float64(s.Gaps) }),
 		counter("hookline_forward_gap_deliveries_total", "Deliveries the relay's gaps lost, where it said how many.", func(s proxy.Stats) float64 { return float64(s.GapLost) }),

@@ -20,7 +20,7 @@ func TestCollectorsAreConsistent(t *testing.T) {
 		return relay.Stats{Deliveries: 7, Subscribers: 2, Refused: relay.RefusedStats{Streams: 3}, PerChannel: map[string]int64{relay.ChannelKey("AbC"): 4}}
 	})
 	observe := r.Forward(func() proxy.Stats {
-		return proxy.Stats{Received: 5, Forwarded: 4, TargetFails: 1, Targets: map[string]proxy.TargetStats{"app": {Forwarded: 4, Failed: 1, Waiting: 2}}}
+		return proxy.Stats{Received: 5, Replayed: 1, Forwarded: 4, TargetFails: 1, Targets: map[string]proxy.TargetStats{"app": {Forwarded: 4, Failed: 1, Waiting: 2}}}
 	}, func() int64 { return 1 })
 	observe(proxy.Result{Targets: []*proxy.TargetResult{{Name: "app", Status: 200, Duration: 3 * time.Millisecond}}})
 	r.Watch(func() WatchStats { return WatchStats{Polls: 2, Recovered: 1} })
@@ -43,11 +43,14 @@ hookline_relay_refusals_total{limit="too_large"} 0
 hookline_relay_refusals_total{limit="unauthorized"} 0
 hookline_relay_refusals_total{limit="unsigned"} 0
 hookline_relay_refusals_total{limit="uploads"} 0
+# HELP hookline_forward_deliveries_replayed_total Deliveries replayed on request (the inspector's), not read from the relay.
+# TYPE hookline_forward_deliveries_replayed_total counter
+hookline_forward_deliveries_replayed_total 1
 # HELP hookline_forward_target_waiting Deliveries waiting in a target's lane.
 # TYPE hookline_forward_target_waiting gauge
 hookline_forward_target_waiting{target="app"} 2
 `
-	if err := testutil.GatherAndCompare(r.Registry, strings.NewReader(want), "hookline_relay_refusals_total", "hookline_forward_target_waiting"); err != nil {
+	if err := testutil.GatherAndCompare(r.Registry, strings.NewReader(want), "hookline_relay_refusals_total", "hookline_forward_deliveries_replayed_total", "hookline_forward_target_waiting"); err != nil {
 		t.Error(err)
 	}
 	for name, want := range map[string]int{
