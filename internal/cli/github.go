@@ -486,20 +486,44 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 	if o.watch {
 		return runWatch(ctx, o, gh, owner, hookID, s)
 	}
+	// --status is checked here too: GitHub Enterprise Server 3.2-3.4
+	// ignore the filter, and would list every delivery as failed.
+	statusOK := func(ok bool) bool { return o.status == "" || (o.status == "success") == ok }
 	var list []githubapi.HookDelivery
-	err = gh.Deliveries(ctx, owner, hookID, o.status, func(d githubapi.HookDelivery) bool {
-		if !o.since.IsZero() && d.DeliveredAt.Before(o.since) {
-			return false // newest first: the rest are older
+	if o.redeliver || o.replay.targets != nil {
+		// What is sent again is a delivery, not an attempt: its attempts
+		// (GitHub's, then each redelivery: one guid) are read together,
+		// and one that succeeded once is never sent again by --status
+		// failed. GitHub's filter would hide those successes.
+		var all []githubapi.HookDelivery
+		err = gh.Deliveries(ctx, owner, hookID, "", func(d githubapi.HookDelivery) bool {
+			if !o.since.IsZero() && d.DeliveredAt.Before(o.since) {
+				return false // newest first: the rest are older
+			}
+			all = append(all, d)
+			return true
+		})
+		for _, f := range byGUID(all) {
+			if statusOK(f.succeeded) && (o.events.Empty() || o.events.Match(f.last.Event, actionOf(f.last))) {
+				list = append(list, f.last)
+			}
 		}
-		if o.events.Empty() || o.events.Match(d.Event, actionOf(d)) {
-			list = append(list, d)
-		}
-		return len(list) < o.limit
-	})
+		list = list[max(0, len(list)-o.limit):] // the newest o.limit, oldest first
+	} else {
+		err = gh.Deliveries(ctx, owner, hookID, o.status, func(d githubapi.HookDelivery) bool {
+			if !o.since.IsZero() && d.DeliveredAt.Before(o.since) {
+				return false // newest first: the rest are older
+			}
+			if statusOK(succeeded(d)) && (o.events.Empty() || o.events.Match(d.Event, actionOf(d))) {
+				list = append(list, d)
+			}
+			return len(list) < o.limit
+		})
+		slices.Reverse(list) // oldest first, as they happened
+	}
 	if err != nil {
 		return err
 	}
-	slices.Reverse(list) // oldest first, as they happened
 	fmt.Fprintf(s.err, "%s of %s\n", plural(len(list), "delivery", "deliveries"), hookName(owner, hookID))
 	switch {
 	case o.redeliver:
@@ -507,7 +531,7 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 			if err := gh.Redeliver(ctx, owner, hookID, d.ID); err != nil {
 				return fmt.Errorf("redelivering %d (%s): %w", d.ID, d.Name(), err)
 			}
-			fmt.Fprintf(s.out, "asked GitHub to redeliver %d (%s, %s, first answered %d)\n", d.ID, d.Name(), d.GUID, d.StatusCode)
+			fmt.Fprintf(s.out, "asked GitHub to redeliver %d (%s, %s, last answered %d)\n", d.ID, d.Name(), d.GUID, d.StatusCode)
 		}
 		return nil
 	case o.replay.targets != nil:

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -267,4 +268,51 @@ func checkRedelivers(t *testing.T, base []string, hookURL *recordingTarget, want
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	testenv.Poll(t, what, 5*time.Millisecond, cond)
+}
+
+// `deliveries --status failed --redeliver` redelivers a delivery (a guid),
+// not an attempt: one whose redelivery succeeded is left alone, and so is
+// one that succeeded at once, even from a server that ignores the status
+// filter (GitHub Enterprise Server 3.2-3.4). Before, the one-shot path
+// redelivered every failed attempt (d2 again, whose redelivery had
+// succeeded) and, from such a server, every delivery listed.
+func TestDeliveriesRedeliverNeverRepeatsASuccess(t *testing.T) {
+	gh := githubtest.New(t, "")
+	gh.IgnoreStatusFilter()
+	t.Setenv("GITHUB_TOKEN", githubtest.Token)
+	statuses := []int{200, 500, 500, 200} // d1, d2, d3, then d2's redelivery
+	hookURL := newRecordingTarget(t, func(n int, _ recordedRequest) int {
+		if n < len(statuses) {
+			return statuses[n]
+		}
+		return http.StatusOK
+	})
+	id := gh.AddHook(githubtest.Hook{Owner: "/repos/octo/hello", URL: hookURL.URL, Secret: "s3cret", Events: []string{"*"}, Active: true})
+	var ds []githubtest.HookDelivery
+	for n := range 3 {
+		d, err := gh.Deliver(id, "issues", []byte(fmt.Sprintf(`{"action":"opened","n":%d}`, n+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	// GitHub redelivers d2, and this time the server takes it.
+	req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("%s/repos/octo/hello/hooks/%d/deliveries/%d/attempts", gh.URL, id, ds[1].ID), nil)
+	req.Header.Set("Authorization", "Bearer "+githubtest.Token)
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("redelivering d2: %v %v", resp, err)
+	}
+	waitUntil(t, "d2's redelivery", func() bool { return len(hookURL.requests()) == 4 })
+
+	code, out, errOut := run(t, "deliveries", "--no-color", "--repo", "octo/hello", "--github-api", gh.URL, "--status", "failed", "--redeliver")
+	if code != ExitOK || strings.Count(out, "asked GitHub to redeliver") != 1 || !strings.Contains(out, ds[2].GUID) {
+		t.Errorf("--status failed --redeliver: exit %d, want d3 (%s) alone redelivered:\n%s%s", code, ds[2].GUID, out, errOut)
+	}
+	// A plain listing filters by status itself too.
+	code, out, _ = run(t, "deliveries", "--no-color", "--repo", "octo/hello", "--github-api", gh.URL, "--status", "failed")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); code != ExitOK || len(lines) != 3 || strings.Contains(out, " 200 ") {
+		t.Errorf("--status failed from a server that ignores it: exit %d, want the two failed attempts:\n%s", code, out)
+	}
 }

@@ -108,6 +108,36 @@ func (w *watcher) save() error {
 	return atomicfile.Write(w.path, append(b, '\n'), 0o600)
 }
 
+// hookDelivery is one delivery in GitHub's record: the attempts of one
+// guid, GitHub's first and the redeliveries after it.
+type hookDelivery struct {
+	first, last githubapi.HookDelivery
+	succeeded   bool // an attempt was answered 2xx or 3xx
+}
+
+// byGUID groups a hook's deliveries as GitHub lists them (newest first; a
+// redelivery is a new entry with the same guid) into one per guid, oldest
+// first.
+func byGUID(list []githubapi.HookDelivery) []hookDelivery {
+	var out []hookDelivery
+	at := map[string]int{}
+	for _, d := range slices.Backward(list) { // oldest first: in the order GitHub made them
+		i, ok := at[d.GUID]
+		if !ok {
+			i = len(out)
+			at[d.GUID] = i
+			out = append(out, hookDelivery{first: d})
+		}
+		out[i].last = d
+		out[i].succeeded = out[i].succeeded || succeeded(d)
+	}
+	return out
+}
+
+// succeeded reports whether GitHub counts an attempt a success: a 2xx or
+// 3xx answer (its status filter's "success").
+func succeeded(d githubapi.HookDelivery) bool { return d.StatusCode >= 200 && d.StatusCode < 400 }
+
 // poll looks at the deliveries once and recovers those that need it.
 func (w *watcher) poll(ctx context.Context) error {
 	now := w.now()
@@ -119,31 +149,23 @@ func (w *watcher) poll(ctx context.Context) error {
 			cutoff = since
 		}
 	}
-	attempts := map[string][]githubapi.HookDelivery{}
+	var list []githubapi.HookDelivery
 	err := w.gh.Deliveries(ctx, w.owner, w.hookID, "", func(d githubapi.HookDelivery) bool {
 		if d.DeliveredAt.Before(cutoff) {
 			return false // newest first: the rest are older
 		}
-		attempts[d.GUID] = append(attempts[d.GUID], d)
+		list = append(list, d)
 		return true
 	})
 	if err != nil {
 		return err
 	}
-	type failedDelivery struct {
-		first, last githubapi.HookDelivery
-	}
-	var failed []failedDelivery
-	for _, list := range attempts {
-		if slices.ContainsFunc(list, func(d githubapi.HookDelivery) bool { return d.StatusCode >= 200 && d.StatusCode < 400 }) {
+	var waiting, failed int64
+	for _, f := range byGUID(list) {
+		if f.succeeded {
 			continue // delivered, by GitHub, a person or an earlier recovery
 		}
-		// Newest first: the last attempt is list[0], the first list[n-1].
-		failed = append(failed, failedDelivery{first: list[len(list)-1], last: list[0]})
-	}
-	slices.SortFunc(failed, func(a, b failedDelivery) int { return a.first.DeliveredAt.Compare(b.first.DeliveredAt) })
-	var waiting int64
-	for _, f := range failed {
+		failed++
 		d := f.last
 		if _, done := w.state.Recovered[d.GUID]; done {
 			continue
@@ -176,7 +198,7 @@ func (w *watcher) poll(ctx context.Context) error {
 	w.state.LastPoll = now
 	w.stats.Polls++
 	w.stats.LastPoll, w.stats.LastError = now, ""
-	w.stats.Failed, w.stats.Waiting = int64(len(failed)), waiting
+	w.stats.Failed, w.stats.Waiting = failed, waiting
 	return w.save()
 }
 

@@ -142,6 +142,7 @@ type Server struct {
 	calls      []string
 	sending    sync.WaitGroup
 	skew       time.Duration // GitHub's clock minus the real one
+	noStatus   bool          // the deliveries list ignores ?status= (IgnoreStatusFilter)
 	manifests  map[string]*manifestApp
 	app        *manifestApp // the App made from a manifest, once converted
 }
@@ -237,6 +238,14 @@ func (s *Server) Refuse(r ...Refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refusals = append(s.refusals, r...)
+}
+
+// IgnoreStatusFilter makes the deliveries list ignore its status filter, as
+// GitHub Enterprise Server 3.2-3.4 do (their description has none).
+func (s *Server) IgnoreStatusFilter() {
+	s.mu.Lock()
+	s.noStatus = true
+	s.mu.Unlock()
 }
 
 // Deliver sends event with payload to hook id's URL as GitHub does
@@ -490,7 +499,7 @@ func (s *Server) operate(op, owner string, params map[string]string, body []byte
 		var list []HookDelivery
 		cursor, _ := strconv.ParseInt(first(query["cursor"]), 10, 64)
 		for _, d := range slices.Backward(s.deliveries) {
-			if d.HookID == hookID && deliveryMatches(d, query) && (cursor == 0 || d.ID <= cursor) {
+			if d.HookID == hookID && (s.noStatus || deliveryMatches(d, query)) && (cursor == 0 || d.ID <= cursor) {
 				list = append(list, *d)
 			}
 		}
