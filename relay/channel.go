@@ -309,9 +309,14 @@ func (s *Server) publish(ctx context.Context, name string, d *Entry) (published,
 	}
 	d.id = id
 	s.writeErr.Store(nil)
-	s.deliveries.Add(1)
-	if s.opts.CountPerChannel {
+	switch {
+	case name == s.opts.CanaryChannel: // never "": a channel has a name
+		s.canaryDeliveries.Add(1)
+	case s.opts.CountPerChannel:
 		s.counts.add(name)
+		fallthrough
+	default:
+		s.deliveries.Add(1)
 	}
 	p := published{id: d.id}
 	c.mu.Lock()

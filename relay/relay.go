@@ -225,6 +225,10 @@ type Options struct {
 	// Canary, if set, gives Stats.Canary (and /healthz its "canary"): what
 	// a canary outside the relay measured (hookline serve --canary).
 	Canary func() CanaryStats
+	// CanaryChannel, if set, names the canary's channel: its deliveries
+	// are counted in Stats.CanaryDeliveries, not in Stats.Deliveries
+	// (nor per channel), so that the relay's counts are its users'.
+	CanaryChannel string
 	// CountPerChannel counts deliveries per channel (Stats.PerChannel, by
 	// ChannelKey: a channel's name is its secret). Off by default: a relay
 	// has as many channels as strangers make, each a time series to a
@@ -294,11 +298,12 @@ type Server struct {
 	closing         chan struct{}  // closed by Close
 	hijacked        sync.WaitGroup // streams served on hijacked connections (see serveStream)
 
-	subscribers atomic.Int64
-	deliveries  atomic.Int64
-	cutOff      atomic.Int64
-	counts      *channelCounts // with Options.CountPerChannel
-	sent        atomic.Int64   // deliveries written to streams (Stats.Sent)
+	subscribers      atomic.Int64
+	deliveries       atomic.Int64
+	canaryDeliveries atomic.Int64 // Options.CanaryChannel's
+	cutOff           atomic.Int64
+	counts           *channelCounts // with Options.CountPerChannel
+	sent             atomic.Int64   // deliveries written to streams (Stats.Sent)
 	// refused counts what each limit refused (Stats.Refused).
 	refusedUploads, refusedStreams, refusedRedeliveries, refusedTooLarge atomic.Int64
 	refusedUnauthorized, refusedUnsigned                                 atomic.Int64
@@ -478,20 +483,21 @@ func (s *Server) URL() string {
 
 // Stats is a snapshot of a Server's counters, as /healthz reports them.
 type Stats struct {
-	Channels     int   `json:"channels"`     // channels with a subscriber (on this relay) or a retained delivery
-	Subscribers  int   `json:"subscribers"`  // open streams (on this relay)
-	Persistent   bool  `json:"persistent"`   // the history outlives the process (Options.DataDir, or a persistent Options.Store)
-	Shared       bool  `json:"shared"`       // the history is in Redis, shared with other relays (a SharedStore)
-	Deliveries   int64 `json:"deliveries"`   // deliveries received since New (redeliveries included; by this relay)
-	Sent         int64 `json:"sent"`         // deliveries written to streams since New (one per subscriber; replays of the history included)
-	Retained     int   `json:"retained"`     // deliveries held in histories (restored ones, and other relays' in Redis, included)
-	HistoryBytes int64 `json:"historyBytes"` // their counted size
-	CutOff       int64 `json:"cutOff"`       // slow subscribers cut off since New
-	PinnedBytes  int64 `json:"pinnedBytes"`  // counted size of deliveries only streams hold (queued, being written), beyond the history
-	UploadBytes  int64 `json:"uploadBytes"`  // bytes reserved by the POST bodies being received
-	Connections  int64 `json:"connections"`  // connections Serve holds (streams included)
-	FetchBytes   int64 `json:"fetchBytes"`   // bodies being written to fetches of links
-	ConnsRefused int64 `json:"connsRefused"` // connections closed at once since New, beyond MaxConns or MaxConnsPerIP
+	Channels         int   `json:"channels"`                   // channels with a subscriber (on this relay) or a retained delivery
+	Subscribers      int   `json:"subscribers"`                // open streams (on this relay)
+	Persistent       bool  `json:"persistent"`                 // the history outlives the process (Options.DataDir, or a persistent Options.Store)
+	Shared           bool  `json:"shared"`                     // the history is in Redis, shared with other relays (a SharedStore)
+	Deliveries       int64 `json:"deliveries"`                 // deliveries received since New (redeliveries included; by this relay), the canary's apart
+	CanaryDeliveries int64 `json:"canaryDeliveries,omitempty"` // the canary's deliveries (Options.CanaryChannel)
+	Sent             int64 `json:"sent"`                       // deliveries written to streams since New (one per subscriber; replays of the history included)
+	Retained         int   `json:"retained"`                   // deliveries held in histories (restored ones, and other relays' in Redis, included)
+	HistoryBytes     int64 `json:"historyBytes"`               // their counted size
+	CutOff           int64 `json:"cutOff"`                     // slow subscribers cut off since New
+	PinnedBytes      int64 `json:"pinnedBytes"`                // counted size of deliveries only streams hold (queued, being written), beyond the history
+	UploadBytes      int64 `json:"uploadBytes"`                // bytes reserved by the POST bodies being received
+	Connections      int64 `json:"connections"`                // connections Serve holds (streams included)
+	FetchBytes       int64 `json:"fetchBytes"`                 // bodies being written to fetches of links
+	ConnsRefused     int64 `json:"connsRefused"`               // connections closed at once since New, beyond MaxConns or MaxConnsPerIP
 	// Refused counts, since New, what each other limit refused: uploads
 	// (the upload budget, in total or per address), streams (MaxStreams,
 	// per address or network), redeliveries (RedeliveriesPerMinute),
@@ -569,11 +575,11 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 	}
 	inMemory := !s.store.Persistent()
 	return Stats{
-		Channels:     channels,
-		Subscribers:  int(s.subscribers.Load()),
-		Persistent:   !inMemory,
-		Shared:       s.shared != nil,
-		Deliveries:   s.deliveries.Load(),
+		Channels:    channels,
+		Subscribers: int(s.subscribers.Load()),
+		Persistent:  !inMemory,
+		Shared:      s.shared != nil,
+		Deliveries:  s.deliveries.Load(), CanaryDeliveries: s.canaryDeliveries.Load(),
 		Sent:         s.sent.Load(),
 		Retained:     st.Retained,
 		HistoryBytes: st.Bytes,

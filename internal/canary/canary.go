@@ -6,9 +6,9 @@
 // round trip, when it was, and how many did not come back in time; the
 // relay reports them (relay.Options.Canary) on /healthz and serve's
 // /metrics. It is its own package because package relay makes no outbound
-// request. Its channel's name is random, like any channel's; its
-// deliveries count in the relay's like any other (one per interval), and
-// its stream is one of the relay's.
+// request. Its channel's name is random, like any channel's
+// (ChannelName); the relay counts its deliveries apart from users'
+// (relay.Options.CanaryChannel), and its stream is one of the relay's.
 package canary
 
 import (
@@ -29,9 +29,17 @@ import (
 // Canary measures round trips through a relay. The zero value is ready;
 // Run it once.
 type Canary struct {
+	// Channel is the name of the channel it sends to (ChannelName gives
+	// one); if empty, Run makes one.
+	Channel string
+
 	mu sync.Mutex
 	st relay.CanaryStats
 }
+
+// ChannelName returns a new name for a canary's channel: random, like any
+// channel's, with "canary-" before it so that a log says whose it is.
+func ChannelName() string { return "canary-" + strings.ToLower(rand.Text()) }
 
 // Stats returns what the canary measured so far.
 func (c *Canary) Stats() relay.CanaryStats {
@@ -43,7 +51,10 @@ func (c *Canary) Stats() relay.CanaryStats {
 // Run sends a delivery through the relay at base every interval until ctx
 // ends. A round trip slower than the interval (or 10 s) failed.
 func (c *Canary) Run(ctx context.Context, base string, every time.Duration, log *slog.Logger) {
-	name := "canary-" + strings.ToLower(rand.Text())
+	name := c.Channel
+	if name == "" {
+		name = ChannelName()
+	}
 	wait := min(every, 10*time.Second)
 	var mu sync.Mutex
 	waiting := map[string]chan struct{}{}

@@ -15,8 +15,8 @@ import (
 // come back on its channel's stream and their round trip is measured, and
 // the relay reports it in Stats (so /healthz).
 func TestCanary(t *testing.T) {
-	c := &Canary{}
-	rl := relaytest.Start(t, relay.Options{Canary: c.Stats})
+	c := &Canary{Channel: ChannelName()}
+	rl := relaytest.Start(t, relay.Options{Canary: c.Stats, CanaryChannel: c.Channel})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); c.Run(ctx, rl.Base, 20*time.Millisecond, slog.New(slog.DiscardHandler)) }()
@@ -29,6 +29,10 @@ func TestCanary(t *testing.T) {
 	})
 	if st.Failures != 0 || st.LastError != "" {
 		t.Errorf("canary %+v, want no failure on an idle relay", st)
+	}
+	// Its deliveries are counted apart from the relay's users'.
+	if s := rl.Server.Stats(); s.CanaryDeliveries == 0 || s.Deliveries != 0 {
+		t.Errorf("relay Stats: %d canary deliveries, %d others; want the canary's counted apart and none else", s.CanaryDeliveries, s.Deliveries)
 	}
 	cancel()
 	<-done

@@ -435,8 +435,8 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	opts.relay.Metrics = reg.Handler()
 	var can *canary.Canary
 	if opts.canary > 0 {
-		can = &canary.Canary{}
-		opts.relay.Canary = can.Stats
+		can = &canary.Canary{Channel: canary.ChannelName()}
+		opts.relay.Canary, opts.relay.CanaryChannel = can.Stats, can.Channel
 	}
 	opts.relay.ObserveWrite = reg.HistoryWrites()
 	srv, err := relay.New(opts.relay)

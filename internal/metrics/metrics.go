@@ -116,7 +116,8 @@ func (r Registry) Relay(stats func() relay.Stats) {
 			ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(l.n), l.name)
 		}
 	}, stats: []stat[relay.Stats]{
-		counter("hookline_relay_deliveries_received_total", "Deliveries received (redeliveries included) since the relay started.", func(s relay.Stats) float64 { return float64(s.Deliveries) }),
+		counter("hookline_relay_deliveries_received_total", "Deliveries received (redeliveries included) since the relay started, the canary's apart.", func(s relay.Stats) float64 { return float64(s.Deliveries) }),
+		counter("hookline_relay_canary_deliveries_total", "The canary's deliveries (serve --canary), not in hookline_relay_deliveries_received_total.", func(s relay.Stats) float64 { return float64(s.CanaryDeliveries) }),
 		counter("hookline_relay_deliveries_sent_total", "Deliveries written to subscribers' streams (one per subscriber; replays of the history included).", func(s relay.Stats) float64 { return float64(s.Sent) }),
 		gauge("hookline_relay_channels", "Channels with a subscriber or a retained delivery.", func(s relay.Stats) float64 { return float64(s.Channels) }),
 		gauge("hookline_relay_streams", "Open subscriber streams.", func(s relay.Stats) float64 { return float64(s.Subscribers) }),
