@@ -128,14 +128,14 @@ func (c *Client) events(what string, patterns []string) (eventmatch.Set, error) 
 	return set, nil
 }
 
-// drop reports whether a delivery of event (with action) is filtered out,
-// and by which rule: the Ignore pattern it matches, or "" when Events has
-// patterns and it matches none (see Result.FilteredBy).
-func (f filter) drop(event, action string) (dropped bool, by string) {
-	if by = f.ignore.Matching(event, action); by != "" {
+// drop reports whether delivery k is filtered out, and by which rule: the
+// Ignore pattern it matches, or "" when Events has patterns and it matches
+// none (see Result.FilteredBy).
+func (f filter) drop(k eventmatch.Key) (dropped bool, by string) {
+	if by = f.ignore.Matching(k); by != "" {
 		return true, by
 	}
-	return !f.events.Empty() && !f.events.Match(event, action), ""
+	return !f.events.Empty() && !f.events.Match(k), ""
 }
 
 // forwarder sends deliveries to one target with forwardRequest. The zero

@@ -245,7 +245,7 @@ func TargetNames(targets []Target) ([]string, error) {
 // takes it: r.Unrouted). handlers, if not nil, runs the local handlers:
 // beside the lanes, and waited for too.
 func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it item, handlers func() ([]HandlerResult, error), then func(Result)) {
-	chosen := c.chooseLanes(d.Event, r.Action)
+	chosen := c.chooseLanes(eventmatch.Key{Event: d.Event, Action: r.Action, Branch: r.Branch})
 	if len(chosen) == 0 && len(c.lanes) > 0 {
 		r.Unrouted = true
 		c.stats.unrouted.Add(1)
@@ -344,15 +344,15 @@ func (l *lane) send(ctx context.Context, d *delivery.Delivery) *TargetResult {
 	return tr
 }
 
-// chooseLanes returns the lanes whose routes take a delivery of event with
-// action or, when none does, the default targets (those without routes).
-func (c *Client) chooseLanes(event, action string) []*lane {
+// chooseLanes returns the lanes whose routes take delivery k or, when none
+// does, the default targets (those without routes).
+func (c *Client) chooseLanes(k eventmatch.Key) []*lane {
 	var routed, defaults []*lane
 	for _, l := range c.lanes {
 		switch {
 		case l.route.Empty():
 			defaults = append(defaults, l)
-		case l.route.Match(event, action):
+		case l.route.Match(k):
 			routed = append(routed, l)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/eventmatch"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/jsonscan"
 	"github.com/hookline/hookline/internal/sse"
@@ -119,13 +120,13 @@ func (c *Client) process(ctx context.Context, it item, then func(Result)) {
 // queues it, so that in order (Concurrency 1) the next one is ready while
 // the one before is at the target.
 type prepared struct {
-	payload              []byte
-	action, repo, sender string
-	filtered             bool
-	filteredBy           string
-	verification         Verification
-	verifyNote           string
-	scheme               provider.Scheme
+	payload                      []byte
+	action, repo, sender, branch string
+	filtered                     bool
+	filteredBy                   string
+	verification                 Verification
+	verifyNote                   string
+	scheme                       provider.Scheme
 }
 
 // prepare works out d's prepared part. It sets d.Event when the headers
@@ -142,10 +143,11 @@ func (c *Client) prepare(d *delivery.Delivery, duplicate bool) *prepared {
 		}
 		d.Event = provider.Event(scheme, d.Headers, d.Body)
 	}
+	p.branch = branchOf(d.Event, members)
 	if duplicate {
 		return p
 	}
-	if p.filtered, p.filteredBy = c.filter.drop(d.Event, p.action); p.filtered {
+	if p.filtered, p.filteredBy = c.filter.drop(eventmatch.Key{Event: d.Event, Action: p.action, Branch: p.branch}); p.filtered {
 		return p
 	}
 	p.verification, p.verifyNote, p.scheme = c.verify.check(d)
@@ -172,7 +174,7 @@ func (c *Client) processOne(ctx context.Context, it item, then func(Result)) (r 
 	if d.BodySource == delivery.BodyCapture && !d.ReceivedAt.IsZero() {
 		r.Received = d.ReceivedAt
 	}
-	r.Action, r.Repository, r.Sender = p.action, p.repo, p.sender
+	r.Action, r.Repository, r.Sender, r.Branch = p.action, p.repo, p.sender, p.branch
 	switch {
 	case r.Duplicate:
 		c.stats.duplicates.Add(1)
@@ -392,6 +394,69 @@ func summarize(members []jsonscan.Member) (action, repo, sender string) {
 		}
 	}
 	return action, repo, sender
+}
+
+// branchOf returns the branch a delivery of event is about, from its
+// payload's members: a push's (or a branch's create or delete) ref, a pull
+// request's head, a check suite's, check run's, workflow run's or job's
+// head branch; "" for other events, and for tags.
+func branchOf(event string, members []jsonscan.Member) string {
+	var path []string
+	switch event {
+	case "push":
+		path = []string{"ref"}
+	case "create", "delete":
+		if member(members, "ref_type") != "branch" {
+			return ""
+		}
+		return member(members, "ref")
+	case "pull_request", "pull_request_review", "pull_request_review_comment", "pull_request_review_thread":
+		path = []string{"pull_request", "head", "ref"}
+	case "check_suite":
+		path = []string{"check_suite", "head_branch"}
+	case "check_run":
+		path = []string{"check_run", "check_suite", "head_branch"}
+	case "workflow_run":
+		path = []string{"workflow_run", "head_branch"}
+	case "workflow_job":
+		path = []string{"workflow_job", "head_branch"}
+	default:
+		return ""
+	}
+	ref := member(members, path...)
+	if event == "push" {
+		branch, ok := strings.CutPrefix(ref, "refs/heads/")
+		if !ok {
+			return "" // a tag
+		}
+		return branch
+	}
+	return ref
+}
+
+// member returns the string at path in the object whose members are
+// given, "" when there is none.
+func member(members []jsonscan.Member, path ...string) string {
+	for i, name := range path {
+		var next []byte
+		for _, m := range members {
+			if m.Is(name) {
+				next = m.Value
+				break
+			}
+		}
+		if next == nil {
+			return ""
+		}
+		if i == len(path)-1 {
+			return stringValue(next)
+		}
+		var ok bool
+		if members, ok = jsonscan.Object(next); !ok {
+			return ""
+		}
+	}
+	return ""
 }
 
 // memberString returns the string value of name in the JSON object obj, ""

@@ -73,8 +73,10 @@ type Result struct {
 	Received time.Time
 	// Action, Repository and Sender are read from the payload for the
 	// trace: the top-level "action", "repository.full_name" and
-	// "sender.login"; empty when absent.
-	Action, Repository, Sender string
+	// "sender.login"; empty when absent. Branch is the branch the
+	// delivery is about (a push's ref, a pull request's head...), which
+	// an event pattern may name ("push@main").
+	Action, Repository, Sender, Branch string
 
 	// Filtered is true when Events or Ignore excluded the delivery; nothing
 	// else was done with it. FilteredBy is the rule that did: the Ignore

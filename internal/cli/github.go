@@ -193,6 +193,7 @@ func actionOf(d githubapi.HookDelivery) string {
 func hookEvents(events []string) []string {
 	var out []string
 	for _, e := range events {
+		e, _, _ = strings.Cut(e, "@") // a branch is chosen here, not by the webhook
 		name, _, _ := strings.Cut(e, ".")
 		if name == webhooks.AnyEventName {
 			return []string{name}
@@ -413,6 +414,11 @@ func parseDeliveries(c *ucli.Context, o deliveriesOptions, f *deliveriesFlags) (
 	if o.events, err = eventPatterns("--events", splitNames(f.events.Value()), provider.GitHub); err != nil {
 		return o, err
 	}
+	for _, p := range splitNames(f.events.Value()) {
+		if strings.Contains(p, "@") {
+			return o, usageErrorf("--events %s: GitHub's list of deliveries carries no payload to read a branch from; name events only here", p)
+		}
+	}
 	switch st := f.status; st {
 	case "":
 	case "failed", "failure":
@@ -504,7 +510,7 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 			return true
 		})
 		for _, f := range byGUID(all) {
-			if statusOK(f.succeeded) && (o.events.Empty() || o.events.Match(f.last.Event, actionOf(f.last))) {
+			if statusOK(f.succeeded) && (o.events.Empty() || o.events.Match(eventmatch.Key{Event: f.last.Event, Action: actionOf(f.last)})) {
 				list = append(list, f.last)
 			}
 		}
@@ -514,7 +520,7 @@ func runDeliveries(ctx context.Context, o deliveriesOptions, s *streams) error {
 			if !o.since.IsZero() && d.DeliveredAt.Before(o.since) {
 				return false // newest first: the rest are older
 			}
-			if statusOK(succeeded(d)) && (o.events.Empty() || o.events.Match(d.Event, actionOf(d))) {
+			if statusOK(succeeded(d)) && (o.events.Empty() || o.events.Match(eventmatch.Key{Event: d.Event, Action: actionOf(d)})) {
 				list = append(list, d)
 			}
 			return len(list) < o.limit

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -280,5 +281,51 @@ func TestForwardSaysWhatItFiltered(t *testing.T) {
 				t.Errorf("the target got %d deliveries, want the issues.opened one", n)
 			}
 		})
+	}
+}
+
+// One forward serves a dev server per branch (a git worktree each): a
+// route's events may name a branch, and each target gets only its
+// branch's pushes and pull requests. Before, routes chose by event alone
+// and every worktree's server got every branch's deliveries.
+func TestForwardRoutesByBranch(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{})
+	branches := []string{"main", "feature-a", "feature-b"}
+	targets := map[string]*recordingTarget{}
+	args := []string{"--url", rl.Channel, "--no-state"}
+	for _, b := range branches {
+		targets[b] = newRecordingTarget(t, nil)
+		args = append(args, "--route", fmt.Sprintf("push@%s,pull_request@%s=%s=%s", b, b, b, targets[b].URL))
+	}
+	f := startForward(t, args...)
+	f.waitErr(t, "connected to")
+	sent := 0
+	publish := func(event, body string) {
+		sent++
+		rl.Publish(t, nil, sent, []byte(body), "X-GitHub-Event", event)
+	}
+	for _, b := range append(branches, "elsewhere") {
+		publish("push", fmt.Sprintf(`{"ref":"refs/heads/%s","n":%d}`, b, sent+1))
+		publish("pull_request", fmt.Sprintf(`{"action":"opened","n":%d,"pull_request":{"head":{"ref":%q}}}`, sent+1, b))
+	}
+	publish("push", `{"ref":"refs/tags/main"}`) // a tag named like a branch
+	f.waitOutLines(t, sent)
+	f.stop(t)
+	for _, b := range branches {
+		var got []string
+		for _, r := range targets[b].requests() {
+			var p struct {
+				Ref         string
+				PullRequest struct{ Head struct{ Ref string } } `json:"pull_request"`
+			}
+			json.Unmarshal(r.body, &p)
+			got = append(got, r.header.Get("X-GitHub-Event")+" "+strings.TrimPrefix(p.Ref, "refs/heads/")+p.PullRequest.Head.Ref)
+		}
+		if want := []string{"push " + b, "pull_request " + b}; !slices.Equal(got, want) {
+			t.Errorf("target %s got %q, want %q\n%s", b, got, want, f.out.String())
+		}
+	}
+	if n := strings.Count(f.out.String(), "unrouted"); n != 3 {
+		t.Errorf("%d deliveries unrouted, want 3 (elsewhere's push and pull request, the tag):\n%s", n, f.out.String())
 	}
 }

@@ -170,7 +170,7 @@ func (w *watcher) poll(ctx context.Context) error {
 		if _, done := w.state.Recovered[d.GUID]; done {
 			continue
 		}
-		if !w.events.Empty() && !w.events.Match(d.Event, actionOf(d)) {
+		if !w.events.Empty() && !w.events.Match(eventmatch.Key{Event: d.Event, Action: actionOf(d)}) {
 			continue
 		}
 		if now.Sub(f.first.DeliveredAt) < w.grace {

@@ -5,7 +5,11 @@
 // A pattern is "*" (every event), "event" (every action of it),
 // "event.action", or "event.*" (the same as "event"). An event name is the
 // sender's: GitHub's X-GitHub-Event, or another provider's (a Stripe
-// payload's type, X-Gitea-Event...).
+// payload's type, X-Gitea-Event...). Any of them may end with "@BRANCH"
+// ("push@main", "*@feature-x"): then it matches only a delivery about that
+// branch (Key.Branch, read from the payload: a push's ref, a pull
+// request's head, a check's or a workflow run's head branch), so that one
+// forward can serve a dev server per branch (git worktrees).
 //
 // Checking a pattern against the names hookline knows (GitHub's, the list
 // `hookline events` prints) catches typos: a name within two edits of a
@@ -52,29 +56,41 @@ func Compile(patterns []string, known bool) (s Set, unknown []string, err error)
 		if s.m == nil {
 			s.m = map[string]bool{}
 		}
-		s.m[strings.TrimSuffix(p, ".*")] = true
+		names, branch, onBranch := strings.Cut(p, "@")
+		key := strings.TrimSuffix(names, ".*")
+		if onBranch {
+			key += "@" + branch
+		}
+		s.m[key] = true
 	}
 	return s, unknown, nil
 }
 
+// Key is what a pattern matches: a delivery's event, its action and the
+// branch it is about (both may be empty).
+type Key struct{ Event, Action, Branch string }
+
 // Empty reports whether s holds no pattern.
 func (s Set) Empty() bool { return len(s.m) == 0 }
 
-// Match reports whether a delivery of event with action (may be empty)
-// matches a pattern of s.
-func (s Set) Match(event, action string) bool { return s.Matching(event, action) != "" }
+// Match reports whether a delivery k matches a pattern of s.
+func (s Set) Match(k Key) bool { return s.Matching(k) != "" }
 
-// Matching returns the pattern of s a delivery of event with action (may
-// be empty) matches, the narrowest first ("issues.opened", "issues", "*"),
-// as written without a trailing ".*"; empty when it matches none.
-func (s Set) Matching(event, action string) string {
-	switch {
-	case action != "" && s.m[event+"."+action]:
-		return event + "." + action
-	case s.m[event]:
-		return event
-	case s.m["*"]:
-		return "*"
+// Matching returns the pattern of s the delivery k matches, the narrowest
+// first ("issues.opened@main", "issues.opened", "issues", "*"), as written
+// without a trailing ".*"; empty when it matches none.
+func (s Set) Matching(k Key) string {
+	names := []string{k.Event, "*"}
+	if k.Action != "" {
+		names = []string{k.Event + "." + k.Action, k.Event, "*"}
+	}
+	for _, n := range names {
+		if k.Branch != "" && s.m[n+"@"+k.Branch] {
+			return n + "@" + k.Branch
+		}
+		if s.m[n] {
+			return n
+		}
 	}
 	return ""
 }
@@ -84,6 +100,10 @@ func (s Set) Matching(event, action string) string {
 // known name it is not is refused (wrapping ErrPattern) with the nearest
 // known name; one far from every known name reports false.
 func Check(p string, known bool) (ok bool, err error) {
+	p, branch, onBranch := strings.Cut(p, "@")
+	if onBranch && (branch == "" || strings.ContainsAny(branch, " \t,@")) {
+		return false, fmt.Errorf("%w: %q: a branch after @ is a branch name, such as push@main", ErrPattern, p+"@"+branch)
+	}
 	event, action, hasAction := strings.Cut(p, ".")
 	switch {
 	case p == webhooks.AnyEventName:
