@@ -381,19 +381,9 @@ func payloadJSON(d *delivery.Delivery) ([]byte, []jsonscan.Member) {
 }
 
 // summarize reads the trace fields from a payload's members. As in
-// JSON.parse, the last of duplicate keys wins.
+// JSON.parse, the last of duplicate keys wins (member).
 func summarize(members []jsonscan.Member) (action, repo, sender string) {
-	for _, m := range members {
-		switch {
-		case m.Is("action"):
-			action = stringValue(m.Value)
-		case m.Is("repository"):
-			repo = memberString(m.Value, "full_name")
-		case m.Is("sender"):
-			sender = memberString(m.Value, "login")
-		}
-	}
-	return action, repo, sender
+	return member(members, "action"), member(members, "repository", "full_name"), member(members, "sender", "login")
 }
 
 // branchOf returns the branch a delivery of event is about, from its
@@ -435,14 +425,14 @@ func branchOf(event string, members []jsonscan.Member) string {
 }
 
 // member returns the string at path in the object whose members are
-// given, "" when there is none.
+// given, "" when there is none. As in JSON.parse, the last of duplicate
+// keys wins.
 func member(members []jsonscan.Member, path ...string) string {
 	for i, name := range path {
 		var next []byte
 		for _, m := range members {
 			if m.Is(name) {
 				next = m.Value
-				break
 			}
 		}
 		if next == nil {
@@ -457,13 +447,6 @@ func member(members []jsonscan.Member, path ...string) string {
 		}
 	}
 	return ""
-}
-
-// memberString returns the string value of name in the JSON object obj, ""
-// when obj is not an object or the value is not a string.
-func memberString(obj []byte, name string) string {
-	v, _ := jsonscan.StringMember(obj, name)
-	return string(v)
 }
 
 // stringValue decodes a JSON string literal, "" for any other value.

@@ -44,7 +44,8 @@ type sendOptions struct {
 	name        string                  // --event as given: event or event.action
 	event       string                  // the X-GitHub-Event value
 	action      string                  // the action asked for, if any
-	example     string                  // the built-in example used when payloadPath is ""
+	example     []byte                  // the payload examples.Build made, used when payloadPath is ""
+	exampleNote string                  // how it was made, when there was no example of its name
 	payloadPath string                  // a file, "-" for stdin, or "" for the example
 	from        *capture.File           // --from: a capture file's delivery as the payload
 	overrides   []webhookstest.Override // --set, --set-json, --unset, in order
@@ -200,7 +201,7 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 		return o, usageErrorf("--event: the name contains control characters")
 	}
 	if o.payloadPath == "" && o.from == nil && o.scheme == provider.GitHub {
-		if o.example, err = pickExample(o.event, o.action, hasAction); err != nil {
+		if o.example, o.exampleNote, err = pickExample(o.event, o.action, hasAction); err != nil {
 			return o, err
 		}
 	}
@@ -239,32 +240,34 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 	return o, nil
 }
 
-// pickExample returns the name of the payload to send for event[.action]:
-// any event.action GitHub sends (examples.Build makes one where there is
-// no example), or the only example of an event given without an action.
-func pickExample(event, action string, hasAction bool) (string, error) {
+// pickExample returns the payload to send for event[.action] and how
+// examples.Build made it: any event.action GitHub sends (made where there
+// is no example), or the only example of an event given without an
+// action.
+func pickExample(event, action string, hasAction bool) (payload []byte, note string, err error) {
 	name := event
 	if hasAction {
 		name += "." + action
-		if _, _, ok := examples.Build(name); ok {
-			return name, nil
+		if payload, note, ok := examples.Build(name); ok {
+			return payload, note, nil
 		}
 	}
 	if webhooks.ValidateEventName(name, webhooks.ValidateOptions{}) != nil {
 		if best := closest(name, webhooks.EmitterEventNames()); best != "" {
-			return "", usageErrorf("--event %s is not a GitHub event (did you mean %s?)", name, best)
+			return nil, "", usageErrorf("--event %s is not a GitHub event (did you mean %s?)", name, best)
 		}
 	}
 	noPayload := usageErrorf("no payload for %s: --payload FILE sends any event with its payload (hookline events lists the events hookline makes one for)", name)
 	if hasAction {
-		return "", noPayload
+		return nil, "", noPayload
 	}
 	switch names := examples.ForEvent(event); len(names) {
 	case 1:
-		return names[0], nil
+		payload, note, _ := examples.Build(names[0])
+		return payload, note, nil
 	case 0:
 	default:
-		return "", usageErrorf("%s has several built-in examples; name one with --event: %s", event, strings.Join(names, ", "))
+		return nil, "", usageErrorf("%s has several built-in examples; name one with --event: %s", event, strings.Join(names, ", "))
 	}
 	var actions []string
 	for _, n := range webhooks.EmitterEventNames() {
@@ -276,9 +279,9 @@ func pickExample(event, action string, hasAction bool) (string, error) {
 	case len(actions) == 1:
 		return pickExample(event, strings.TrimPrefix(actions[0], event+"."), true)
 	case len(actions) > 1:
-		return "", usageErrorf("%s has several actions; name one with --event: %s", event, strings.Join(actions, ", "))
+		return nil, "", usageErrorf("%s has several actions; name one with --event: %s", event, strings.Join(actions, ", "))
 	}
-	return "", noPayload
+	return nil, "", noPayload
 }
 
 func runSend(ctx context.Context, o sendOptions, s *streams) error {
@@ -294,10 +297,9 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	case o.from != nil:
 		payload = o.from.Body
 	case o.payloadPath == "":
-		var note string
-		payload, note, _ = examples.Build(o.example)
-		if note != "" {
-			fmt.Fprintf(s.err, "%s %s\n", paint(s.errColor, color.FgYellow).Sprint("note:"), note)
+		payload = o.example
+		if o.exampleNote != "" {
+			fmt.Fprintf(s.err, "%s %s\n", paint(s.errColor, color.FgYellow).Sprint("note:"), o.exampleNote)
 		}
 	default:
 		var err error
