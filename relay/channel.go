@@ -307,7 +307,14 @@ func (s *Server) publish(ctx context.Context, name string, d *Entry) (published,
 		}
 		return published{}, err
 	}
-	d.id = id
+	if d.id != id {
+		// A store whose readers get copies (Redis) leaves d's id to its
+		// caller. The in-process store set it before d became visible
+		// (under its lock): streams replaying the history may be reading
+		// it already, so it is not written again (a data race, even with
+		// the same value).
+		d.id = id
+	}
 	s.writeErr.Store(nil)
 	switch {
 	case name == s.opts.CanaryChannel: // never "": a channel has a name
