@@ -275,8 +275,14 @@ func (p *cdpPage) text(expression string) string {
 	return s
 }
 
-// screenshot saves a PNG of the viewport to path.
+// screenshot saves a PNG of the viewport to path. The tab is brought to
+// the front first: headless Chromium paints only the front tab, and a
+// capture of one behind another waits about 30 s for a frame before it
+// gives up and paints one.
 func (p *cdpPage) screenshot(path string) error {
+	if err := p.b.call(p.session, "Page.bringToFront", map[string]any{}, nil); err != nil {
+		return err
+	}
 	var shot struct{ Data []byte }
 	if err := p.b.call(p.session, "Page.captureScreenshot", map[string]any{"format": "png"}, &shot); err != nil {
 		return err
