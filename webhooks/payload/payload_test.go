@@ -153,6 +153,11 @@ func examples(t *testing.T) []example {
 func TestExamplesRoundTrip(t *testing.T) {
 	type counts struct{ examples, addedZero, droppedNull, extra int }
 	drift := map[string]*counts{}
+	// 322 of the 726 examples are the same bytes under the same name in
+	// another of the package's directories (GHES versions): each is
+	// checked once, and its counts reused.
+	type seen struct{ name, body string }
+	done := map[seen]counts{}
 	all, typed := 0, 0
 	for _, ex := range examples(t) {
 		all++
@@ -160,6 +165,20 @@ func TestExamplesRoundTrip(t *testing.T) {
 			typed++
 		}
 		for _, name := range []string{ex.name, strings.SplitN(ex.name, ".", 2)[0]} {
+			d := drift[ex.dir]
+			if d == nil {
+				d = new(counts)
+				drift[ex.dir] = d
+			}
+			key := seen{name, string(ex.body)}
+			if c, ok := done[key]; ok {
+				d.examples += c.examples
+				d.addedZero += c.addedZero
+				d.droppedNull += c.droppedNull
+				d.extra += c.extra
+				continue
+			}
+			done[key] = counts{}
 			v := payload.New(name)
 			if v == nil {
 				// repository_dispatch's action is the sender's event_type:
@@ -189,15 +208,12 @@ func TestExamplesRoundTrip(t *testing.T) {
 			for _, d := range c.diffs {
 				t.Errorf("%v as %T: %s", ex, v, d)
 			}
-			d := drift[ex.dir]
-			if d == nil {
-				d = new(counts)
-				drift[ex.dir] = d
-			}
-			d.examples++
-			d.addedZero += c.addedZero
-			d.droppedNull += c.droppedNull
-			d.extra += extraCount(v)
+			now := counts{examples: 1, addedZero: c.addedZero, droppedNull: c.droppedNull, extra: extraCount(v)}
+			done[key] = now
+			d.examples += now.examples
+			d.addedZero += now.addedZero
+			d.droppedNull += now.droppedNull
+			d.extra += now.extra
 		}
 	}
 	t.Logf("%d examples, %d with a payload type (the others are GitHub Enterprise Server's own events)", all, typed)
