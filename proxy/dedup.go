@@ -14,12 +14,15 @@ const (
 // dedup remembers the delivery ids read in the last window (at most size of
 // them) and says whether a delivery repeats one.
 //
-// A repeat is a duplicate unless the relay's event ids are durable and the
-// repeat came with a different event id than the first copy: that is a
-// deliberate redelivery (hookline's relay page, GitHub's Redeliver button
-// through a relay with durable ids), which keeps its X-GitHub-Delivery id
-// and is forwarded again. A relay that sends the same event twice (at least
-// once delivery, a replay after reconnecting) repeats its event id too.
+// A repeat is a duplicate unless it may be a redelivery someone asked for
+// (the relay's event ids are durable, and the repeat is marked by the
+// hookline relay or comes from a sender that never resends on its own:
+// see asked) and came with a different event id than the first copy: that
+// is a deliberate redelivery (hookline's relay page, GitHub's Redeliver
+// button through a relay with durable ids), which keeps its delivery id
+// and is forwarded again. A relay that sends the same event twice (at
+// least once delivery, a replay after reconnecting) repeats its event id
+// too; a sender's own retry is a new event with the same delivery id.
 //
 // It is safe for concurrent use (Client.Handle).
 type dedup struct {
@@ -52,9 +55,10 @@ func newDedup(window time.Duration) *dedup {
 }
 
 // check records the delivery id (with the event id it came with) and
-// reports whether it is a duplicate, or a redelivery of an id seen before.
-// An empty id is never a duplicate. A nil *dedup reports nothing.
-func (d *dedup) check(id, eventID string, durable bool, now time.Time) (duplicate, redelivery bool) {
+// reports whether it is a duplicate, or a redelivery of an id seen before
+// (only when redeliverable). An empty id is never a duplicate. A nil
+// *dedup reports nothing.
+func (d *dedup) check(id, eventID string, redeliverable bool, now time.Time) (duplicate, redelivery bool) {
 	if d == nil || id == "" {
 		return false, false
 	}
@@ -62,7 +66,7 @@ func (d *dedup) check(id, eventID string, durable bool, now time.Time) (duplicat
 	defer d.mu.Unlock()
 	d.expire(now)
 	if prev, ok := d.seen[id]; ok {
-		if durable && eventID != "" && prev.eventID != "" && eventID != prev.eventID {
+		if redeliverable && eventID != "" && prev.eventID != "" && eventID != prev.eventID {
 			d.add(id, eventID, now)
 			return false, true
 		}

@@ -1,16 +1,19 @@
 package proxy_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/internal/testutil/ssetest"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // frame is one SSE event carrying a delivery in hookline's format.
@@ -149,3 +152,65 @@ func TestClientForwardsARelayRedelivery(t *testing.T) {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// A sender that retries on its own (Standard Webhooks, here) sends a
+// delivery again with the same webhook-id, freshly signed: through the
+// hookline relay that is a new event, and it is a duplicate, not a
+// redelivery. The relay page's Redeliver of it is marked by the relay and
+// forwarded again.
+func TestClientSkipsASendersRetryButForwardsARelayRedelivery(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{})
+	target := &relaytest.Sink{}
+	cw := newConnWatch()
+	res := newResults()
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	c, _, _ := startClient(t, proxy.Options{URL: rl.Channel, Secret: secret, Targets: []proxy.Target{{URL: httptestServer(t, target)}}, OnState: cw.on, OnResult: res.add})
+	cw.waitConnected(t)
+	body := []byte(`{"type":"invoice.paid","data":{"n":1}}`)
+	send := func(at time.Time) {
+		t.Helper()
+		h, err := provider.Sign(provider.Standard, secret, body, provider.Signing{ID: "msg_retried", At: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, rl.Channel, bytes.NewReader(body))
+		req.Header = h
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST: %d", resp.StatusCode)
+		}
+	}
+	now := time.Now()
+	send(now.Add(-time.Minute)) // the first attempt
+	send(now)                   // the sender's retry: signed again, the same webhook-id
+	rs := res.wait(t, 2)
+	if rs[0].Delivery.ID != "msg_retried" || rs[0].Duplicate || rs[0].Verification != proxy.VerificationPassed {
+		t.Errorf("first: id %q, Duplicate %v, %s; want msg_retried forwarded, verified", rs[0].Delivery.ID, rs[0].Duplicate, rs[0].Verification)
+	}
+	if !rs[1].Duplicate || rs[1].Redelivery || len(rs[1].Targets) > 0 {
+		t.Errorf("the sender's retry: Duplicate %v, Redelivery %v, %d targets; want a duplicate, not forwarded", rs[1].Duplicate, rs[1].Redelivery, len(rs[1].Targets))
+	}
+	resp, err := http.Post(rl.Channel+"/redeliver/1", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("redeliver: %d", resp.StatusCode)
+	}
+	r := res.wait(t, 1)[2]
+	if !r.Redelivery || r.Duplicate || len(r.Targets) == 0 || !r.Targets[0].OK() {
+		t.Errorf("the relay's redelivery: Redelivery %v, Duplicate %v, Targets %+v; want forwarded as a redelivery", r.Redelivery, r.Duplicate, r.Targets)
+	}
+	if got := len(target.Arrivals()); got != 2 {
+		t.Errorf("the target got %d deliveries, want the first and the relay's redelivery", got)
+	}
+	if s := c.Stats(); s.Redeliveries != 1 || s.Duplicates != 1 {
+		t.Errorf("Stats: %d redeliveries, %d duplicates; want 1, 1", s.Redeliveries, s.Duplicates)
+	}
+}

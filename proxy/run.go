@@ -16,6 +16,7 @@ import (
 	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/rest"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // Run subscribes and handles deliveries until ctx is done, then stops
@@ -368,6 +369,16 @@ func (c *Client) classify(d *delivery.Delivery, durable bool) item {
 		it.duplicate, it.doneBefore = true, true
 		return it
 	}
-	it.duplicate, it.redelivery = c.dedup.check(d.ID, d.EventID, durable, time.Now())
+	it.duplicate, it.redelivery = c.dedup.check(d.ID, d.EventID, durable && asked(d), time.Now())
 	return it
+}
+
+// asked reports whether a repeat of d's delivery id that comes as a new
+// event would be a redelivery someone asked for: one the hookline relay
+// marks as its own (its page's Redeliver button), or one of a sender that
+// never resends on its own (GitHub's Redeliver button, hookline deliveries
+// --redeliver). Another sender's repeat is its retry of a delivery it
+// thought lost (Standard Webhooks, Stripe, Shopify...): a duplicate.
+func asked(d *delivery.Delivery) bool {
+	return d.Headers.Get(wire.RedeliveryHeader) != "" || !provider.Resent(d.Headers, d.Body)
 }

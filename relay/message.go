@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -99,13 +100,30 @@ func (d *Entry) IdempotencyKey() string { return headerValue(d.header, idempoten
 func (d *Entry) UniqueKey() bool { return d.of == 0 }
 
 // Redelivery returns a new entry with d's headers, query and body, received
-// at now, that repeats d (see Of).
+// at now, that repeats d (see Of), marked with wire.RedeliveryHeader.
 func (d *Entry) Redelivery(now time.Time) *Entry {
-	nd := makeDelivery(d.header, d.query, d.body, now)
-	nd.of = d.id
+	of := d.id
 	if d.of != 0 {
-		nd.of = d.of
+		of = d.of
 	}
+	return redelivery(d.header, d.query, d.body, of, now)
+}
+
+// redelivery builds the entry of a redelivery of delivery of, whose
+// headers (without the mark), query and body it repeats, received at now:
+// the headers with wire.RedeliveryHeader set to of.
+func redelivery(header []wire.Header, query string, body []byte, of int64, now time.Time) *Entry {
+	name := strings.ToLower(wire.RedeliveryHeader)
+	marked := make([]wire.Header, 0, len(header)+1)
+	for _, h := range header {
+		if h.Name != name {
+			marked = append(marked, h)
+		}
+	}
+	marked = append(marked, wire.Header{Name: name, Value: strconv.FormatInt(of, 10)})
+	slices.SortFunc(marked, func(a, b wire.Header) int { return strings.Compare(a.Name, b.Name) })
+	nd := makeDelivery(marked, query, body, now)
+	nd.of = of
 	return nd
 }
 
@@ -192,7 +210,8 @@ func messageHeaders(r *http.Request) []wire.Header {
 	}
 	for k, vs := range r.Header {
 		name := strings.ToLower(k)
-		if httpx.IsHopByHop(name) || wire.Reserved(name) || drop[name] || name == "host" || !header.IsToken(name) {
+		if httpx.IsHopByHop(name) || wire.Reserved(name) || drop[name] || name == "host" || !header.IsToken(name) ||
+			strings.EqualFold(name, wire.RedeliveryHeader) { // the relay's own mark (see Entry.Redelivery)
 			continue
 		}
 		sep := ", "

@@ -79,8 +79,9 @@ func TestHistorySurvivesRestart(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"id":6`) {
 		t.Errorf("redeliver 1 after restart = %d %s", code, body)
 	}
-	if ev := sub.next(); ev.ID != "6" || normalize(ev.Data) != normalize(before[0].Data) {
-		t.Errorf("redelivery = %+v, want delivery 1's message", ev)
+	const mark = `,"x-hookline-redelivery-of":"1"`
+	if ev := sub.next(); ev.ID != "6" || !strings.Contains(ev.Data, mark) || strings.Replace(normalize(ev.Data), mark, "", 1) != normalize(before[0].Data) {
+		t.Errorf("redelivery = %+v, want delivery 1's message marked as its redelivery", ev)
 	}
 }
 
@@ -244,5 +245,26 @@ func BenchmarkPost(b *testing.B) {
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "POST/s")
 			})
 		}
+	}
+}
+
+// A redelivery is stored as a reference to the delivery it repeats; read
+// back after a restart, it still carries the relay's mark.
+func TestRedeliveryMarkSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	_, ts, stop := openRelay(t, relay.Options{}, dir)
+	mustPost(t, ts.URL+"/marks", `{"a":1}`, "Content-Type", "application/json", "X-GitHub-Delivery", "d-1")
+	if code, answer := post(t, ts.URL+"/marks/redeliver/1", ""); code != http.StatusOK {
+		t.Fatalf("redeliver = %d %s", code, answer)
+	}
+	stop()
+	_, ts2, _ := openRelay(t, relay.Options{}, dir)
+	sub := subscribe(t, ts2.URL+"/marks?hookline=1", "Last-Event-ID", "0")
+	sub.ready()
+	if m := message(t, sub.next()); m["x-hookline-redelivery-of"] != nil {
+		t.Errorf("the delivery carries x-hookline-redelivery-of %v", m["x-hookline-redelivery-of"])
+	}
+	if m := message(t, sub.next()); m["x-hookline-redelivery-of"] != "1" || m["x-github-delivery"] != "d-1" {
+		t.Errorf("the redelivery read back: x-hookline-redelivery-of %v, x-github-delivery %v; want 1, d-1", m["x-hookline-redelivery-of"], m["x-github-delivery"])
 	}
 }

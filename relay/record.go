@@ -138,8 +138,7 @@ func DecodeEntry(id int64, rec, orig []byte) (*Entry, error) {
 		return nil, err
 	}
 	if isRef {
-		d = makeDelivery(d.header, d.query, d.body, received)
-		d.of = of
+		d = redelivery(d.header, d.query, d.body, of, received)
 	}
 	d.id = id
 	return d, nil

@@ -655,6 +655,11 @@ func TestRedeliver(t *testing.T) {
 	a, b := message(t, first), message(t, second)
 	delete(a, "timestamp")
 	delete(b, "timestamp")
+	// The relay marks it: a client tells it from a sender's own retry.
+	if mark := b["x-hookline-redelivery-of"]; mark != "1" {
+		t.Errorf("redelivery's x-hookline-redelivery-of = %v, want 1", mark)
+	}
+	delete(b, "x-hookline-redelivery-of")
 	if fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Errorf("redelivery differs from the delivery:\n%v\n%v", b, a)
 	}
@@ -671,6 +676,18 @@ func TestRedeliver(t *testing.T) {
 		if code, body := post(t, ts.URL+tt.path, ""); code != tt.code {
 			t.Errorf("POST %s = %d %s, want %d", tt.path, code, body, tt.code)
 		}
+	}
+	// A redelivery of the redelivery names the first delivery; a sender
+	// cannot set the mark.
+	if code, answer := post(t, url+"/redeliver/2", ""); code != http.StatusOK {
+		t.Fatalf("redeliver 2 = %d %s", code, answer)
+	}
+	if mark := message(t, sub.next())["x-hookline-redelivery-of"]; mark != "1" {
+		t.Errorf("redelivery of a redelivery: x-hookline-redelivery-of = %v, want 1", mark)
+	}
+	mustPost(t, url, "{}", "Content-Type", "application/json", "X-Hookline-Redelivery-Of", "1")
+	if m := message(t, sub.next()); m["x-hookline-redelivery-of"] != nil {
+		t.Errorf("a sender's x-hookline-redelivery-of was relayed: %v", m["x-hookline-redelivery-of"])
 	}
 	resp, err := http.Get(url + "/redeliver/1")
 	if err != nil {

@@ -61,6 +61,15 @@ const (
 	LinkMin          = 1 << 20
 )
 
+// RedeliveryHeader marks a delivery a hookline relay published again on
+// request (its page's Redeliver button, POST /<channel>/redeliver/<id>):
+// its value is the id of the first delivery of that content in the
+// channel. The relay sets it and drops it from what senders POST, so a
+// client can tell a redelivery someone asked for, which it forwards again,
+// from a sender's own retry of the same delivery id, a duplicate. It is a
+// request header like the sender's (every relay client passes it on).
+const RedeliveryHeader = "X-Hookline-Redelivery-Of"
+
 // TokenQuery carries a private channel's read token in a URL, for clients
 // that cannot send "Authorization: Bearer <token>" (a browser, smee-client
 // and gosmee given the URL). hookline's clients take it out of a channel

@@ -405,7 +405,8 @@ func Sign(s Scheme, secret string, body []byte, opts Signing) (http.Header, erro
 }
 
 // idHeaders carry a delivery's id, each sender's, the most specific first:
-// GitHub's, Gitea's, Forgejo's, Standard Webhooks', GitLab's (its
+// GitHub's, Gitea's, Forgejo's (the senders that never resend on their
+// own: see Resent), Standard Webhooks', GitLab's (its
 // Idempotency-Key, the same across its retries, then the event's UUID),
 // Bitbucket's, Shopify's.
 var idHeaders = []string{"X-Github-Delivery", "X-Gitea-Delivery", "X-Forgejo-Delivery", "Webhook-Id",
@@ -432,6 +433,22 @@ func DeliveryID(h http.Header, body []byte) string {
 	}
 	id, _ := jsonscan.StringMember(body, member)
 	return string(id)
+}
+
+// Resent reports whether the sender of a delivery with headers h sends it
+// again on its own, with the same DeliveryID, when it gets no 2xx answer
+// in time: Standard Webhooks senders, GitLab, Bitbucket, Shopify, Stripe
+// and Slack do. GitHub, Gitea and Forgejo never do: their deliveries
+// repeat only when someone asks (a Redeliver button, the API), so a repeat
+// of their id is a redelivery to handle, where another sender's is a
+// retry of one already handled. false when the delivery has no id.
+func Resent(h http.Header, body []byte) bool {
+	for _, name := range idHeaders[:3] { // GitHub's, Gitea's, Forgejo's
+		if h.Get(name) != "" {
+			return false
+		}
+	}
+	return DeliveryID(h, body) != ""
 }
 
 // Event returns the event a delivery of scheme s names: its event header,

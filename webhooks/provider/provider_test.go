@@ -217,21 +217,25 @@ func TestDeliveryID(t *testing.T) {
 		h      http.Header
 		body   string
 		want   string
+		resent bool // Resent: the sender retries on its own
 	}{
-		{"github", hdr("X-Github-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-Hub-Signature-256", "sha256=x"), `{}`, "72d3162e-cc78-11e3-81ab-4c9367dc0958"},
-		{"gitea", hdr("X-Gitea-Delivery", "f6266f16-1bf3-46a5-9ea4-602e06ead473", "X-Gitea-Signature", "x"), `{}`, "f6266f16-1bf3-46a5-9ea4-602e06ead473"},
-		{"forgejo", hdr("X-Forgejo-Delivery", "b5b5a0d8-6a4e-4f64-9d3a-0f5e2f36f2c1"), `{}`, "b5b5a0d8-6a4e-4f64-9d3a-0f5e2f36f2c1"},
-		{"standard", hdr("Webhook-Id", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Webhook-Timestamp", "1674087231", "Webhook-Signature", "v1,x"), `{"type":"x"}`, "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"},
-		{"gitlab, with an Idempotency-Key", hdr("Idempotency-Key", "f5e5f430-f57b-4e6e-9fac-d9128cd7232f", "X-Gitlab-Event-Uuid", "13792a34-cac6-4fda-95a8-c58e00a3954e", "X-Gitlab-Token", "t"), `{}`, "f5e5f430-f57b-4e6e-9fac-d9128cd7232f"},
-		{"gitlab", hdr("X-Gitlab-Event-Uuid", "13792a34-cac6-4fda-95a8-c58e00a3954e", "X-Gitlab-Token", "t"), `{}`, "13792a34-cac6-4fda-95a8-c58e00a3954e"},
-		{"bitbucket", hdr("X-Request-Uuid", "{afb4c6d6-0b8f-4f5b-b2b4-0c52f1a6e3b7}", "X-Event-Key", "repo:push"), `{}`, "{afb4c6d6-0b8f-4f5b-b2b4-0c52f1a6e3b7}"},
-		{"shopify", hdr("X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", "X-Shopify-Hmac-Sha256", "x"), `{}`, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"},
-		{"stripe", hdr("Stripe-Signature", "t=1,v1=x"), `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","type":"invoice.paid"}`, "evt_1NG8Du2eZvKYlo2CUI79vXWy"},
-		{"slack", hdr("X-Slack-Signature", "v0=x", "X-Slack-Request-Timestamp", "1"), `{"type":"event_callback","event_id":"Ev0PV52K21"}`, "Ev0PV52K21"},
-		{"an unsigned payload with an id member", hdr(), `{"id":"not-a-delivery-id"}`, ""},
+		{"github", hdr("X-Github-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958", "X-Hub-Signature-256", "sha256=x"), `{}`, "72d3162e-cc78-11e3-81ab-4c9367dc0958", false},
+		{"gitea", hdr("X-Gitea-Delivery", "f6266f16-1bf3-46a5-9ea4-602e06ead473", "X-Gitea-Signature", "x"), `{}`, "f6266f16-1bf3-46a5-9ea4-602e06ead473", false},
+		{"forgejo", hdr("X-Forgejo-Delivery", "b5b5a0d8-6a4e-4f64-9d3a-0f5e2f36f2c1"), `{}`, "b5b5a0d8-6a4e-4f64-9d3a-0f5e2f36f2c1", false},
+		{"standard", hdr("Webhook-Id", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "Webhook-Timestamp", "1674087231", "Webhook-Signature", "v1,x"), `{"type":"x"}`, "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", true},
+		{"gitlab, with an Idempotency-Key", hdr("Idempotency-Key", "f5e5f430-f57b-4e6e-9fac-d9128cd7232f", "X-Gitlab-Event-Uuid", "13792a34-cac6-4fda-95a8-c58e00a3954e", "X-Gitlab-Token", "t"), `{}`, "f5e5f430-f57b-4e6e-9fac-d9128cd7232f", true},
+		{"gitlab", hdr("X-Gitlab-Event-Uuid", "13792a34-cac6-4fda-95a8-c58e00a3954e", "X-Gitlab-Token", "t"), `{}`, "13792a34-cac6-4fda-95a8-c58e00a3954e", true},
+		{"bitbucket", hdr("X-Request-Uuid", "{afb4c6d6-0b8f-4f5b-b2b4-0c52f1a6e3b7}", "X-Event-Key", "repo:push"), `{}`, "{afb4c6d6-0b8f-4f5b-b2b4-0c52f1a6e3b7}", true},
+		{"shopify", hdr("X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", "X-Shopify-Hmac-Sha256", "x"), `{}`, "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", true},
+		{"stripe", hdr("Stripe-Signature", "t=1,v1=x"), `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","type":"invoice.paid"}`, "evt_1NG8Du2eZvKYlo2CUI79vXWy", true},
+		{"slack", hdr("X-Slack-Signature", "v0=x", "X-Slack-Request-Timestamp", "1"), `{"type":"event_callback","event_id":"Ev0PV52K21"}`, "Ev0PV52K21", true},
+		{"an unsigned payload with an id member", hdr(), `{"id":"not-a-delivery-id"}`, "", false},
 	} {
 		if got := provider.DeliveryID(tt.h, []byte(tt.body)); got != tt.want {
 			t.Errorf("%s: DeliveryID = %q, want %q", tt.sender, got, tt.want)
+		}
+		if got := provider.Resent(tt.h, []byte(tt.body)); got != tt.resent {
+			t.Errorf("%s: Resent = %v, want %v", tt.sender, got, tt.resent)
 		}
 	}
 }
