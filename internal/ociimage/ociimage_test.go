@@ -2,11 +2,17 @@ package ociimage
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +26,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hookline/hookline/internal/cli"
+	"github.com/hookline/hookline/internal/testutil/githubtest"
 	"github.com/hookline/hookline/internal/testutil/testenv"
+	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/webhooks"
 )
 
 // TestImageRunsFromItsFilesystem builds the image from a static hookline,
@@ -132,6 +141,8 @@ func TestImageRunsFromItsFilesystem(t *testing.T) {
 		t.Errorf("/data/relay.db: %v, want it written by the image's user", err)
 	}
 
+	t.Run("https", func(t *testing.T) { imageSpeaksHTTPS(t, rootfs) })
+
 	t.Run("podman", func(t *testing.T) {
 		if _, err := exec.LookPath("podman"); err != nil {
 			t.Skip("no container runtime here: podman cannot run on this machine (no permission to set rlimits, cgroups in hybrid mode); the unpacked image was run with chroot instead")
@@ -179,5 +190,127 @@ func TestDeployExamples(t *testing.T) {
 		if name == "kubernetes.yaml" && (!strings.Contains(text, "path: /healthz") || !strings.Contains(text, "replicas: 2") || !strings.Contains(text, fmt.Sprint(UID))) {
 			t.Errorf("%s: want two replicas, readiness on /healthz, the image's user", name)
 		}
+	}
+}
+
+// imageSpeaksHTTPS checks the image's CA roots, then runs forward and
+// deliveries from the unpacked root, as the image's user, against servers
+// on https: a relay whose certificate chains to a root the image trusts
+// (the test's own CA, added to the image's bundle as a user adds theirs)
+// and a fake of GitHub's API. forward receives a delivery and verifies
+// it; deliveries lists a webhook's deliveries.
+func imageSpeaksHTTPS(t *testing.T, rootfs string) {
+	bundlePath := filepath.Join(rootfs, CABundle)
+	pemBytes, err := os.ReadFile(bundlePath)
+	if err != nil {
+		t.Fatalf("the image has no CA roots: %v", err)
+	}
+	roots := 0
+	for rest := pemBytes; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			t.Errorf("%s: root %d: %v", CABundle, roots+1, err)
+		}
+		roots++
+	}
+	if roots < 100 {
+		t.Fatalf("%s holds %d roots, want Mozilla's (over 100)", CABundle, roots)
+	}
+	t.Logf("%s: %d roots", CABundle, roots)
+
+	// Servers on https with httptest's certificate, whose own CA it is:
+	// added to the image's bundle, as a user adds a private CA.
+	const secret = "image-secret"
+	rl, err := relay.New(relay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relaySrv := httptest.NewTLSServer(rl)
+	t.Cleanup(relaySrv.Close)
+	t.Cleanup(rl.Close)
+	gh := githubtest.New(t, "")
+	ghURL, _ := url.Parse(gh.WebURL)
+	apiSrv := httptest.NewTLSServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(ghURL) }})
+	t.Cleanup(apiSrv.Close)
+	f, err := os.OpenFile(bundlePath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem.Encode(f, &pem.Block{Type: "CERTIFICATE", Bytes: relaySrv.Certificate().Raw})
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	got := make(chan []byte, 4)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- b
+	}))
+	t.Cleanup(target.Close)
+	// The image's environment (its config's Env, its user's home).
+	inImage := func(ctx context.Context, args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, "chroot", append([]string{fmt.Sprintf("--userspec=%d:%d", UID, GID), rootfs, "/hookline"}, args...)...)
+		cmd.Env = []string{"HOME=/data", "HOOKLINE_NO_COLOR=1", "GITHUB_TOKEN=" + githubtest.Token}
+		return cmd
+	}
+
+	channel := relaySrv.URL + "/image-https"
+	ctx, cancel := context.WithCancel(t.Context())
+	forward := inImage(ctx, "forward", "--url", channel, "--target", target.URL, "--secret", secret, "--json")
+	var out, errOut strings.Builder
+	forward.Stdout, forward.Stderr = &out, &errOut
+	if err := forward.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		forward.Wait()
+		if t.Failed() {
+			t.Logf("forward's output:\n%s%s", out.String(), errOut.String())
+		}
+	})
+	if !testenv.Polled(20*time.Millisecond, func() bool { return rl.Stats().Subscribers == 1 }) {
+		t.Fatalf("forward in the image did not connect to the relay over https")
+	}
+	body := []byte(`{"zen":"over https, from the image"}`)
+	req, _ := http.NewRequest(http.MethodPost, channel, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "ping")
+	req.Header.Set("X-GitHub-Delivery", "image-https-1")
+	sig, err := webhooks.Sign(secret, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Hub-Signature-256", sig)
+	resp, err := relaySrv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case b := <-got:
+		if !bytes.Equal(b, body) {
+			t.Errorf("the target got %q, want %q", b, body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the delivery never reached the target")
+	}
+	if !testenv.Polled(20*time.Millisecond, func() bool { return strings.Contains(out.String(), `"verification":"verified"`) }) {
+		t.Errorf("forward did not report the delivery verified: %s", out.String())
+	}
+
+	// deliveries, against GitHub's API on https.
+	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(hook.Close)
+	id := gh.AddHook(githubtest.Hook{Owner: "/repos/octo/hello", URL: hook.URL, Events: []string{"*"}, Active: true})
+	if _, err := gh.Deliver(id, "issues", []byte(`{"action":"opened"}`)); err != nil {
+		t.Fatal(err)
+	}
+	list, err := inImage(t.Context(), "deliveries", "--repo", "octo/hello", "--github-api", apiSrv.URL).CombinedOutput()
+	if err != nil || !strings.Contains(string(list), "issues.opened") {
+		t.Errorf("deliveries in the image: %v\n%s", err, list)
 	}
 }
