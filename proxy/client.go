@@ -48,7 +48,7 @@ type Client struct {
 	writeCapture func(dir string, d capture.File) (string, error)
 
 	stats struct {
-		received, filtered, verified, verifyFailed, unverified, handlerFails,
+		received, filtered, handshakes, verified, verifyFailed, unverified, handlerFails,
 		forwarded, targetFails, githubFailed, slow, saved, saveFails, malformed, gaps, gapLost,
 		duplicates, redeliveries, replayed, failedSaved, lost, stateFails, inFlight, unrouted atomic.Int64
 	}
@@ -185,7 +185,7 @@ func parseTarget(s string) (*url.URL, error) {
 func (c *Client) Stats() Stats {
 	s := &c.stats
 	st := Stats{
-		Received: s.received.Load(), Filtered: s.filtered.Load(), Verified: s.verified.Load(),
+		Received: s.received.Load(), Filtered: s.filtered.Load(), Handshakes: s.handshakes.Load(), Verified: s.verified.Load(),
 		VerifyFailed: s.verifyFailed.Load(), Unverified: s.unverified.Load(),
 		HandlerFails: s.handlerFails.Load(), Forwarded: s.forwarded.Load(),
 		TargetFails: s.targetFails.Load(), GitHubFailed: s.githubFailed.Load(), Slow: s.slow.Load(), Saved: s.saved.Load(), SaveFails: s.saveFails.Load(),

@@ -214,3 +214,50 @@ func TestClientSkipsASendersRetryButForwardsARelayRedelivery(t *testing.T) {
 		t.Errorf("Stats: %d redeliveries, %d duplicates; want 1, 1", s.Redeliveries, s.Duplicates)
 	}
 }
+
+// A sender's handshake is shown, never forwarded: a hub.challenge the relay
+// answered, and a Slack url_verification it did not (the channel is not
+// bound to the signing secret).
+func TestClientShowsHandshakesAndForwardsNone(t *testing.T) {
+	const name = "handshake-0123456789ab"
+	rl := relaytest.Start(t, relay.Options{ChannelVerifyTokens: map[string]string{name: "meatyhamhock"}})
+	channel := rl.Base + "/" + name
+	target := &relaytest.Sink{}
+	cw := newConnWatch()
+	res := newResults()
+	c, _, _ := startClient(t, proxy.Options{URL: channel, Targets: []proxy.Target{{URL: httptestServer(t, target)}}, OnState: cw.on, OnResult: res.add})
+	cw.waitConnected(t)
+
+	resp, err := http.Get(channel + "?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=meatyhamhock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("hub.challenge: %d", resp.StatusCode)
+	}
+	body := []byte(`{"token":"x","challenge":"3eZbrw1aBm2rZ","type":"url_verification"}`)
+	h, _ := provider.Sign(provider.Slack, "8f742231b10e8888abcd99yyyzzz85a5", body, provider.Signing{})
+	req, _ := http.NewRequest(http.MethodPost, channel, bytes.NewReader(body))
+	req.Header = h
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	rs := res.wait(t, 2)
+	for i, want := range []struct {
+		kind     string
+		answered bool
+	}{{"hub.challenge", true}, {"slack url_verification", false}} {
+		if r := rs[i]; r.Handshake != want.kind || r.HandshakeAnswered != want.answered || len(r.Targets) > 0 {
+			t.Errorf("result %d: Handshake %q, answered %v, %d targets; want %q, %v, not forwarded", i, r.Handshake, r.HandshakeAnswered, len(r.Targets), want.kind, want.answered)
+		}
+	}
+	if n := len(target.Arrivals()); n != 0 {
+		t.Errorf("the target got %d requests, want none", n)
+	}
+	if s := c.Stats(); s.Handshakes != 2 || s.Forwarded != 0 {
+		t.Errorf("Stats: %d handshakes, %d forwarded; want 2, 0", s.Handshakes, s.Forwarded)
+	}
+}

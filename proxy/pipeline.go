@@ -19,6 +19,7 @@ import (
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/jsonscan"
 	"github.com/hookline/hookline/internal/sse"
+	"github.com/hookline/hookline/internal/wire"
 	"github.com/hookline/hookline/webhooks"
 	"github.com/hookline/hookline/webhooks/provider"
 )
@@ -124,6 +125,7 @@ type prepared struct {
 	action, repo, sender, branch string
 	filtered                     bool
 	filteredBy                   string
+	handshake                    string // provider.Handshake's Kind: not a delivery
 	verification                 Verification
 	verifyNote                   string
 	scheme                       provider.Scheme
@@ -145,6 +147,10 @@ func (c *Client) prepare(d *delivery.Delivery, duplicate bool) *prepared {
 	}
 	p.branch = branchOf(d.Event, members)
 	if duplicate {
+		return p
+	}
+	if hs, ok := provider.HandshakeOf(d.Headers, queryOf(d), d.Body); ok {
+		p.handshake = hs.Kind
 		return p
 	}
 	if p.filtered, p.filteredBy = c.filter.drop(eventmatch.Key{Event: d.Event, Action: p.action, Branch: p.branch}); p.filtered {
@@ -183,6 +189,11 @@ func (c *Client) processOne(ctx context.Context, it item, then func(Result)) (r 
 		c.stats.replayed.Add(1)
 	case r.Redelivery:
 		c.stats.redeliveries.Add(1)
+	}
+	if p.handshake != "" {
+		r.Handshake, r.HandshakeAnswered = p.handshake, d.Headers.Get(wire.HandshakeHeader) == "answered"
+		c.stats.handshakes.Add(1)
+		return r, true
 	}
 	if p.filtered {
 		r.Filtered, r.FilteredBy = true, p.filteredBy
@@ -467,4 +478,10 @@ func saveableHeader(h http.Header) http.Header {
 		}
 	}
 	return out
+}
+
+// queryOf is d's query string, parsed (the pairs that parse).
+func queryOf(d *delivery.Delivery) url.Values {
+	q, _ := url.ParseQuery(d.Query)
+	return q
 }

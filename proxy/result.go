@@ -84,6 +84,13 @@ type Result struct {
 	// Events has patterns and it matched none of them.
 	Filtered   bool
 	FilteredBy string
+	// Handshake is set when the request is not a delivery but a sender's
+	// check of the URL (webhooks/provider.HandshakeOf): its kind ("slack
+	// url_verification", "hub.challenge"). It is not passed on: the relay
+	// answers it, and HandshakeAnswered says whether the relay did (the
+	// hookline relay marks the ones it answered: wire.HandshakeHeader).
+	Handshake         string
+	HandshakeAnswered bool
 	// Duplicate is true when the delivery repeats one already read (same
 	// delivery id within the dedup window, or an event id the state file
 	// lists as done): nothing else was done with it. DoneBefore tells the
@@ -229,6 +236,7 @@ func (t *TargetResult) OK() bool { return t.Err == nil && t.Status >= 200 && t.S
 type Stats struct {
 	Received     int64 // deliveries read from the relay
 	Filtered     int64 // excluded by Events/Ignore
+	Handshakes   int64 // senders' checks of the URL (Result.Handshake), not passed on
 	Verified     int64 // signature matched
 	VerifyFailed int64 // signature did not match: never passed on
 	Unverified   int64 // no secret to check with

@@ -42,7 +42,10 @@ import (
 type Access struct {
 	TokenSum [sha256.Size]byte // the SHA-256 of the read token
 	Secret   string            // the webhook secret POSTs must be signed with; "" for none
-	Created  time.Time
+	// VerifyToken is the hub.verify_token a hub's handshake must carry for
+	// the relay to answer it; "" for none (see answerHub).
+	VerifyToken string
+	Created     time.Time
 	// Network is the client network that made the channel (an IPv4
 	// address, an IPv6 /48), for Limits.PrivatePerNetwork; "" for a
 	// channel made before the relay recorded it.
@@ -102,7 +105,7 @@ func privateShare(limit int) int { return max(limit/100, 10) }
 // MarshalJSON and UnmarshalJSON give the stored form of an Access (the
 // bbolt file and Redis keep the same bytes): the token's hash in hex.
 func (a Access) MarshalJSON() ([]byte, error) {
-	return json.Marshal(storedAccess{TokenSHA256: hex.EncodeToString(a.TokenSum[:]), Secret: a.Secret, Created: a.Created.UTC(), Network: a.Network, Used: a.Used.UTC()})
+	return json.Marshal(storedAccess{TokenSHA256: hex.EncodeToString(a.TokenSum[:]), Secret: a.Secret, VerifyToken: a.VerifyToken, Created: a.Created.UTC(), Network: a.Network, Used: a.Used.UTC()})
 }
 
 func (a *Access) UnmarshalJSON(b []byte) error {
@@ -114,7 +117,7 @@ func (a *Access) UnmarshalJSON(b []byte) error {
 	if err != nil || len(sum) != sha256.Size {
 		return fmt.Errorf("relay: a private channel's record has no valid token hash")
 	}
-	*a = Access{Secret: s.Secret, Created: s.Created, Network: s.Network, Used: s.Used}
+	*a = Access{Secret: s.Secret, VerifyToken: s.VerifyToken, Created: s.Created, Network: s.Network, Used: s.Used}
 	copy(a.TokenSum[:], sum)
 	return nil
 }
@@ -122,6 +125,7 @@ func (a *Access) UnmarshalJSON(b []byte) error {
 type storedAccess struct {
 	TokenSHA256 string    `json:"tokenSHA256"`
 	Secret      string    `json:"secret,omitempty"`
+	VerifyToken string    `json:"verifyToken,omitempty"`
 	Created     time.Time `json:"created"`
 	Network     string    `json:"network,omitempty"`
 	Used        time.Time `json:"used,omitzero"`
@@ -277,13 +281,14 @@ func IsPrivateName(name string) bool { return strings.HasPrefix(name, PrivatePre
 
 // admitPost checks a POST to channel name against its Access: with
 // Options.PrivateOnly the channel must be private, and a channel bound to
-// a secret takes only deliveries signed with it. It answers the POST when
-// it refuses it.
-func (s *Server) admitPost(w http.ResponseWriter, r *http.Request, name string, body []byte) bool {
+// a secret takes only deliveries signed with it. It reports whether the
+// delivery verified with that secret, and whether to go on; it answers
+// the POST when it refuses it.
+func (s *Server) admitPost(w http.ResponseWriter, r *http.Request, name string, body []byte) (verified, ok bool) {
 	secret := s.opts.ChannelSecrets[name]
 	a, ok := s.access(w, r, name)
 	if !ok {
-		return false
+		return false, false
 	}
 	if a != nil {
 		s.touch(r.Context(), name, a.Used) // a delivery to it, signed or not, shows it in use
@@ -292,7 +297,7 @@ func (s *Server) admitPost(w http.ResponseWriter, r *http.Request, name string, 
 		}
 	}
 	if secret == "" {
-		return true
+		return false, true
 	}
 	scheme := provider.Detect(r.Header)
 	err := provider.ErrNoSignature
@@ -300,49 +305,119 @@ func (s *Server) admitPost(w http.ResponseWriter, r *http.Request, name string, 
 		err = provider.Verify(scheme, r.Header, body, provider.Check{Secrets: []string{secret}})
 	}
 	if err == nil {
-		return true
+		return true, true
 	}
 	s.refusedUnsigned.Add(1)
 	httpx.WriteError(w, http.StatusUnauthorized, "this channel keeps only deliveries signed with its webhook secret, and this one's signature does not verify: "+err.Error())
-	return false
+	return false, false
 }
 
-// maxSecretBytes bounds a secret PUT to /<channel>/secret.
+// Handshakes.
+//
+// A sender that checks a URL before it delivers there (webhooks/provider
+// HandshakeOf) is answered by the relay, on a channel whose owner made it
+// possible, and never otherwise: a public relay must not prove control of
+// a URL for whoever asks. Slack's url_verification is answered on a channel
+// bound to a secret (the Slack signing secret) when its signature
+// verifies; a hub's GET ?hub.mode=subscribe&hub.challenge= (WebSub, Meta,
+// Strava) when its hub.verify_token is the channel's verify token (PUT
+// /<channel>/verify-token, or Options.ChannelVerifyTokens). An answered
+// handshake is relayed, marked (wire.HandshakeHeader), so that the
+// channel's forward shows it; a Slack url_verification that is not
+// answered is relayed as any POST, and a hub's check with a wrong token is
+// refused (403) and relayed to nobody.
+
+// maxChallengeBytes bounds the challenge the relay sends back.
+const maxChallengeBytes = 1 << 10
+
+// answerHub answers a hub's GET handshake hs to channel name.
+func (s *Server) answerHub(w http.ResponseWriter, r *http.Request, name string, hs provider.Handshake) {
+	a, ok := s.access(w, r, name)
+	if !ok {
+		return
+	}
+	token := s.opts.ChannelVerifyTokens[name]
+	if token == "" && a != nil {
+		token = a.VerifyToken
+	}
+	switch {
+	case token == "":
+		httpx.WriteError(w, http.StatusForbidden, "this channel has no verify token, so the relay does not answer hub.challenge for it: set one (hookline forward --hub-verify-token, or serve --channel-secrets with a <channel>.verify-token file) and give the sender the same")
+		return
+	case subtle.ConstantTimeCompare([]byte(hs.VerifyToken), []byte(token)) != 1:
+		s.refusedUnsigned.Add(1)
+		httpx.WriteError(w, http.StatusForbidden, "hub.verify_token is not this channel's verify token")
+		return
+	case len(hs.Challenge) > maxChallengeBytes:
+		httpx.WriteError(w, http.StatusBadRequest, fmt.Sprintf("hub.challenge is longer than %d bytes", maxChallengeBytes))
+		return
+	}
+	if a != nil {
+		s.touch(r.Context(), name, a.Used)
+	}
+	if _, err := s.publish(context.WithoutCancel(r.Context()), name, handshakeEntry(r, nil, time.Now())); err != nil {
+		s.log.Warn("an answered handshake was not relayed", "channel", name, "err", err)
+	}
+	s.log.Info("handshake answered", "channel", name, "kind", hs.Kind)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	io.WriteString(w, hs.Challenge)
+}
+
+// maxSecretBytes bounds a secret PUT to /<channel>/secret, or a verify
+// token to /<channel>/verify-token.
 const maxSecretBytes = 4 << 10
 
-// serveSecret answers PUT /<name>/secret (the body is the secret, bound to
-// the channel from now on) and DELETE (unbound), with the channel's token.
-func (s *Server) serveSecret(w http.ResponseWriter, r *http.Request, name string) {
+// binding is what PUT /<channel>/<binding> sets on a private channel.
+type binding struct {
+	path  string // secret, verify-token
+	what  string // in messages
+	field func(*Access) *string
+}
+
+var (
+	secretBinding      = binding{"secret", "webhook secret", func(a *Access) *string { return &a.Secret }}
+	verifyTokenBinding = binding{"verify-token", "hub.verify_token", func(a *Access) *string { return &a.VerifyToken }}
+)
+
+// serveBinding answers PUT /<name>/secret (the body is the secret, bound to
+// the channel from now on) or /<name>/verify-token (the token a hub's
+// handshake must carry), and DELETE (unbound), with the channel's token.
+func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, name string, b binding) {
 	a, ok := s.access(w, r, name)
 	if !ok {
 		return
 	}
 	if a == nil {
-		httpx.WriteError(w, http.StatusConflict, "only a private channel stores a secret (GET /new?private=1 makes one); serve --channel-secrets binds any channel")
+		httpx.WriteError(w, http.StatusConflict, "only a private channel stores a "+b.what+" (GET /new?private=1 makes one); serve --channel-secrets binds any channel")
 		return
 	}
 	if !s.tokenMatches(w, r, a) {
 		return
 	}
-	secret := ""
+	value := ""
 	if r.Method == http.MethodPut {
-		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSecretBytes))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSecretBytes))
 		if err != nil {
-			httpx.WriteError(w, http.StatusBadRequest, fmt.Sprintf("reading the secret (at most %d bytes): %v", maxSecretBytes, err))
+			httpx.WriteError(w, http.StatusBadRequest, fmt.Sprintf("reading the %s (at most %d bytes): %v", b.what, maxSecretBytes, err))
 			return
 		}
-		if secret = strings.TrimSpace(string(b)); secret == "" {
-			httpx.WriteError(w, http.StatusBadRequest, "the body is empty: PUT the webhook secret, or DELETE to unbind it")
+		if value = strings.TrimSpace(string(body)); value == "" {
+			httpx.WriteError(w, http.StatusBadRequest, "the body is empty: PUT the "+b.what+", or DELETE to unbind it")
 			return
 		}
 	}
-	a.Secret = secret
+	*b.field(a) = value
 	if err := s.store.PutAccess(context.WithoutCancel(r.Context()), name, *a, false); err != nil {
-		s.storeFailed(w, "secret", name, err)
+		s.storeFailed(w, b.what, name, err)
 		return
 	}
-	s.log.Info("channel secret set", "channel", name, "bound", secret != "")
-	httpx.WriteJSON(w, http.StatusOK, map[string]bool{"verifyOnRelay": secret != ""})
+	s.log.Info("channel "+b.path+" set", "channel", name, "bound", value != "")
+	if b.path == secretBinding.path {
+		httpx.WriteJSON(w, http.StatusOK, map[string]bool{"verifyOnRelay": value != ""})
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]bool{"answersHubChallenge": value != ""})
 }
 
 // newPrivateChannel makes a private channel for r's client and returns its

@@ -436,3 +436,97 @@ func TestFullRelayTakesTheOldestUnusedPrivateChannel(t *testing.T) {
 		t.Error("the owner's channel, which received a delivery, was taken for a newcomer")
 	}
 }
+
+// The relay answers a sender's handshake on a channel whose owner made it
+// possible, and never for whoever asks: Slack's url_verification, signed
+// with the Slack signing secret the channel is bound to; a hub's
+// hub.challenge carrying the channel's verify token. An answered
+// handshake is relayed, marked, for the channel's forward to show.
+func TestHandshakes(t *testing.T) {
+	const signing = "8f742231b10e8888abcd99yyyzzz85a5"
+	challenge := "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"
+	slackBody := `{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"` + challenge + `","type":"url_verification"}`
+	slackPost := func(t *testing.T, channel string) (int, string) {
+		t.Helper()
+		h, err := provider.Sign(provider.Slack, signing, []byte(slackBody), provider.Signing{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return post(t, channel, slackBody, "Content-Type", "application/json",
+			"X-Slack-Signature", h.Get("X-Slack-Signature"), "X-Slack-Request-Timestamp", h.Get("X-Slack-Request-Timestamp"))
+	}
+	bound, open := "slack-channel-0123456789", "open-channel-0123456789"
+	_, ts := newRelay(t, relay.Options{
+		ChannelSecrets:      map[string]string{bound: signing},
+		ChannelVerifyTokens: map[string]string{"hub-channel-0123456789": "meatyhamhock"},
+	})
+
+	t.Run("slack url_verification on a bound channel", func(t *testing.T) {
+		s := subscribe(t, ts.URL+"/"+bound+"?hookline=1")
+		s.ready()
+		code, answer := slackPost(t, ts.URL+"/"+bound)
+		var got struct{ Challenge string }
+		if code != http.StatusOK || json.Unmarshal([]byte(answer), &got) != nil || got.Challenge != challenge {
+			t.Fatalf("url_verification = %d %s, want 200 {\"challenge\":%q}", code, answer, challenge)
+		}
+		if m := message(t, s.next()); m["x-hookline-handshake"] != "answered" || m["x-slack-signature"] == nil {
+			t.Errorf("the relayed handshake: x-hookline-handshake %v; want it marked answered, with Slack's headers", m["x-hookline-handshake"])
+		}
+	})
+	t.Run("slack url_verification elsewhere is not echoed", func(t *testing.T) {
+		s := subscribe(t, ts.URL+"/"+open+"?hookline=1")
+		s.ready()
+		code, answer := slackPost(t, ts.URL+"/"+open)
+		if code != http.StatusOK || strings.Contains(answer, challenge) {
+			t.Errorf("url_verification on an unbound channel = %d %s; want it relayed, the challenge not echoed", code, answer)
+		}
+		if m := message(t, s.next()); m["x-hookline-handshake"] != nil {
+			t.Errorf("an unanswered handshake is marked %v", m["x-hookline-handshake"])
+		}
+		// Nor may a sender mark one itself.
+		mustPost(t, ts.URL+"/"+open, "{}", "X-Hookline-Handshake", "answered")
+		if m := message(t, s.next()); m["x-hookline-handshake"] != nil {
+			t.Errorf("a sender's x-hookline-handshake was relayed: %v", m["x-hookline-handshake"])
+		}
+	})
+	t.Run("hub.challenge", func(t *testing.T) {
+		channel := ts.URL + "/hub-channel-0123456789"
+		s := subscribe(t, channel+"?hookline=1")
+		s.ready()
+		hub := "?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token="
+		for _, tt := range []struct {
+			url  string
+			code int
+			want string
+		}{
+			{channel + hub + "meatyhamhock", http.StatusOK, "1158201444"},
+			{channel + hub + "guessed", http.StatusForbidden, "not this channel's verify token"},
+			{channel + hub, http.StatusForbidden, "not this channel's verify token"},
+			{ts.URL + "/" + open + hub + "meatyhamhock", http.StatusForbidden, "has no verify token"},
+		} {
+			if code, body := do(t, http.MethodGet, tt.url, ""); code != tt.code || !strings.Contains(body, tt.want) {
+				t.Errorf("GET %s = %d %s, want %d with %q", tt.url, code, body, tt.code, tt.want)
+			}
+		}
+		m := message(t, s.next())
+		if m["x-hookline-handshake"] != "answered" || fmt.Sprint(m["query"]) != "map[hub.challenge:1158201444 hub.mode:subscribe]" {
+			t.Errorf("the relayed handshake: mark %v, query %v; want it marked, without the verify token", m["x-hookline-handshake"], m["query"])
+		}
+	})
+	t.Run("verify token PUT to a private channel", func(t *testing.T) {
+		channel, token := newPrivate(t, ts.URL)
+		hub := channel + "?hub.mode=subscribe&hub.challenge=42&hub.verify_token=chosen-by-the-owner"
+		if code, body := do(t, http.MethodGet, hub, ""); code != http.StatusForbidden {
+			t.Errorf("before the token is set: %d %s, want 403", code, body)
+		}
+		if code, body := do(t, http.MethodPut, channel+"/verify-token", "chosen-by-the-owner"); code != http.StatusUnauthorized {
+			t.Errorf("PUT verify-token without the read token = %d %s, want 401", code, body)
+		}
+		if code, body := do(t, http.MethodPut, channel+"/verify-token", "chosen-by-the-owner", "Authorization", "Bearer "+token); code != http.StatusOK {
+			t.Fatalf("PUT verify-token = %d %s", code, body)
+		}
+		if code, body := do(t, http.MethodGet, hub, ""); code != http.StatusOK || body != "42" {
+			t.Errorf("hub.challenge with the owner's token = %d %q, want 200 42", code, body)
+		}
+	})
+}

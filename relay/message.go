@@ -113,18 +113,34 @@ func (d *Entry) Redelivery(now time.Time) *Entry {
 // headers (without the mark), query and body it repeats, received at now:
 // the headers with wire.RedeliveryHeader set to of.
 func redelivery(header []wire.Header, query string, body []byte, of int64, now time.Time) *Entry {
-	name := strings.ToLower(wire.RedeliveryHeader)
+	nd := makeDelivery(mark(header, wire.RedeliveryHeader, strconv.FormatInt(of, 10)), query, body, now)
+	nd.of = of
+	return nd
+}
+
+// mark returns header (sorted by name) with the relay's own header name
+// (wire.RelayHeader) set to value, in order.
+func mark(header []wire.Header, name, value string) []wire.Header {
+	name = strings.ToLower(name)
 	marked := make([]wire.Header, 0, len(header)+1)
 	for _, h := range header {
 		if h.Name != name {
 			marked = append(marked, h)
 		}
 	}
-	marked = append(marked, wire.Header{Name: name, Value: strconv.FormatInt(of, 10)})
+	marked = append(marked, wire.Header{Name: name, Value: value})
 	slices.SortFunc(marked, func(a, b wire.Header) int { return strings.Compare(a.Name, b.Name) })
-	nd := makeDelivery(marked, query, body, now)
-	nd.of = of
-	return nd
+	return marked
+}
+
+// handshakeEntry returns the entry of a sender's handshake the relay answered
+// (see Server.answerHandshake), received at now: its headers marked with
+// wire.HandshakeHeader, its query without the hub's verify token (the
+// channel's own), body.
+func handshakeEntry(r *http.Request, body []byte, now time.Time) *Entry {
+	q := r.URL.Query()
+	q.Del("hub.verify_token")
+	return makeDelivery(mark(messageHeaders(r), wire.HandshakeHeader, "answered"), q.Encode(), body, now)
 }
 
 func makeDelivery(header []wire.Header, query string, body []byte, now time.Time) *Entry {
@@ -211,7 +227,7 @@ func messageHeaders(r *http.Request) []wire.Header {
 	for k, vs := range r.Header {
 		name := strings.ToLower(k)
 		if httpx.IsHopByHop(name) || wire.Reserved(name) || drop[name] || name == "host" || !header.IsToken(name) ||
-			strings.EqualFold(name, wire.RedeliveryHeader) { // the relay's own mark (see Entry.Redelivery)
+			wire.RelayHeader(name) { // the relay's own marks (Entry.Redelivery, a handshake)
 			continue
 		}
 		sep := ", "

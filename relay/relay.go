@@ -22,6 +22,7 @@ import (
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/loglimit"
 	"github.com/hookline/hookline/internal/wire"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // Defaults for the zero values of Options.
@@ -221,6 +222,12 @@ type Options struct {
 	// --channel-secrets reads them from a directory). It takes precedence
 	// over a secret PUT to a private channel.
 	ChannelSecrets map[string]string
+	// ChannelVerifyTokens gives channels (private or not) the
+	// hub.verify_token with which the relay answers a hub's handshake
+	// (GET ?hub.mode=subscribe&hub.challenge=…: WebSub, Meta, Strava);
+	// without one it answers none. It takes precedence over a token PUT to
+	// a private channel's /verify-token.
+	ChannelVerifyTokens map[string]string
 
 	// Canary, if set, gives Stats.Canary (and /healthz its "canary"): what
 	// a canary outside the relay measured (hookline serve --canary).
@@ -785,11 +792,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.serveBody(w, r, name, segs[2])
-	case len(segs) == 2 && segs[1] == "secret":
+	case len(segs) == 2 && (segs[1] == secretBinding.path || segs[1] == verifyTokenBinding.path):
 		if !allowMethods(w, r, http.MethodPut, http.MethodDelete) {
 			return
 		}
-		s.serveSecret(w, r, name)
+		b := secretBinding
+		if segs[1] == verifyTokenBinding.path {
+			b = verifyTokenBinding
+		}
+		s.serveBinding(w, r, name, b)
 	case len(segs) == 3 && segs[1] == "redeliver":
 		if !allowMethods(w, r, http.MethodPost) {
 			return
@@ -1026,6 +1037,10 @@ func (s *Server) serveChannel(w http.ResponseWriter, r *http.Request, name strin
 	case http.MethodPost:
 		s.ingest(w, r, name)
 	case http.MethodGet, http.MethodHead:
+		if hs, ok := provider.HandshakeOf(r.Header, r.URL.Query(), nil); ok && r.Method == http.MethodGet {
+			s.answerHub(w, r, name, hs) // before authorize: the hub has no read token
+			return
+		}
 		if !s.authorize(w, r, name) {
 			return
 		}
@@ -1083,10 +1098,18 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 		httpx.WriteError(w, http.StatusBadRequest, "reading the body: "+err.Error())
 		return
 	}
-	if !s.admitPost(w, r, name, body) {
+	verified, ok := s.admitPost(w, r, name, body)
+	if !ok {
 		return
 	}
 	d := NewEntry(r, body, time.Now())
+	// Slack's url_verification, signed with the secret the channel is
+	// bound to, is answered (see answerHub); on another channel it is
+	// relayed as any POST, unanswered.
+	hs, handshake := provider.HandshakeOf(r.Header, nil, body)
+	if handshake = handshake && verified && len(hs.Challenge) <= maxChallengeBytes; handshake {
+		d = handshakeEntry(r, body, d.received)
+	}
 	// Once the body is read, the delivery is stored even if the sender
 	// hangs up: it may be one whose answer is all that got lost.
 	ctx := context.WithoutCancel(r.Context())
@@ -1105,6 +1128,11 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	if s.log.Enabled(ctx, slog.LevelDebug) {
 		s.log.Debug("delivery", "channel", name, "id", p.id, "bytes", len(body), "subscribers", p.queued, "event", headerValue(d.header, "x-github-event"))
+	}
+	if handshake {
+		s.log.Info("handshake answered", "channel", name, "kind", hs.Kind, "id", p.id)
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"challenge": hs.Challenge})
+		return
 	}
 	answer := postAnswer{ID: p.id}
 	if s.shared == nil {

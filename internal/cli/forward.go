@@ -38,49 +38,50 @@ import (
 
 // forwardOptions are the parsed flags of `hookline forward`.
 type forwardOptions struct {
-	url           string
-	newChannel    bool
-	private       bool   // --private: --new makes a private channel
-	verifyOnRelay bool   // --verify-on-relay
-	token         string // a private channel's read token (private.go)
-	server        string
-	format        delivery.Format
-	targets       []proxy.Target // --target, --route
-	secret        string
-	schemeSecret  map[provider.Scheme][]string // --secret PROVIDER=SECRET
-	scheme        provider.Scheme              // --provider ("": auto)
-	tolerance     time.Duration                // --tolerance (negative: none)
-	sendHint      [2]string                    // how a suggested `hookline send` passes the secret (sendSecretHint)
-	targetSecret  string
-	resign        bool
-	noQuery       bool
-	header        http.Header // --header, set on every request to the target
-	plugins       pluginOptions
-	events        []string
-	ignore        []string
-	quietFiltered bool
-	concurrency   int
-	timeout       time.Duration
-	retries       int
-	saveDir       string
-	saveScripts   bool   // --save-scripts
-	stateFile     string // "" for none
-	stateDefault  bool   // stateFile is the default one (not --state-file)
-	noState       bool   // --no-state: no default state file
-	failedDir     string // "" for none
-	failedAuto    bool   // failedDir is the default one (not --save or --failed-dir)
-	dedupWindow   time.Duration
-	insecure      bool
-	jsonOut       bool
-	verbose       bool
-	lastEventID   string
-	listen        string
-	channelName   string           // --channel
-	health        string           // --health ADDR
-	inspect       *inspect.Options // --inspect (nil: off), at inspectAddr
-	inspectAddr   string
-	github        githubOptions
-	keepHook      bool
+	url            string
+	newChannel     bool
+	private        bool   // --private: --new makes a private channel
+	verifyOnRelay  bool   // --verify-on-relay
+	hubVerifyToken string // --hub-verify-token
+	token          string // a private channel's read token (private.go)
+	server         string
+	format         delivery.Format
+	targets        []proxy.Target // --target, --route
+	secret         string
+	schemeSecret   map[provider.Scheme][]string // --secret PROVIDER=SECRET
+	scheme         provider.Scheme              // --provider ("": auto)
+	tolerance      time.Duration                // --tolerance (negative: none)
+	sendHint       [2]string                    // how a suggested `hookline send` passes the secret (sendSecretHint)
+	targetSecret   string
+	resign         bool
+	noQuery        bool
+	header         http.Header // --header, set on every request to the target
+	plugins        pluginOptions
+	events         []string
+	ignore         []string
+	quietFiltered  bool
+	concurrency    int
+	timeout        time.Duration
+	retries        int
+	saveDir        string
+	saveScripts    bool   // --save-scripts
+	stateFile      string // "" for none
+	stateDefault   bool   // stateFile is the default one (not --state-file)
+	noState        bool   // --no-state: no default state file
+	failedDir      string // "" for none
+	failedAuto     bool   // failedDir is the default one (not --save or --failed-dir)
+	dedupWindow    time.Duration
+	insecure       bool
+	jsonOut        bool
+	verbose        bool
+	lastEventID    string
+	listen         string
+	channelName    string           // --channel
+	health         string           // --health ADDR
+	inspect        *inspect.Options // --inspect (nil: off), at inspectAddr
+	inspectAddr    string
+	github         githubOptions
+	keepHook       bool
 }
 
 func forwardCommand(s *streams) *ucli.Command {
@@ -227,6 +228,9 @@ func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forw
 	}
 	if o.verifyOnRelay && o.url == "" && !o.newChannel {
 		return o, usageErrorf("--verify-on-relay binds a private channel of a relay to the secret: give --new --private or --url (the embedded relay on this machine needs no binding)")
+	}
+	if o.hubVerifyToken != "" && o.url == "" && !o.newChannel {
+		return o, usageErrorf("--hub-verify-token sets a private channel's verify token on its relay: give --new --private or --url (the embedded relay, on loopback, is out of a hub's reach)")
 	}
 	if o.verifyOnRelay && o.secret == "" && !o.github.set() {
 		return o, usageErrorf("--verify-on-relay needs the webhook secret to bind the channel to: give --secret")
@@ -395,10 +399,16 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 		return err
 	}
 	if o.verifyOnRelay {
-		if err := bindSecret(ctx, transport, channel, o.token, o.secret); err != nil {
+		if err := bindChannel(ctx, transport, channel, o.token, "secret", "--verify-on-relay", o.secret); err != nil {
 			return err
 		}
 		fmt.Fprintln(s.err, "the relay keeps only deliveries signed with the webhook secret on this channel (--verify-on-relay)")
+	}
+	if o.hubVerifyToken != "" {
+		if err := bindChannel(ctx, transport, channel, o.token, "verify-token", "--hub-verify-token", o.hubVerifyToken); err != nil {
+			return err
+		}
+		fmt.Fprintln(s.err, "the relay answers a hub's handshake (hub.challenge) that carries this verify token (--hub-verify-token)")
 	}
 	handlers, err := pluginHandlers(o.plugins, logger, s)
 	if err != nil {
@@ -868,7 +878,8 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 		&ucli.BoolFlag{Name: "new", Usage: "create a new channel on --server and use it", Destination: &o.newChannel},
 		&ucli.StringFlag{Name: "server", Value: "https://smee.io", Usage: "relay `URL` for --new", Destination: &o.server},
 		&ucli.BoolFlag{Name: "private", Usage: "with --new on a hookline relay: a private channel, read with a token kept in the state directory", Destination: &o.private},
-		&ucli.BoolFlag{Name: "verify-on-relay", Usage: "bind the private channel to --secret: the relay keeps only deliveries signed with it", Destination: &o.verifyOnRelay},
+		&ucli.BoolFlag{Name: "verify-on-relay", Usage: "bind the private channel to --secret: the relay keeps only deliveries signed with it (and answers Slack's url_verification)", Destination: &o.verifyOnRelay},
+		&ucli.StringFlag{Name: "hub-verify-token", Usage: "set the private channel's verify `TOKEN`: the relay answers a hub's handshake (hub.challenge: Meta, Strava, WebSub) that carries it", EnvVars: []string{"HOOKLINE_HUB_VERIFY_TOKEN"}, Destination: &o.hubVerifyToken},
 		&ucli.StringFlag{Name: "format", Usage: "relay `FORMAT`: smee, gosmee or hookline (default: detect)", Destination: &f.format},
 		&ucli.StringFlag{Name: "listen", Value: "127.0.0.1:3333", Usage: "`ADDR` of the embedded relay started without --url or --new (a busy port falls back to a free one)", Destination: &o.listen},
 		&ucli.StringFlag{Name: "channel", Usage: "the embedded relay's channel `NAME` (default: the previous run's, so a sender's URL stays valid)", Destination: &o.channelName},

@@ -97,16 +97,18 @@ func createPrivateChannel(ctx context.Context, client *http.Client, newURL strin
 	return answer.URL, answer.Token, "", nil
 }
 
-// bindSecret binds a private channel to the webhook secret on the relay
-// (PUT <channel>/secret): from then on the relay keeps only deliveries
-// signed with it (forward --verify-on-relay).
-func bindSecret(ctx context.Context, transport http.RoundTripper, channel, token, secret string) error {
+// bindChannel binds a private channel on the relay (PUT <channel>/<path>,
+// path "secret" or "verify-token") to value, for the forward flag that
+// asks for it: from then on the relay keeps only deliveries signed with
+// the secret (--verify-on-relay), or answers a hub's handshake that
+// carries the verify token (--hub-verify-token).
+func bindChannel(ctx context.Context, transport http.RoundTripper, channel, token, path, flag, value string) error {
 	if token == "" {
-		return usageErrorf("--verify-on-relay binds a private channel to the secret, and %s is not one this machine has the read token of (forward --new --private makes one; elsewhere give %s)", httpx.RedactURL(channel), tokenEnv)
+		return usageErrorf("%s binds a private channel, and %s is not one this machine has the read token of (forward --new --private makes one; elsewhere give %s)", flag, httpx.RedactURL(channel), tokenEnv)
 	}
 	ctx, cancel := context.WithTimeout(ctx, newChannelTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, strings.TrimRight(channel, "/")+"/secret", strings.NewReader(secret))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, strings.TrimRight(channel, "/")+"/"+path, strings.NewReader(value))
 	if err != nil {
 		return err
 	}
@@ -114,16 +116,16 @@ func bindSecret(ctx context.Context, transport http.RoundTripper, channel, token
 	req.Header.Set("Content-Type", "text/plain")
 	resp, err := (&http.Client{Transport: transport}).Do(req)
 	if err != nil {
-		return fmt.Errorf("--verify-on-relay: %s", httpx.RedactText(err.Error()))
+		return fmt.Errorf("%s: %s", flag, httpx.RedactText(err.Error()))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
 		var e struct{ Error string }
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = "is it a hookline relay? Only hookline serve verifies on the relay"
+			e.Error = "is it a hookline relay? Only hookline serve binds a channel"
 		}
-		return fmt.Errorf("--verify-on-relay: the relay answered %s: %s", resp.Status, e.Error)
+		return fmt.Errorf("%s: the relay answered %s: %s", flag, resp.Status, e.Error)
 	}
 	return nil
 }

@@ -194,7 +194,7 @@ func serveCommand(s *streams) *ucli.Command {
 			&ucli.StringFlag{
 				Name:        "channel-secrets",
 				Destination: &f.channelSecrets,
-				Usage:       "`directory` of webhook secrets, one file per channel named as the channel: a POST to one is kept only if signed with its secret (401 otherwise)",
+				Usage:       "`directory` of webhook secrets, one file per channel named as the channel: a POST to one is kept only if signed with its secret (401 otherwise); a CHANNEL.verify-token file holds the hub.verify_token the relay answers a hub's handshake with",
 				EnvVars:     []string{"HOOKLINE_CHANNEL_SECRETS"},
 			},
 			&ucli.StringSliceFlag{
@@ -288,7 +288,7 @@ func parseServe(c *ucli.Context, opts serveOptions, f *serveFlags) (serveOptions
 		return serveOptions{}, usageErrorf("--max-private-channels %d must be at least 1", opts.relay.MaxPrivateChannels)
 	}
 	if f.channelSecrets != "" {
-		if opts.relay.ChannelSecrets, err = readChannelSecrets(f.channelSecrets); err != nil {
+		if opts.relay.ChannelSecrets, opts.relay.ChannelVerifyTokens, err = readChannelSecrets(f.channelSecrets); err != nil {
 			return serveOptions{}, err
 		}
 	}
@@ -497,32 +497,39 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 
 // readChannelSecrets reads serve --channel-secrets: one file per channel,
 // named as the channel, holding its webhook secret (as a Kubernetes Secret
-// mounted as a volume lays out its keys). Dot files are skipped (a mounted
-// Secret's ..data); any other name that is not a channel's is an error, as
-// is an empty file: a typo must not leave a channel unprotected silently.
-func readChannelSecrets(dir string) (map[string]string, error) {
+// mounted as a volume lays out its keys), and CHANNEL.verify-token files
+// holding the hub.verify_token with which the relay answers a hub's
+// handshake on the channel. Dot files are skipped (a mounted Secret's
+// ..data); any other name that is not a channel's is an error, as is an
+// empty file: a typo must not leave a channel unprotected silently.
+func readChannelSecrets(dir string) (secrets, verifyTokens map[string]string, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, usageErrorf("--channel-secrets: %v", err)
+		return nil, nil, usageErrorf("--channel-secrets: %v", err)
 	}
-	m := map[string]string{}
+	secrets, verifyTokens = map[string]string{}, map[string]string{}
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		if err := relay.ValidChannelName(name); err != nil {
-			return nil, usageErrorf("--channel-secrets: %s: a file here is named as the channel it binds (%v)", filepath.Join(dir, name), err)
+		channel, isToken := strings.CutSuffix(name, ".verify-token")
+		what, m := "webhook secret", secrets
+		if isToken {
+			what, m = "hub.verify_token", verifyTokens
+		}
+		if err := relay.ValidChannelName(channel); err != nil {
+			return nil, nil, usageErrorf("--channel-secrets: %s: a file here is named as the channel it binds, or CHANNEL.verify-token (%v)", filepath.Join(dir, name), err)
 		}
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
-			return nil, usageErrorf("--channel-secrets: %v", err)
+			return nil, nil, usageErrorf("--channel-secrets: %v", err)
 		}
-		secret := strings.TrimSpace(string(b))
-		if secret == "" {
-			return nil, usageErrorf("--channel-secrets: %s is empty: it must hold the channel's webhook secret", filepath.Join(dir, name))
+		value := strings.TrimSpace(string(b))
+		if value == "" {
+			return nil, nil, usageErrorf("--channel-secrets: %s is empty: it must hold the channel's %s", filepath.Join(dir, name), what)
 		}
-		m[name] = secret
+		m[channel] = value
 	}
-	return m, nil
+	return secrets, verifyTokens, nil
 }

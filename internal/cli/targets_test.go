@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/webhooks/provider"
 )
 
 // idsOf is the X-GitHub-Delivery of every request t received.
@@ -281,6 +282,30 @@ func TestForwardSaysWhatItFiltered(t *testing.T) {
 				t.Errorf("the target got %d deliveries, want the issues.opened one", n)
 			}
 		})
+	}
+}
+
+// A sender's handshake gets a line saying whether the relay answered it,
+// and is not passed on: a Slack url_verification on a channel the relay
+// does not know the signing secret of says how to make the relay answer.
+func TestForwardShowsAHandshake(t *testing.T) {
+	rl := relaytest.Start(t, relay.Options{})
+	target := newRecordingTarget(t, nil)
+	f := startForward(t, "--url", rl.Channel, "--target", target.URL, "--no-state")
+	f.waitErr(t, "connected to")
+	body := []byte(`{"token":"x","challenge":"3eZbrw1aBm2rZ","type":"url_verification"}`)
+	h, _ := provider.Sign(provider.Slack, "8f742231b10e8888abcd99yyyzzz85a5", body, provider.Signing{})
+	rl.Publish(t, nil, 1, body, "X-Slack-Signature", h.Get("X-Slack-Signature"), "X-Slack-Request-Timestamp", h.Get("X-Slack-Request-Timestamp"))
+	f.waitOutLines(t, 1)
+	if want := "handshake (slack url_verification), not answered: a hookline relay answers it on a channel bound to the signing secret (--verify-on-relay, serve --channel-secrets); not passed on"; !strings.Contains(f.out.String(), want) {
+		t.Errorf("stdout lacks %q:\n%s", want, f.out.String())
+	}
+	f.stop(t)
+	if !strings.Contains(f.err.String(), "1 handshake(s), not passed on") {
+		t.Errorf("the summary does not count the handshake:\n%s", f.err.String())
+	}
+	if n := len(target.requests()); n != 0 {
+		t.Errorf("the target got %d requests, want none", n)
 	}
 }
 

@@ -190,6 +190,12 @@ func eventName(r proxy.Result) string {
 // that went on.
 func (t *tracer) rule(r proxy.Result) string {
 	switch {
+	case r.Handshake != "" && r.HandshakeAnswered:
+		return "handshake (" + r.Handshake + "), answered by the relay; not passed on"
+	case r.Handshake == "hub.challenge":
+		return "handshake (hub.challenge), not answered: a hookline relay answers it on a channel with the hub's verify token (--hub-verify-token); not passed on"
+	case r.Handshake != "":
+		return "handshake (" + r.Handshake + "), not answered: a hookline relay answers it on a channel bound to the signing secret (--verify-on-relay, serve --channel-secrets); not passed on"
 	case r.Filtered && r.FilteredBy != "":
 		return "filtered by --ignore " + r.FilteredBy
 	case r.Filtered && len(t.events) > 0:
@@ -243,9 +249,9 @@ func (t *tracer) result(r proxy.Result) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-8s %s", t.dim.Sprint(t.clock(r.Received)), termSafe(shortID(r)),
 		t.families[family(r.Delivery.Event)].Sprintf("%-22s", termSafe(eventName(r))))
-	if r.Filtered || r.Duplicate {
+	if r.Filtered || r.Duplicate || r.Handshake != "" {
 		c := t.dim
-		if r.Duplicate {
+		if r.Duplicate || r.Handshake != "" && !r.HandshakeAnswered {
 			c = t.yellow
 		}
 		fmt.Fprintf(&b, " %s\n", c.Sprint(termSafe(t.rule(r))))
@@ -569,6 +575,8 @@ type jsonResult struct {
 	Size         int                 `json:"size"`
 	BodySource   string              `json:"body_source"`
 	Filtered     bool                `json:"filtered,omitempty"`
+	Handshake    string              `json:"handshake,omitempty"` // a sender's check of the URL, not a delivery: its kind
+	Answered     bool                `json:"handshake_answered,omitempty"`
 	Duplicate    bool                `json:"duplicate,omitempty"`
 	Redelivery   bool                `json:"redelivery,omitempty"`
 	Replay       bool                `json:"replay,omitempty"` // a replay asked for (the inspector's), not from the relay
@@ -622,7 +630,7 @@ func (t *tracer) writeJSON(r proxy.Result) {
 	j := jsonResult{
 		Time: r.Received.UTC().Format(time.RFC3339Nano), Delivery: d.ID, EventID: d.EventID,
 		Event: d.Event, Action: r.Action, Repository: r.Repository, Sender: r.Sender,
-		Size: len(d.Body), BodySource: string(d.BodySource), Filtered: r.Filtered,
+		Size: len(d.Body), BodySource: string(d.BodySource), Filtered: r.Filtered, Handshake: r.Handshake, Answered: r.HandshakeAnswered,
 		Duplicate: r.Duplicate, Redelivery: r.Redelivery, Replay: r.Replay, FailedFile: r.FailedFile, Lost: t.forward && r.Lost(),
 		Verification: string(r.Verification), VerifyNote: r.VerifyNote, Scheme: string(r.Scheme),
 		Saved: r.Saved, OK: r.OK(), WaitedMS: ms(r.Waited),
@@ -823,6 +831,7 @@ func (t *tracer) summary(s proxy.Stats, in summaryInfo) {
 		{s.Unverified, "unverified", t.dim},
 		{s.HandlerFails, "handler failure(s)", t.red},
 		{s.Filtered, "filtered", t.dim},
+		{s.Handshakes, "handshake(s), not passed on", t.dim},
 		{s.Duplicates, "duplicate(s) skipped", t.yellow},
 		{s.Redeliveries, "redelivered", t.dim},
 		{s.Malformed, "malformed message(s)", t.yellow},

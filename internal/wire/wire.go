@@ -64,11 +64,25 @@ const (
 // RedeliveryHeader marks a delivery a hookline relay published again on
 // request (its page's Redeliver button, POST /<channel>/redeliver/<id>):
 // its value is the id of the first delivery of that content in the
-// channel. The relay sets it and drops it from what senders POST, so a
+// channel. The relay sets it and drops it from what senders POST
+// (RelayHeader), so a
 // client can tell a redelivery someone asked for, which it forwards again,
 // from a sender's own retry of the same delivery id, a duplicate. It is a
 // request header like the sender's (every relay client passes it on).
 const RedeliveryHeader = "X-Hookline-Redelivery-Of"
+
+// HandshakeHeader, set to "answered", marks a sender's handshake (Slack's
+// url_verification, a hub.challenge: webhooks/provider.HandshakeOf) that
+// the hookline relay answered itself; the client shows it and does not
+// forward it. The relay drops every X-Hookline- header from what senders
+// POST (RelayHeader): only the relay sets them.
+const HandshakeHeader = "X-Hookline-Handshake"
+
+// RelayHeader reports whether name, in any case, is a header only a
+// hookline relay sets on a message (RedeliveryHeader, HandshakeHeader).
+func RelayHeader(name string) bool {
+	return len(name) > len("x-hookline-") && strings.EqualFold(name[:len("x-hookline-")], "x-hookline-")
+}
 
 // TokenQuery carries a private channel's read token in a URL, for clients
 // that cannot send "Authorization: Bearer <token>" (a browser, smee-client

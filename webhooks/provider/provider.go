@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"hash"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -449,6 +450,46 @@ func Resent(h http.Header, body []byte) bool {
 		}
 	}
 	return DeliveryID(h, body) != ""
+}
+
+// A Handshake is a request a sender makes to learn that a URL is the
+// receiver's before it sends deliveries there; it registers the URL only
+// if the answer carries Challenge.
+type Handshake struct {
+	// Kind names it: "slack url_verification" or "hub.challenge".
+	Kind string
+	// Challenge is what the answer must carry: Slack's in JSON,
+	// {"challenge": …}; a hub's as the whole body.
+	Challenge string
+	// VerifyToken is a hub's hub.verify_token: the token the receiver
+	// chose when it registered the URL, to check before answering ("" for
+	// Slack, whose request is signed instead).
+	VerifyToken string
+}
+
+// HandshakeOf returns the handshake a request with headers h, query and
+// body is, if it is one:
+//
+//	slack url_verification  a POST signed by Slack (X-Slack-Signature) whose JSON
+//	                        "type" is "url_verification", with its "challenge"
+//	hub.challenge           a GET with hub.mode=subscribe (or unsubscribe) and
+//	                        hub.challenge, no body: a WebSub hub's check, Meta's
+//	                        (WhatsApp, Instagram, Messenger), Strava's
+func HandshakeOf(h http.Header, query url.Values, body []byte) (Handshake, bool) {
+	if mode := query.Get("hub.mode"); (mode == "subscribe" || mode == "unsubscribe") && query.Get("hub.challenge") != "" && len(body) == 0 {
+		return Handshake{Kind: "hub.challenge", Challenge: query.Get("hub.challenge"), VerifyToken: query.Get("hub.verify_token")}, true
+	}
+	if h.Get(Slack.Header()) == "" {
+		return Handshake{}, false
+	}
+	if t, _ := jsonscan.StringMember(body, "type"); string(t) != "url_verification" {
+		return Handshake{}, false
+	}
+	c, _ := jsonscan.StringMember(body, "challenge")
+	if len(c) == 0 {
+		return Handshake{}, false
+	}
+	return Handshake{Kind: "slack url_verification", Challenge: string(c)}, true
 }
 
 // Event returns the event a delivery of scheme s names: its event header,

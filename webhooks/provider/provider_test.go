@@ -3,6 +3,7 @@ package provider_test
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -270,4 +271,34 @@ func FuzzVerify(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestHandshakeOf(t *testing.T) {
+	slackBody := []byte(`{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`)
+	slackSigned, err := provider.Sign(provider.Slack, "8f742231b10e8888abcd99yyyzzz85a5", slackBody, provider.Signing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := url.Values{"hub.mode": {"subscribe"}, "hub.challenge": {"1158201444"}, "hub.verify_token": {"meatyhamhock"}}
+	for _, tt := range []struct {
+		name  string
+		h     http.Header
+		query url.Values
+		body  []byte
+		want  provider.Handshake
+		ok    bool
+	}{
+		{"slack url_verification", slackSigned, nil, slackBody, provider.Handshake{Kind: "slack url_verification", Challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}, true},
+		{"the same body unsigned", hdr(), nil, slackBody, provider.Handshake{}, false},
+		{"a Slack event", slackSigned, nil, []byte(`{"type":"event_callback","challenge":"x"}`), provider.Handshake{}, false},
+		{"hub.challenge (Meta's)", hdr(), hub, nil, provider.Handshake{Kind: "hub.challenge", Challenge: "1158201444", VerifyToken: "meatyhamhock"}, true},
+		{"hub.challenge with a body", hdr(), hub, []byte("{}"), provider.Handshake{}, false},
+		{"hub.mode without a challenge", hdr(), url.Values{"hub.mode": {"subscribe"}}, nil, provider.Handshake{}, false},
+		{"another hub.mode", hdr(), url.Values{"hub.mode": {"denied"}, "hub.challenge": {"x"}}, nil, provider.Handshake{}, false},
+	} {
+		got, ok := provider.HandshakeOf(tt.h, tt.query, tt.body)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("%s: HandshakeOf = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
 }
