@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -82,8 +84,8 @@ func TestSignAndSendAsAnotherSender(t *testing.T) {
 	}
 }
 
-// Another sender's delivery id is the delivery's id in forward: on the trace
-// line, in --json, and in the capture file's name. Before, only GitHub's
+// Every sender's delivery id is the delivery's id in forward: on the trace
+// line, in --json, in the inspector and in the capture file's name. Before, only GitHub's
 // was read: "#N" on the trace and "-noid.json" files.
 func TestForwardShowsEachSendersDeliveryID(t *testing.T) {
 	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -94,12 +96,21 @@ func TestForwardShowsEachSendersDeliveryID(t *testing.T) {
 		{"standard", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", `{"type":"invoice.paid","data":{}}`, []string{"Webhook-Id", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"}},
 		{"stripe", "evt_1NG8Du2eZvKYlo2CUI79vXWy", `{"id":"evt_1NG8Du2eZvKYlo2CUI79vXWy","type":"invoice.paid","data":{}}`, nil},
 		{"gitlab", "13792a34-cac6-4fda-95a8-c58e00a3954e", `{"object_kind":"push"}`, []string{"X-Gitlab-Event", "Push Hook", "X-Gitlab-Event-Uuid", "13792a34-cac6-4fda-95a8-c58e00a3954e"}},
+		{"gitea", "f6266f16-1bf3-46a5-9ea4-602e06ead473", `{"ref":"refs/heads/main"}`, []string{"X-Gitea-Event", "push", "X-Gitea-Delivery", "f6266f16-1bf3-46a5-9ea4-602e06ead473"}},
+		{"forgejo", "b5b5a0d8-6a4e-4f64-9d3a-0f5e2f36f2c1", `{"ref":"refs/heads/main"}`, []string{"X-Forgejo-Event", "push", "X-Forgejo-Delivery", "b5b5a0d8-6a4e-4f64-9d3a-0f5e2f36f2c1"}},
+		{"bitbucket", "{afb4c6d6-0b8f-4f5b-b2b4-0c52f1a6e3b7}", `{"push":{}}`, []string{"X-Event-Key", "repo:push", "X-Request-Uuid", "{afb4c6d6-0b8f-4f5b-b2b4-0c52f1a6e3b7}"}},
+		{"shopify", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043", `{"id":820982911946154508}`, []string{"X-Shopify-Topic", "orders/create", "X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"}},
+		{"slack", "Ev0PV52K21", `{"type":"event_callback","event_id":"Ev0PV52K21","event":{"type":"app_mention"}}`, nil},
 	} {
 		t.Run(tt.sender, func(t *testing.T) {
 			rl := relaytest.Start(t, relay.Options{})
 			save := t.TempDir()
-			f := startForward(t, "--url", rl.Channel, "--no-state", "--save", save, "--json")
+			f := startForward(t, "--url", rl.Channel, "--no-state", "--save", save, "--json", "--inspect", "127.0.0.1:0")
 			f.waitErr(t, "connected to")
+			m := regexp.MustCompile(`inspector: (http://127\.0\.0\.1:\d+)/\?token=`).FindStringSubmatch(f.err.String())
+			if m == nil {
+				t.Fatalf("no inspector URL:\n%s", f.err.String())
+			}
 			scheme, _ := provider.Parse(tt.sender)
 			signed, err := provider.Sign(scheme, secret, []byte(tt.body), provider.Signing{ID: tt.id})
 			if err != nil {
@@ -111,11 +122,25 @@ func TestForwardShowsEachSendersDeliveryID(t *testing.T) {
 			}
 			rl.Publish(t, nil, 1, []byte(tt.body), append(header, "X-GitHub-Delivery", "")...)
 			f.waitOutLines(t, 1)
+			resp, err := http.Get(m[1] + "/api/deliveries")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var list struct {
+				Deliveries []struct {
+					DeliveryID string `json:"delivery_id"`
+				} `json:"deliveries"`
+			}
+			json.NewDecoder(resp.Body).Decode(&list)
+			resp.Body.Close()
+			if len(list.Deliveries) != 1 || list.Deliveries[0].DeliveryID != tt.id {
+				t.Errorf("the inspector lists %+v, want the delivery id %s", list.Deliveries, tt.id)
+			}
 			f.stop(t)
 			if !strings.Contains(f.out.String(), `"delivery":"`+tt.id+`"`) {
 				t.Errorf("--json does not give the delivery id %s:\n%s", tt.id, f.out.String())
 			}
-			files, _ := filepath.Glob(filepath.Join(save, "*"+tt.id+"*.json"))
+			files, _ := filepath.Glob(filepath.Join(save, "*"+strings.Trim(tt.id, "{}")+"*.json")) // a name keeps no braces
 			if len(files) != 1 {
 				all, _ := filepath.Glob(filepath.Join(save, "*"))
 				t.Errorf("no capture file named for %s: %v", tt.id, all)
