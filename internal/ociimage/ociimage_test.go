@@ -27,6 +27,7 @@ import (
 
 	"github.com/hookline/hookline/internal/cli"
 	"github.com/hookline/hookline/internal/testutil/githubtest"
+	"github.com/hookline/hookline/internal/testutil/relaytest"
 	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/webhooks"
@@ -260,7 +261,7 @@ func imageSpeaksHTTPS(t *testing.T, rootfs string) {
 	channel := relaySrv.URL + "/image-https"
 	ctx, cancel := context.WithCancel(t.Context())
 	forward := inImage(ctx, "forward", "--url", channel, "--target", target.URL, "--secret", secret, "--json")
-	var out, errOut strings.Builder
+	var out, errOut relaytest.Buffer // read while forward writes
 	forward.Stdout, forward.Stderr = &out, &errOut
 	if err := forward.Start(); err != nil {
 		t.Fatal(err)
