@@ -19,6 +19,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/webhooks"
 )
 
@@ -419,7 +420,7 @@ func TestReadmeGoExamplesCompile(t *testing.T) {
 	}
 	mustUse := "fmt.Sprintf,fmt.Errorf,errors.New,github.com/hookline/hookline/webhooks.Handle,github.com/hookline/hookline/webhooks.HandleEvent,(*github.com/hookline/hookline/webhooks.Emitter).On"
 	args := append([]string{"vet", "-unusedresult.funcs=" + mustUse}, pkgs...)
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+	if out, err := testenv.GoCommand(args...).CombinedOutput(); err != nil {
 		t.Errorf("the Go examples of README.md and docs/ do not compile or do not pass go vet: %v\n%s", err, out)
 	}
 }
@@ -468,9 +469,9 @@ func main() {
 		}
 	}
 	for _, args := range [][]string{{"mod", "tidy"}, {"build", "-o", os.DevNull, "."}} {
-		cmd := exec.Command("go", args...)
+		cmd := testenv.GoCommand(args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+		cmd.Env = append(cmd.Env, "GOWORK=off", "GOFLAGS=-mod=mod")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %s in a module using the README's lines: %v\n%s\ngo.mod:\n%s", strings.Join(args, " "), err, out, gomod)
 		}

@@ -141,7 +141,7 @@ func (h *harness) setup(ctx context.Context) error {
 			// Built from the Go module proxy if it has it; nothing else is
 			// asked of the network.
 			cmd := exec.CommandContext(ctx, "go", "install", gosmeeModule)
-			cmd.Env = append(os.Environ(), "GOBIN="+h.work, "GOFLAGS=-mod=mod", "GOWORK=off")
+			cmd.Env = append(os.Environ(), "GOBIN="+h.work, "GOFLAGS=-mod=mod", "GOWORK=off", "CGO_ENABLED=0") // as hookline is built: the standard library compiled once
 			cmd.Dir = h.work
 			if out, err := cmd.CombinedOutput(); err != nil {
 				msg := strings.TrimSpace(string(out))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -136,7 +135,7 @@ func TestOctokitExamplesAreGenerated(t *testing.T) {
 		testenv.Missing(t, "@octokit/webhooks-examples", "run `make interop-deps`")
 	}
 	out := filepath.Join(t.TempDir(), "octokit.json.gz")
-	cmd := exec.Command("go", "run", "./genexamples", "-in", in, "-out", out)
+	cmd := testenv.GoCommand("run", "./genexamples", "-in", in, "-out", out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("genexamples: %v\n%s", err, b)
 	}

@@ -179,12 +179,23 @@ func BuildHooklineIn(dir string) (string, error) {
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	cmd := GoCommand("build", "-o", bin, ".")
+	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return bin, nil
+}
+
+// GoCommand is a go command a test runs (a build, go vet, go run), without
+// cgo: as a release is built (.goreleaser.yaml), and as make check builds
+// everything but the race run, so that it reuses that build instead of
+// compiling the standard library and every package once more with cgo
+// (the race run turns cgo on, and its environment is inherited).
+func GoCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return cmd
 }
 
 // Tools ends the test (Missing) unless every named program is on PATH: the
