@@ -107,7 +107,7 @@ func TestForwardShowsEachSendersDeliveryID(t *testing.T) {
 			save := t.TempDir()
 			f := startForward(t, "--url", rl.Channel, "--no-state", "--save", save, "--json", "--inspect", "127.0.0.1:0")
 			f.waitErr(t, "connected to")
-			m := regexp.MustCompile(`inspector: (http://127\.0\.0\.1:\d+)/\?token=`).FindStringSubmatch(f.err.String())
+			m := regexp.MustCompile(`inspector: (http://127\.0\.0\.1:\d+)/\?token=(\w+)`).FindStringSubmatch(f.err.String())
 			if m == nil {
 				t.Fatalf("no inspector URL:\n%s", f.err.String())
 			}
@@ -122,7 +122,7 @@ func TestForwardShowsEachSendersDeliveryID(t *testing.T) {
 			}
 			rl.Publish(t, nil, 1, []byte(tt.body), append(header, "X-GitHub-Delivery", "")...)
 			f.waitOutLines(t, 1)
-			resp, err := http.Get(m[1] + "/api/deliveries")
+			resp, err := http.Get(m[1] + "/api/deliveries?token=" + m[2])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -499,11 +499,11 @@ func TestReplayInspect(t *testing.T) {
 		code <- Run(ctx, []string{"hookline", "replay", "--target", target.URL, "--inspect", "127.0.0.1:0", capturesDir}, strings.NewReader(""), &stdout, &stderr)
 	}()
 	stderr.WaitFor(t, "Ctrl-C quits")
-	m := regexp.MustCompile(`inspector: (http://127\.0\.0\.1:\d+)/\?token=`).FindStringSubmatch(stderr.String())
+	m := regexp.MustCompile(`inspector: (http://127\.0\.0\.1:\d+)/\?token=(\w+)`).FindStringSubmatch(stderr.String())
 	if m == nil {
 		t.Fatalf("no inspector URL, or it did not stay open:\n%s", stderr.String())
 	}
-	resp, err := http.Get(m[1] + "/api/deliveries")
+	resp, err := http.Get(m[1] + "/api/deliveries?token=" + m[2])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,13 @@
 // pipeline's own slice, never a copy. docs/INSPECT.md documents the API.
 //
 // Only the address it was bound to may be named in Host (a DNS-rebinding
-// guard), and a request that changes anything (replay, clear) needs the
-// run's token in X-Hookline-Token and, when the browser sends an Origin,
-// the inspector's own. Reading needs no token: the inspector listens on
-// loopback unless told otherwise.
+// guard), and every API request needs the run's token (another user of
+// the machine reaches loopback too): in X-Hookline-Token, or for a read in
+// ?token= (a download link, the page's EventSource); a request that
+// changes anything (replay, clear) needs the header and, when the browser
+// sends an Origin, the inspector's own. The page takes the token from the
+// URL forward printed into the tab's session storage and out of the
+// address bar; nothing is sent as a Referer (Referrer-Policy: no-referrer).
 package inspect
 
 import (
@@ -123,7 +126,7 @@ func New(opts Options) *Inspector {
 	return in
 }
 
-// Token returns the token state-changing requests need.
+// Token returns the token every API request needs.
 func (in *Inspector) Token() string { return in.token }
 
 // Add keeps r (an OnResult): a replay Resend gave back is marked as one.
@@ -270,28 +273,49 @@ func (in *Inspector) routes() {
 	in.mux.HandleFunc("GET /api/events", in.events)
 }
 
-// ServeHTTP checks Host, and the token and Origin of a request that
-// changes something, then routes.
+// ServeHTTP checks Host, the token of every API request (a read too: the
+// deliveries are the run's, not every local user's) and the Origin of a
+// request that changes something, then routes. The page itself (its HTML,
+// script and style) holds nothing of the run and needs no token.
 func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !in.hostAllowed(r.Host) {
 		http.Error(w, "inspect: this inspector answers only to http://"+in.host+" (Host "+strconv.Quote(r.Host)+" refused)", http.StatusMisdirectedRequest)
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if !read {
 		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
 			httpx.WriteError(w, http.StatusForbidden, "a request from another origin ("+o+") cannot change the inspector")
 			return
 		}
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-Hookline-Token")), []byte(in.token)) != 1 {
-			httpx.WriteError(w, http.StatusForbidden, "this needs the run's token in X-Hookline-Token (the inspector URL forward printed carries it)")
-			return
-		}
 	}
+	if strings.HasPrefix(r.URL.Path, "/api/") && !in.tokenGiven(r, read) {
+		how := "X-Hookline-Token"
+		if read {
+			how += " (or ?token= for a link or an EventSource)"
+		}
+		httpx.WriteError(w, http.StatusForbidden, "this needs the run's token in "+how+": the inspector URL forward printed carries it")
+		return
+	}
+	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:")
 	w.Header().Set("X-Frame-Options", "DENY")
 	in.mux.ServeHTTP(w, r)
+}
+
+// tokenGiven reports whether r carries the run's token: in the
+// X-Hookline-Token header, or for a read in the token query parameter (a
+// download link, an EventSource cannot send a header). A change needs the
+// header, which another origin cannot send without the CORS preflight the
+// inspector never answers.
+func (in *Inspector) tokenGiven(r *http.Request, read bool) bool {
+	t := r.Header.Get("X-Hookline-Token")
+	if t == "" && read {
+		t = r.URL.Query().Get("token")
+	}
+	return t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(in.token)) == 1
 }
 
 // hostAllowed reports whether host names the inspector: its address, or

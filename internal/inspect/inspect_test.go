@@ -103,12 +103,24 @@ type listAnswer struct {
 	Evicted    int64             `json:"evicted"`
 }
 
-func (s *setup) get(t *testing.T, path string, v any) *http.Response {
+// read GETs path with the run's token, as the page does.
+func (s *setup) read(t *testing.T, path string) *http.Response {
 	t.Helper()
-	resp, err := http.Get(s.base + path)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.base+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("X-Hookline-Token", s.in.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func (s *setup) get(t *testing.T, path string, v any) *http.Response {
+	t.Helper()
+	resp := s.read(t, path)
 	defer resp.Body.Close()
 	if v != nil {
 		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
@@ -149,10 +161,7 @@ func TestInspectorAPI(t *testing.T) {
 	s := start(t, inspect.Options{}, tg)
 
 	// Empty: lists, not nulls, for the page.
-	resp, err := http.Get(s.base + "/api/deliveries")
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := s.read(t, "/api/deliveries")
 	emptyList, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(emptyList), `"deliveries":[]`) || !strings.Contains(string(emptyList), `"events":[]`) {
@@ -160,7 +169,7 @@ func TestInspectorAPI(t *testing.T) {
 	}
 
 	// A live stream first: every new Result comes on it.
-	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.base+"/api/events", nil)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.base+"/api/events?token="+s.in.Token(), nil) // as the page's EventSource
 	stream, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -295,13 +304,13 @@ func TestInspectorAPI(t *testing.T) {
 	}
 
 	// A capture file hookline replay reads, and curl.
-	resp, _ = http.Get(s.base + fmt.Sprintf("/api/deliveries/%d/capture", first.ID))
+	resp, _ = http.Get(s.base + fmt.Sprintf("/api/deliveries/%d/capture?token=%s", first.ID, s.in.Token())) // a download link
 	data, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if f, err := capture.Unmarshal(data); err != nil || f.ID != "d1" || !strings.Contains(string(f.Body), "octocat") {
 		t.Errorf("capture = %v, %v", f, err)
 	}
-	resp, _ = http.Get(s.base + "/api/export?outcome=target-failed")
+	resp = s.read(t, "/api/export?outcome=target-failed")
 	data, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if lines := strings.Split(strings.TrimSpace(string(data)), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"d2"`) {
@@ -321,12 +330,53 @@ func TestInspectorAPI(t *testing.T) {
 	}
 }
 
+// Every read of the API needs the run's token, in the header or (for a
+// link, an EventSource) in ?token=: another user of the machine reaches
+// loopback too. A change takes it only in the header. The page itself
+// holds nothing of the run and opens without it.
+func TestInspectorReadsNeedTheToken(t *testing.T) {
+	s := start(t, inspect.Options{}, newTarget(t))
+	s.deliver(t, "d1", "issues", []byte(`{"action":"opened","secret-ish":"payload"}`))
+	for _, path := range []string{"/api/deliveries", "/api/deliveries/1", "/api/deliveries/1/capture", "/api/deliveries/1/curl", "/api/export", "/api/events", "/api/deliveries?token=wrong"} {
+		resp, err := http.Get(s.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || strings.Contains(string(body), "payload") || !strings.Contains(string(body), "token") {
+			t.Errorf("GET %s without the token = %d %.200s, want 403 saying it needs the token", path, resp.StatusCode, body)
+		}
+	}
+	if resp := s.read(t, "/api/deliveries/1"); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET with the token = %d, want 200", resp.StatusCode)
+	}
+	resp, err := http.Get(s.base + "/api/deliveries/1?token=" + s.in.Token())
+	if err == nil {
+		resp.Body.Close()
+	}
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+		t.Errorf("GET with ?token= = %v %v, want 200 with Referrer-Policy: no-referrer", resp, err)
+	}
+	if code, body := s.post(t, "/api/deliveries/1/replay?token="+s.in.Token(), "", "", `{}`); code != http.StatusForbidden {
+		t.Errorf("a replay with the token only in the query = %d %s, want 403", code, body)
+	}
+	for _, path := range []string{"/", "/app.js", "/app.css"} {
+		if resp, err := http.Get(s.base + path); err != nil || resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s without the token: %v %v, want the page", path, resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
+}
+
 // Only the inspector's own address is answered (DNS rebinding).
 func TestInspectorRefusesAForeignHost(t *testing.T) {
 	s := start(t, inspect.Options{}, newTarget(t))
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(s.base, "http://"))
 	for host, want := range map[string]int{"evil.example:" + port: http.StatusMisdirectedRequest, "localhost:" + port: 200, strings.TrimPrefix(s.base, "http://"): 200} {
 		req, _ := http.NewRequest("GET", s.base+"/api/deliveries", nil)
+		req.Header.Set("X-Hookline-Token", s.in.Token())
 		req.Host = host
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -469,7 +519,7 @@ func TestInspectorShowsEveryTarget(t *testing.T) {
 // stream) and the list counts it, with the deliveries lost.
 func TestInspectorGap(t *testing.T) {
 	s := start(t, inspect.Options{}, newTarget(t))
-	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.base+"/api/events", nil)
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", s.base+"/api/events?token="+s.in.Token(), nil) // as the page's EventSource
 	stream, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -496,10 +546,7 @@ func TestInspectorGap(t *testing.T) {
 			t.Fatal("the live stream said nothing of the gap")
 		}
 	}
-	resp, err := http.Get(s.base + "/api/deliveries")
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := s.read(t, "/api/deliveries")
 	defer resp.Body.Close()
 	var list struct {
 		Gaps struct {

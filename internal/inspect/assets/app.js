@@ -8,6 +8,8 @@ if (params.get("token")) {
   history.replaceState(null, "", location.pathname);
 }
 const token = sessionStorage.getItem("hookline-token") || "";
+// For what cannot send the token as a header: links and the EventSource.
+const withToken = (url) => url + (url.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token);
 
 const $ = (sel) => document.querySelector(sel);
 const el = (tag, attrs, ...kids) => {
@@ -135,7 +137,7 @@ async function refresh() {
   const ev = $("#event"), cur = ev.value;
   ev.replaceChildren(el("option", { value: "" }, "all events"), ...list.events.map((e) => el("option", { value: e }, e)));
   ev.value = cur;
-  $("#export").href = "api/export?" + query();
+  $("#export").href = withToken("api/export?" + query());
   const tbody = $("#list tbody");
   tbody.replaceChildren(...rows.map((d) => {
     const name = d.event + (d.action ? "." + d.action : "");
@@ -239,7 +241,7 @@ async function show(id) {
     actions.append(el("button", { type: "button", id: "edit", onclick: () => editForm(d) }, "edit and replay"));
   }
   actions.append(el("button", { type: "button", id: "curl", onclick: () => copyCurl(d.id) }, "copy as curl"));
-  actions.append(el("a", { href: "api/deliveries/" + d.id + "/capture", download: "" }, "download capture"));
+  actions.append(el("a", { href: withToken("api/deliveries/" + d.id + "/capture"), download: "" }, "download capture"));
   parts.push(actions, el("div", { id: "action-out" }));
 
   for (const t of d.targets || []) {
@@ -337,7 +339,7 @@ document.addEventListener("keydown", (e) => {
 // Live: every new delivery refreshes the list (filters applied), and so
 // does every (re)connection, for what came while there was none.
 function listen() {
-  const es = new EventSource("api/events");
+  const es = new EventSource(withToken("api/events"));
   es.onopen = () => refresh();
   es.addEventListener("delivery", () => refresh());
   es.addEventListener("gap", () => refresh());
