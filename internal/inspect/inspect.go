@@ -345,7 +345,7 @@ func outcome(r proxy.Result) string {
 	switch {
 	case r.Duplicate:
 		return OutcomeDuplicate
-	case r.Filtered:
+	case r.Filtered, r.Handshake != "": // not passed on: filtered, or a sender's handshake
 		return OutcomeSkipped
 	case r.Verification == proxy.VerificationFailed:
 		return OutcomeBadSignature

@@ -559,3 +559,20 @@ func TestInspectorGap(t *testing.T) {
 		t.Errorf("gaps = %+v, want 2 gaps, 14 lost, the last one's message", list.Gaps)
 	}
 }
+
+// A sender's handshake is listed as skipped: it was not passed on, and
+// it is no unverified delivery.
+func TestInspectorListsAHandshakeAsSkipped(t *testing.T) {
+	s := start(t, inspect.Options{}, newTarget(t))
+	body := []byte(`{"token":"x","challenge":"3eZbrw1aBm2rZ","type":"url_verification"}`)
+	h, _ := provider.Sign(provider.Slack, "8f742231b10e8888abcd99yyyzzz85a5", body, provider.Signing{})
+	r := s.client.Handle(t.Context(), &delivery.Delivery{Headers: h, Body: body, BodySource: delivery.BodyBase64})
+	if r.Handshake == "" {
+		t.Fatalf("the client did not take it for a handshake: %+v", r)
+	}
+	var l listAnswer
+	s.get(t, "/api/deliveries", &l)
+	if len(l.Deliveries) != 1 || l.Deliveries[0].Outcome != inspect.OutcomeSkipped {
+		t.Errorf("the inspector lists %+v, want the handshake as skipped", l.Deliveries)
+	}
+}
