@@ -131,14 +131,7 @@ func TestClientForwardsARelayRedelivery(t *testing.T) {
 	body := relaytest.Body(1, 10)
 	rl.Publish(t, nil, 1, body)
 	res.wait(t, 1)
-	resp, err := http.Post(rl.Channel+"/redeliver/1", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("redeliver: %d", resp.StatusCode)
-	}
+	redeliver(t, rl.Channel, 1)
 	r := res.wait(t, 1)[1]
 	if !r.Redelivery || r.Duplicate || len(r.Targets) == 0 || !r.Targets[0].OK() {
 		t.Errorf("redelivery: Redelivery %v, Duplicate %v, Target %+v; want forwarded as a redelivery", r.Redelivery, r.Duplicate, r.Targets)
@@ -195,14 +188,7 @@ func TestClientSkipsASendersRetryButForwardsARelayRedelivery(t *testing.T) {
 	if !rs[1].Duplicate || rs[1].Redelivery || len(rs[1].Targets) > 0 {
 		t.Errorf("the sender's retry: Duplicate %v, Redelivery %v, %d targets; want a duplicate, not forwarded", rs[1].Duplicate, rs[1].Redelivery, len(rs[1].Targets))
 	}
-	resp, err := http.Post(rl.Channel+"/redeliver/1", "application/json", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("redeliver: %d", resp.StatusCode)
-	}
+	redeliver(t, rl.Channel, 1)
 	r := res.wait(t, 1)[2]
 	if !r.Redelivery || r.Duplicate || len(r.Targets) == 0 || !r.Targets[0].OK() {
 		t.Errorf("the relay's redelivery: Redelivery %v, Duplicate %v, Targets %+v; want forwarded as a redelivery", r.Redelivery, r.Duplicate, r.Targets)
@@ -259,5 +245,19 @@ func TestClientShowsHandshakesAndForwardsNone(t *testing.T) {
 	}
 	if s := c.Stats(); s.Handshakes != 2 || s.Forwarded != 0 {
 		t.Errorf("Stats: %d handshakes, %d forwarded; want 2, 0", s.Handshakes, s.Forwarded)
+	}
+}
+
+// redeliver asks the relay to publish delivery id of channel again (its
+// page's Redeliver button).
+func redeliver(t *testing.T, channel string, id int) {
+	t.Helper()
+	resp, err := http.Post(fmt.Sprintf("%s/redeliver/%d", channel, id), "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("redeliver: %d", resp.StatusCode)
 	}
 }

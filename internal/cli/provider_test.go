@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -122,19 +121,8 @@ func TestForwardShowsEachSendersDeliveryID(t *testing.T) {
 			}
 			rl.Publish(t, nil, 1, []byte(tt.body), append(header, "X-GitHub-Delivery", "")...)
 			f.waitOutLines(t, 1)
-			resp, err := http.Get(m[1] + "/api/deliveries?token=" + m[2])
-			if err != nil {
-				t.Fatal(err)
-			}
-			var list struct {
-				Deliveries []struct {
-					DeliveryID string `json:"delivery_id"`
-				} `json:"deliveries"`
-			}
-			json.NewDecoder(resp.Body).Decode(&list)
-			resp.Body.Close()
-			if len(list.Deliveries) != 1 || list.Deliveries[0].DeliveryID != tt.id {
-				t.Errorf("the inspector lists %+v, want the delivery id %s", list.Deliveries, tt.id)
+			if ids := inspectorIDs(t, m[1], m[2]); len(ids) != 1 || ids[0] != tt.id {
+				t.Errorf("the inspector lists %q, want the delivery id %s", ids, tt.id)
 			}
 			f.stop(t)
 			if !strings.Contains(f.out.String(), `"delivery":"`+tt.id+`"`) {

@@ -503,19 +503,9 @@ func TestReplayInspect(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no inspector URL, or it did not stay open:\n%s", stderr.String())
 	}
-	resp, err := http.Get(m[1] + "/api/deliveries?token=" + m[2])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list struct {
-		Deliveries []struct {
-			DeliveryID string `json:"delivery_id"`
-		} `json:"deliveries"`
-	}
-	json.NewDecoder(resp.Body).Decode(&list)
-	resp.Body.Close()
-	if n := len(target.requests()); n == 0 || len(list.Deliveries) != n {
-		t.Errorf("the inspector lists %d deliveries; the target got %d", len(list.Deliveries), n)
+	ids := inspectorIDs(t, m[1], m[2])
+	if n := len(target.requests()); n == 0 || len(ids) != n {
+		t.Errorf("the inspector lists %d deliveries; the target got %d", len(ids), n)
 	}
 	select {
 	case <-code:
@@ -576,3 +566,27 @@ func TestReplayTiming(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// inspectorIDs returns the delivery ids the inspector at base lists, read
+// with the run's token.
+func inspectorIDs(t *testing.T, base, token string) []string {
+	t.Helper()
+	resp, err := http.Get(base + "/api/deliveries?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Deliveries []struct {
+			DeliveryID string `json:"delivery_id"`
+		} `json:"deliveries"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatalf("the inspector's list: %v", err)
+	}
+	ids := make([]string, len(list.Deliveries))
+	for i, d := range list.Deliveries {
+		ids[i] = d.DeliveryID
+	}
+	return ids
+}
