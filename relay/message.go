@@ -134,7 +134,7 @@ func mark(header []wire.Header, name, value string) []wire.Header {
 }
 
 // handshakeEntry returns the entry of a sender's handshake the relay answered
-// (see Server.answerHandshake), received at now: its headers marked with
+// (Server.answerHub, Server.ingest), received at now: its headers marked with
 // wire.HandshakeHeader, its query without the hub's verify token (the
 // channel's own), body.
 func handshakeEntry(r *http.Request, body []byte, now time.Time) *Entry {
