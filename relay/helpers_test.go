@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +72,10 @@ type stream struct {
 	resp   *http.Response
 	events chan event
 	err    error // the read error that ended the stream, once events is closed
+	// For a test that waits in vain: how many events the reader parsed,
+	// and the last id it saw.
+	parsed atomic.Int64
+	lastID atomic.Pointer[string]
 }
 
 // subscribe opens GET url with Accept: text/event-stream and the header
@@ -117,6 +122,11 @@ func (s *stream) read() {
 		if line == "" {
 			if data != nil {
 				ev.Data = strings.Join(data, "\n")
+				s.parsed.Add(1)
+				if ev.ID != "" {
+					id := ev.ID
+					s.lastID.Store(&id)
+				}
 				s.events <- ev
 			}
 			ev, data = event{}, nil
@@ -151,7 +161,12 @@ func (s *stream) next() event {
 			}
 			return ev
 		case <-time.After(wait):
-			s.t.Fatalf("no event within %s; the relay's goroutines:\n%s", wait, relayStacks())
+			last := ""
+			if p := s.lastID.Load(); p != nil {
+				last = *p
+			}
+			s.t.Fatalf("no event within %s (the stream's reader parsed %d events, the last id %q); the relay's goroutines:\n%s",
+				wait, s.parsed.Load(), last, relayStacks())
 		}
 	}
 }

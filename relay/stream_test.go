@@ -230,7 +230,9 @@ func TestBurstWithinTheBytesResumesWithoutAGap(t *testing.T) {
 		before    []string
 	}{{"the cut-off subscriber", last, got}, {"the one that was away", "0", nil}} {
 		s := subscribe(t, channel, "Last-Event-ID", resume.last)
-		s.ready()
+		if last := s.ready(); last != n {
+			t.Fatalf("%s: the ready event says the channel's last id is %d, want %d", resume.who, last, n)
+		}
 		all := resume.before
 		for len(all) < n {
 			ev := s.next()
