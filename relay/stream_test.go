@@ -196,17 +196,37 @@ func TestBurstWithinTheBytesResumesWithoutAGap(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /burst-channel-0123456789 HTTP/1.1\r\nHost: relay\r\nAccept: text/event-stream\r\n\r\n")
-	pad := strings.Repeat("x", 64<<10) // 300 × 64 KiB: more than the sockets hold, less than 50 MiB
-	for i := 1; i <= n; i++ {
-		mustPost(t, channel, fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, pad), "Content-Type", "application/json")
-	}
+	// Its head and ready event, read before the burst: it has joined, and
+	// gets every delivery from the first (had the relay taken the GET
+	// after some POSTs, it would have started later, and the ids the test
+	// expects from it and its resume would never all come).
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the slow stream's ready event: %v", err)
+		}
+		if line == "\n" {
+			break
+		}
+		if strings.HasPrefix(line, "data: ") && line != "data: {\"last\":0}\n" {
+			t.Fatalf("the slow stream's ready event says %q, want the channel empty", line)
+		}
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, resp.Body} // what br read ahead is read first
+	pad := strings.Repeat("x", 64<<10) // 300 × 64 KiB: more than the sockets hold, less than 50 MiB
+	for i := 1; i <= n; i++ {
+		mustPost(t, channel, fmt.Sprintf(`{"n":%d,"pad":"%s"}`, i, pad), "Content-Type", "application/json")
+	}
 	slow := &stream{t: t, resp: resp, events: make(chan event, 4096)}
 	go slow.read()
-	slow.ready()
 	var got []string
 	for ended := false; !ended; { // what it was sent before the cut-off, then the end
 		select {
