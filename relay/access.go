@@ -368,17 +368,19 @@ func (s *Server) answerHub(w http.ResponseWriter, r *http.Request, name string, 
 // token to /<channel>/verify-token.
 const maxSecretBytes = 4 << 10
 
-// binding is what PUT /<channel>/<binding> sets on a private channel.
+// binding is what PUT /<channel>/<path> sets on a private channel.
 type binding struct {
-	path  string // secret, verify-token
-	what  string // in messages
-	field func(*Access) *string
+	path   string // secret, verify-token
+	what   string // in messages
+	answer string // the answer's key: whether the channel is bound
+	field  func(*Access) *string
 }
 
-var (
-	secretBinding      = binding{"secret", "webhook secret", func(a *Access) *string { return &a.Secret }}
-	verifyTokenBinding = binding{"verify-token", "hub.verify_token", func(a *Access) *string { return &a.VerifyToken }}
-)
+// bindings are the PUT /<channel>/<path> routes, by path.
+var bindings = map[string]binding{
+	"secret":       {"secret", "webhook secret", "verifyOnRelay", func(a *Access) *string { return &a.Secret }},
+	"verify-token": {"verify-token", "hub.verify_token", "answersHubChallenge", func(a *Access) *string { return &a.VerifyToken }},
+}
 
 // serveBinding answers PUT /<name>/secret (the body is the secret, bound to
 // the channel from now on) or /<name>/verify-token (the token a hub's
@@ -413,11 +415,7 @@ func (s *Server) serveBinding(w http.ResponseWriter, r *http.Request, name strin
 		return
 	}
 	s.log.Info("channel "+b.path+" set", "channel", name, "bound", value != "")
-	if b.path == secretBinding.path {
-		httpx.WriteJSON(w, http.StatusOK, map[string]bool{"verifyOnRelay": value != ""})
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]bool{"answersHubChallenge": value != ""})
+	httpx.WriteJSON(w, http.StatusOK, map[string]bool{b.answer: value != ""})
 }
 
 // newPrivateChannel makes a private channel for r's client and returns its

@@ -582,20 +582,21 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 	}
 	inMemory := !s.store.Persistent()
 	return Stats{
-		Channels:    channels,
-		Subscribers: int(s.subscribers.Load()),
-		Persistent:  !inMemory,
-		Shared:      s.shared != nil,
-		Deliveries:  s.deliveries.Load(), CanaryDeliveries: s.canaryDeliveries.Load(),
-		Sent:         s.sent.Load(),
-		Retained:     st.Retained,
-		HistoryBytes: st.Bytes,
-		CutOff:       s.cutOff.Load(),
-		PinnedBytes:  s.pinned.Load(),
-		UploadBytes:  s.uploads.Load(),
-		Connections:  s.conns.n.Load(),
-		FetchBytes:   s.fetchedBytes(),
-		ConnsRefused: s.conns.refused.Load(),
+		Channels:         channels,
+		Subscribers:      int(s.subscribers.Load()),
+		Persistent:       !inMemory,
+		Shared:           s.shared != nil,
+		Deliveries:       s.deliveries.Load(),
+		CanaryDeliveries: s.canaryDeliveries.Load(),
+		Sent:             s.sent.Load(),
+		Retained:         st.Retained,
+		HistoryBytes:     st.Bytes,
+		CutOff:           s.cutOff.Load(),
+		PinnedBytes:      s.pinned.Load(),
+		UploadBytes:      s.uploads.Load(),
+		Connections:      s.conns.n.Load(),
+		FetchBytes:       s.fetchedBytes(),
+		ConnsRefused:     s.conns.refused.Load(),
 		Refused: RefusedStats{Uploads: s.refusedUploads.Load(), Streams: s.refusedStreams.Load(),
 			Redeliveries: s.refusedRedeliveries.Load(), TooLarge: s.refusedTooLarge.Load(),
 			Unauthorized: s.refusedUnauthorized.Load(), Unsigned: s.refusedUnsigned.Load()},
@@ -792,15 +793,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.serveBody(w, r, name, segs[2])
-	case len(segs) == 2 && (segs[1] == secretBinding.path || segs[1] == verifyTokenBinding.path):
+	case len(segs) == 2 && bindings[segs[1]].path != "":
 		if !allowMethods(w, r, http.MethodPut, http.MethodDelete) {
 			return
 		}
-		b := secretBinding
-		if segs[1] == verifyTokenBinding.path {
-			b = verifyTokenBinding
-		}
-		s.serveBinding(w, r, name, b)
+		s.serveBinding(w, r, name, bindings[segs[1]])
 	case len(segs) == 3 && segs[1] == "redeliver":
 		if !allowMethods(w, r, http.MethodPost) {
 			return
@@ -1102,13 +1099,16 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 	if !ok {
 		return
 	}
-	d := NewEntry(r, body, time.Now())
 	// Slack's url_verification, signed with the secret the channel is
 	// bound to, is answered (see answerHub); on another channel it is
 	// relayed as any POST, unanswered.
 	hs, handshake := provider.HandshakeOf(r.Header, nil, body)
-	if handshake = handshake && verified && len(hs.Challenge) <= maxChallengeBytes; handshake {
-		d = handshakeEntry(r, body, d.received)
+	handshake = handshake && verified && len(hs.Challenge) <= maxChallengeBytes
+	var d *Entry
+	if handshake {
+		d = handshakeEntry(r, body, time.Now())
+	} else {
+		d = NewEntry(r, body, time.Now())
 	}
 	// Once the body is read, the delivery is stored even if the sender
 	// hangs up: it may be one whose answer is all that got lost.
