@@ -519,7 +519,8 @@ func (s *Server) catchUp(ctx context.Context, c *channel) error {
 }
 
 // catchUpLater runs catchUp for c in its own goroutine, unless one runs
-// already (that one then reads the store once more), so that neither the
+// already (that one then reads the store once more) or the storage is
+// closing (CloseStorage ends and waits for them), so that neither the
 // caller nor the shared store's feed, which serves every channel, waits
 // for the store. After an error it tries again in a moment.
 func (s *Server) catchUpLater(c *channel) {
@@ -528,14 +529,23 @@ func (s *Server) catchUpLater(c *channel) {
 		c.again = true
 		return
 	}
-	c.catching = true
 	s.mu.Lock()
-	c.refs++
+	ctx := s.backgroundCtx
+	stopped := ctx.Err() != nil // CloseStorage
+	if !stopped {
+		c.refs++
+		s.background.Add(1)
+	}
 	s.mu.Unlock()
+	if stopped {
+		return
+	}
+	c.catching = true
 	go func() {
+		defer s.background.Done()
 		defer s.release(c)
 		for {
-			err := s.catchUp(context.Background(), c)
+			err := s.catchUp(ctx, c)
 			c.mu.Lock()
 			again := c.again && err == nil
 			c.again = false
@@ -586,7 +596,7 @@ const feedRetry = time.Second
 // retryFeed reads what is new for channel name again in a moment, after
 // err; subscribers stay connected meanwhile.
 func (s *Server) retryFeed(name string, err error) {
-	if errors.Is(err, ErrStoreClosed) {
+	if errors.Is(err, ErrStoreClosed) || s.backgroundCtx.Err() != nil {
 		return
 	}
 	s.log.Warn("could not read new deliveries from the history store; retrying", "channel", name, "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -187,4 +188,72 @@ func mustNewServer(t *testing.T) *Server {
 // lockTestDelivery is a small delivery whose body carries seq.
 func lockTestDelivery(seq int) *Entry {
 	return makeDelivery(nil, "", []byte(fmt.Sprintf(`{"seq":%d}`, seq)), time.Now())
+}
+
+// sharedSlowStore is a slowStore shared with other relays (as Redis is),
+// whose Close notes whether a read was still running: a store closed under
+// a read is what the race detector found in go-redis (its pool closed with
+// a connection in use) when a catch-up outlived the relay.
+type sharedSlowStore struct {
+	*slowStore
+	reading            atomic.Int32
+	closedWhileReading atomic.Bool
+}
+
+func (f *sharedSlowStore) Since(ctx context.Context, channel string, after, maxBytes int64) ([]*Entry, int64, int64, error) {
+	f.reading.Add(1)
+	defer f.reading.Add(-1)
+	return f.slowStore.Since(ctx, channel, after, maxBytes)
+}
+
+func (f *sharedSlowStore) Persistent() bool { return true }
+func (f *sharedSlowStore) Close() error {
+	if f.reading.Load() > 0 {
+		f.closedWhileReading.Store(true)
+	}
+	return nil
+}
+func (f *sharedSlowStore) StartFeed(func(string, *Entry)) {}
+func (f *sharedSlowStore) Watch(string, bool)             {}
+func (f *sharedSlowStore) Ping(context.Context) error     { return nil }
+func (f *sharedSlowStore) Lost() time.Time                { return time.Time{} }
+func (f *sharedSlowStore) String() string                 { return "the fake" }
+
+// The catch-ups a shared store's feed starts in the background
+// (catchUpLater) end before CloseStorage closes the store, and none starts
+// after: a read still running then uses a closed client.
+func TestCloseStorageEndsCatchUpsFirst(t *testing.T) {
+	s := mustNewServer(t)
+	sub := newSub(s)
+	c, _, err := s.join(context.Background(), "c", sub, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.leave(c, sub)
+	fake := &sharedSlowStore{slowStore: &slowStore{Store: s.store, channel: "c", entered: make(chan struct{}), release: make(chan struct{})}}
+	defer fake.open()
+	s.store, s.shared = fake, fake
+
+	s.fromFeed("c", nil) // as the feed does after a (re)subscription
+	<-fake.entered
+	closed := make(chan error, 1)
+	go func() { closed <- s.CloseStorage() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("CloseStorage did not return while a catch-up read the store")
+	}
+	if fake.closedWhileReading.Load() {
+		t.Error("CloseStorage closed the store while a catch-up was reading it")
+	}
+	s.fromFeed("c", nil) // the feed's last message, or a retry's timer
+	c.mu.Lock()
+	started := c.catching
+	c.mu.Unlock()
+	if started {
+		t.Error("a catch-up started after CloseStorage")
+	}
 }

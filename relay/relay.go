@@ -304,6 +304,12 @@ type Server struct {
 	expired         atomic.Int64   // UnixNano of the last expirePrivate
 	closing         chan struct{}  // closed by Close
 	hijacked        sync.WaitGroup // streams served on hijacked connections (see serveStream)
+	// background is the work a shared store's feed starts (catchUpLater):
+	// CloseStorage ends it (stopBackground, under mu, so none starts
+	// after) and waits for it before it closes the store.
+	background     sync.WaitGroup
+	backgroundCtx  context.Context
+	stopBackground context.CancelFunc
 
 	subscribers      atomic.Int64
 	deliveries       atomic.Int64
@@ -443,6 +449,7 @@ func New(opts Options) (*Server, error) {
 		pinned:          pinned,
 	}
 	s.creations.all = perMinute(relayChannelsPerMinute, relayChannelBurst)
+	s.backgroundCtx, s.stopBackground = context.WithCancel(context.Background())
 	if shared != nil {
 		shared.StartFeed(s.fromFeed)
 	}
@@ -455,8 +462,13 @@ func New(opts Options) (*Server, error) {
 // it once the http.Server that mounts the relay has shut down: later POSTs
 // get 503, and so do streams that ask for a replay.
 // Serve calls it when it returns. It is idempotent. For a history in
-// memory it does nothing.
+// memory it does nothing. The reads of a shared store that its feed
+// started end first: none uses the store once it is closed.
 func (s *Server) CloseStorage() error {
+	s.mu.Lock()
+	s.stopBackground()
+	s.mu.Unlock()
+	s.background.Wait()
 	if !s.store.Persistent() {
 		return nil
 	}
