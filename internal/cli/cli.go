@@ -135,6 +135,7 @@ func newApp(s *streams) *ucli.App {
 			sendCommand(s),
 			replayCommand(s),
 			deliveriesCommand(s),
+			mcpCommand(s),
 			appCommand(s),
 			serveCommand(s),
 			signCommand(s),

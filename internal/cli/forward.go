@@ -24,6 +24,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/agent"
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/internal/inspect"
 	"github.com/hookline/hookline/internal/metrics"
@@ -34,6 +35,7 @@ import (
 	"github.com/hookline/hookline/rest/header"
 	"github.com/hookline/hookline/webhooks"
 	"github.com/hookline/hookline/webhooks/provider"
+	"github.com/hookline/hookline/webhooks/webhookstest"
 )
 
 // forwardOptions are the parsed flags of `hookline forward`.
@@ -80,6 +82,8 @@ type forwardOptions struct {
 	health         string           // --health ADDR
 	inspect        *inspect.Options // --inspect (nil: off), at inspectAddr
 	inspectAddr    string
+	mcp            bool // --mcp: the MCP server on stdin and stdout, the trace on stderr
+	mcpReadOnly    bool // --mcp-read-only
 	github         githubOptions
 	keepHook       bool
 }
@@ -169,6 +173,12 @@ func parseForward(c *ucli.Context, o forwardOptions, f *forwardFlagValues) (forw
 	}
 	if o.inspect != nil {
 		o.inspectAddr = f.inspect.addr
+	}
+	switch {
+	case o.mcp && o.inspect == nil:
+		return o, usageErrorf(`--mcp serves the inspector's tools: drop --inspect ""`)
+	case o.mcpReadOnly && !o.mcp:
+		return o, usageErrorf("--mcp-read-only goes with --mcp")
 	}
 	o.sendHint[0], o.sendHint[1] = sendSecretHint(c, &f.secret)
 	if o.github, err = parseGitHub(c, &f.github, false); err != nil {
@@ -414,7 +424,11 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	if err != nil {
 		return err
 	}
-	tr := newTracer(s.out, s.err, s.outColor, o.jsonOut, o.verbose, nil)
+	traceOut, traceColor := s.out, s.outColor
+	if o.mcp { // standard output carries the protocol
+		traceOut, traceColor = s.err, s.errColor
+	}
+	tr := newTracer(traceOut, s.err, traceColor, o.jsonOut, o.verbose, nil)
 	defer tr.flush()
 	tr.secrets = []string{o.secret, o.targetSecret}
 	tr.forward = true
@@ -429,11 +443,22 @@ func runForward(ctx context.Context, o forwardOptions, s *streams) error {
 	if o.github.set() {
 		hook = &hookSetup{connected: make(chan struct{})}
 	}
-	client, closeClient, err := newForwardClient(ctx, o, channel, transport, handlers, hook, tr, logger, s)
+	client, ep, closeClient, err := newForwardClient(ctx, o, channel, transport, handlers, hook, tr, logger, s)
 	if err != nil {
 		return err
 	}
 	defer closeClient()
+	if o.mcp {
+		// The agent's session is the run's: when the agent leaves, forward
+		// stops as at Ctrl-C.
+		srv := agent.New(agent.Options{Inspector: func() (agent.Endpoint, error) { return ep, nil }, ReadOnly: o.mcpReadOnly, Version: version})
+		go func() {
+			if err := serveMCP(runCtx, srv, s.in, s.out); err != nil {
+				tr.note("mcp: " + err.Error())
+			}
+			stopRun(nil)
+		}()
+	}
 	// The first Ctrl-C (ctx) says what it waits for; the second quits.
 	quit := quitContext(ctx)
 	defer context.AfterFunc(quit, client.Stop)()
@@ -554,7 +579,7 @@ func setUpChannel(ctx context.Context, o *forwardOptions, s *streams, transport 
 // tracer (and --health, and hook's first connection), serves --health
 // until closeFn, and prints the start lines.
 func newForwardClient(ctx context.Context, o forwardOptions, channel string, transport http.RoundTripper, handlers *webhooks.Emitter,
-	hook *hookSetup, tr *tracer, logger *slog.Logger, s *streams) (client *proxy.Client, closeFn func(), err error) {
+	hook *hookSetup, tr *tracer, logger *slog.Logger, s *streams) (client *proxy.Client, ep agent.Endpoint, closeFn func(), err error) {
 	closeFn = func() {}
 	resignSecret := ""
 	if o.resign {
@@ -576,8 +601,16 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		iopts := *o.inspect
 		iopts.Secret, iopts.SchemeSecrets, iopts.TargetURL = o.secret, o.schemeSecret, firstOf(targetURLs(o.targets))
 		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Handle(ctx, d) }
-		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
-			return nil, closeFn, err
+		iopts.Build = func(name string, overrides []webhookstest.Override) (*delivery.Delivery, string, error) {
+			secret := o.secret
+			if sec := o.schemeSecret[provider.GitHub]; len(sec) > 0 {
+				secret = sec[0]
+			}
+			return testEvent(name, overrides, secret)
+		}
+		iopts.OnCall = tr.call
+		if ins, ep, closeFn, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
+			return nil, ep, func() {}, err
 		}
 	}
 	popts := proxy.Options{
@@ -620,9 +653,9 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 	}
 	if client, err = proxy.New(popts); err != nil {
 		if errors.Is(err, proxy.ErrInvalidOptions) && o.stateFile != "" && strings.Contains(err.Error(), "state file") {
-			return nil, closeFn, fmt.Errorf("--state-file %s: %w", o.stateFile, err)
+			return nil, ep, closeFn, fmt.Errorf("--state-file %s: %w", o.stateFile, err)
 		}
-		return nil, closeFn, err
+		return nil, ep, closeFn, err
 	}
 	if health != nil {
 		health.stats = client.Stats
@@ -631,11 +664,12 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		health.metrics = reg.Handler()
 		u, closeHealth, err := serveHealth(o.health, health)
 		if err != nil {
-			return nil, closeFn, err
+			return nil, ep, closeFn, err
 		}
 		// Served until forward exits: "stopping" from the first Ctrl-C.
 		stopWatch := context.AfterFunc(ctx, health.stop)
-		closeFn = func() { stopWatch(); closeHealth() }
+		forget := closeFn
+		closeFn = func() { stopWatch(); closeHealth(); forget() }
 		fmt.Fprintf(s.err, "health: %s\n", u)
 	}
 	if o.secret == "" && len(o.schemeSecret) == 0 {
@@ -656,7 +690,7 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 			fmt.Fprintf(s.err, "state file: %s (the position in the channel, to resume after a restart; --no-state keeps none)\n", o.stateFile)
 		}
 	}
-	return client, closeFn, nil
+	return client, ep, closeFn, nil
 }
 
 // sameChannel reports whether target is a URL of the relay channel itself:
@@ -919,7 +953,10 @@ func forwardFlags(o *forwardOptions, f *forwardFlagValues) []ucli.Flag {
 		&ucli.BoolFlag{Name: "quiet-filtered", Usage: "print nothing for a delivery --events or --ignore filtered out (the summary still counts it)", Destination: &o.quietFiltered},
 		&ucli.StringFlag{Name: "health", Usage: "serve GET /healthz on `ADDR` (host:port): 200 while connected to the relay, 503 otherwise, with the last delivery and the counters as JSON; and GET /metrics for Prometheus", Destination: &o.health},
 	}
-	inspectorFlags := inspectFlags(&f.inspect, true)
+	inspectorFlags := append(inspectFlags(&f.inspect, true),
+		&ucli.BoolFlag{Name: "mcp", Usage: "serve the inspector's tools to a coding agent over MCP on standard input and output (the trace goes to standard error); the agent launches forward (docs/AGENTS.md)", Destination: &o.mcp},
+		&ucli.BoolFlag{Name: "mcp-read-only", Usage: "with --mcp (or hookline mcp --read-only): leave out the tools that send (replays, test events)", Destination: &o.mcpReadOnly},
+	)
 	var all []ucli.Flag
 	for _, g := range []struct {
 		name  string

@@ -7,6 +7,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/hookline/hookline/internal/agent"
 	"github.com/hookline/hookline/internal/bytesize"
 	"github.com/hookline/hookline/internal/inspect"
 )
@@ -55,16 +56,18 @@ func (v *inspectFlagValues) options() (*inspect.Options, error) {
 }
 
 // startInspector serves an inspector with opts on addr (a free port of
-// its host when that one is busy) until ctx ends, and prints its URL.
-func startInspector(ctx context.Context, addr string, opts inspect.Options, s *streams) (*inspect.Inspector, error) {
+// its host when that one is busy) until ctx ends, prints its URL, and
+// records it in the state directory for hookline mcp until forget.
+func startInspector(ctx context.Context, addr string, opts inspect.Options, s *streams) (in *inspect.Inspector, ep agent.Endpoint, forget func(), err error) {
 	ln, err := listenOrFree(addr, s)
 	if err != nil {
-		return nil, fmt.Errorf("--inspect %s: %w", addr, err)
+		return nil, ep, nil, fmt.Errorf("--inspect %s: %w", addr, err)
 	}
-	in := inspect.New(opts)
+	in = inspect.New(opts)
 	go in.Serve(ctx, ln)
 	fmt.Fprintf(s.err, "inspector: %s\n", inspect.URL(ln, in.Token()))
-	return in, nil
+	ep = agent.Endpoint{URL: "http://" + ln.Addr().String(), Token: in.Token()}
+	return in, ep, recordInspector(ep, s), nil
 }
 
 // listenOrFree listens on addr or, when it cannot (a busy port), on a free

@@ -331,9 +331,11 @@ func replayDeliveries(ctx context.Context, o replayOptions, ds []capture.File, u
 		iopts.Secret, iopts.TargetURL = o.secret, firstOf(targetURLs(o.targets))
 		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return r.c.Handle(ctx, d) }
 		var err error
-		if ins, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
+		var forget func()
+		if ins, _, forget, err = startInspector(ctx, o.inspectAddr, iopts, s); err != nil {
 			return err
 		}
+		defer forget()
 		popts.OnResult = func(res proxy.Result) {
 			r.report(res)
 			ins.Add(res)

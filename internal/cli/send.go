@@ -189,16 +189,9 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 	}
 	var hasAction bool
 	if o.scheme == provider.GitHub {
-		o.event, o.action, hasAction = strings.Cut(o.name, ".")
-	}
-	switch {
-	case o.scheme != provider.GitHub:
-	case o.name == webhooks.AnyEventName || o.name == webhooks.ErrorEventName:
-		return o, usageErrorf("--event %q is not an event GitHub sends", o.name)
-	case o.event == "" || (hasAction && o.action == ""): // an action may hold dots: repository_dispatch.sample.collected
-		return o, usageErrorf("--event %q: want NAME or NAME.ACTION, such as push or issues.opened", o.name)
-	case !header.IsValue(o.name):
-		return o, usageErrorf("--event: the name contains control characters")
+		if o.event, o.action, hasAction, err = githubEvent(o.name); err != nil {
+			return o, err
+		}
 	}
 	if o.payloadPath == "" && o.from == nil && o.scheme == provider.GitHub {
 		if o.example, o.exampleNote, err = pickExample(o.event, o.action, hasAction); err != nil {
@@ -238,6 +231,40 @@ func parseSend(c *ucli.Context, o sendOptions, f *sendFlags) (sendOptions, error
 		return o, usageErrorf("--retries %d: must be 0 or more", o.retries)
 	}
 	return o, nil
+}
+
+// githubEvent splits a GitHub event name, NAME or NAME.ACTION (an action
+// may hold dots: repository_dispatch.sample.collected), and checks it.
+func githubEvent(name string) (event, action string, hasAction bool, err error) {
+	event, action, hasAction = strings.Cut(name, ".")
+	switch {
+	case name == webhooks.AnyEventName || name == webhooks.ErrorEventName:
+		err = usageErrorf("--event %q is not an event GitHub sends", name)
+	case event == "" || (hasAction && action == ""):
+		err = usageErrorf("--event %q: want NAME or NAME.ACTION, such as push or issues.opened", name)
+	case !header.IsValue(name):
+		err = usageErrorf("--event: the name contains control characters")
+	}
+	return event, action, hasAction, err
+}
+
+// testEvent makes a GitHub event.action as send does (its example, or one
+// made from the payload type), with overrides, signed with secret: what
+// forward's inspector sends into the run (inspect.Options.Build), and how
+// it was made when there was no example of that name.
+func testEvent(name string, overrides []webhookstest.Override, secret string) (*delivery.Delivery, string, error) {
+	o := sendOptions{name: name, scheme: provider.GitHub, secret: secret, overrides: overrides}
+	event, action, hasAction, err := githubEvent(name)
+	if err != nil {
+		return nil, "", err
+	}
+	o.event, o.action = event, action
+	payload, note, err := pickExample(event, action, hasAction)
+	if err != nil {
+		return nil, "", err
+	}
+	d, err := o.build(payload)
+	return d, note, err
 }
 
 // pickExample returns the payload to send for event[.action] and how
@@ -310,6 +337,33 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 			checkPayload(payload, o, warn)
 		}
 	}
+	d, err := o.build(payload)
+	if err != nil {
+		return err
+	}
+	o.event = d.Event // the payload's type, for another sender named by it
+	if o.secret == "" && d.Headers.Get(webhooks.HeaderSignature256) == "" {
+		fmt.Fprintf(s.err, "note: no secret, so the delivery is not signed; a server that checks X-Hub-Signature-256 will refuse it (give --secret, --secret-file or set %s)\n", secretEnv)
+	}
+	c, err := proxy.New(proxy.Options{
+		Targets: []proxy.Target{{URL: o.target}}, HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
+		DedupWindow: -1, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		return err
+	}
+	res := c.Handle(ctx, d)
+	var answer *proxy.TargetResult
+	if len(res.Targets) > 0 {
+		answer = res.Targets[0]
+	}
+	return printSent(s, o, d, res.Action, answer)
+}
+
+// build makes the delivery send sends: payload with o's overrides, the
+// sender's headers, signed with o.secret, then o.header. forward's
+// inspector makes its test events with it too (testEvent).
+func (o sendOptions) build(payload []byte) (*delivery.Delivery, error) {
 	if len(o.overrides) > 0 {
 		// Checked against the event's type from GitHub's description (the
 		// event.action's when the payload has an action); another
@@ -320,7 +374,10 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 		}
 		for i, ov := range o.overrides {
 			if err := webhookstest.Apply(pd, ov); err != nil {
-				return usageErrorf("%s %v", o.overFlags[i], err)
+				if i < len(o.overFlags) {
+					return nil, usageErrorf("%s %v", o.overFlags[i], err)
+				}
+				return nil, err
 			}
 		}
 		payload = pd.Body
@@ -358,7 +415,7 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 	if o.secret != "" {
 		signed, err := provider.Sign(o.scheme, o.secret, body, provider.Signing{ID: "msg_" + strings.ReplaceAll(id, "-", "")})
 		if err != nil {
-			return usageErrorf("--secret for --provider %s: %v", o.scheme, err)
+			return nil, usageErrorf("--secret for --provider %s: %v", o.scheme, err)
 		}
 		for k, vs := range signed {
 			h[k] = vs
@@ -374,25 +431,10 @@ func runSend(ctx context.Context, o sendOptions, s *streams) error {
 			h[name] = vs
 		}
 	}
-	if o.secret == "" && h.Get(webhooks.HeaderSignature256) == "" {
-		fmt.Fprintf(s.err, "note: no secret, so the delivery is not signed; a server that checks X-Hub-Signature-256 will refuse it (give --secret, --secret-file or set %s)\n", secretEnv)
-	}
 
 	d := &delivery.Delivery{Event: o.event, Method: http.MethodPost, Headers: h, Body: body}
 	d.Identify() // the sender's id (provider.DeliveryID), if it has one
-	c, err := proxy.New(proxy.Options{
-		Targets: []proxy.Target{{URL: o.target}}, HTTPClient: targetClient(o.timeout, o.retries, false, httpTransport(o.insecure, s), func(msg string) { fmt.Fprintln(s.err, msg) }),
-		DedupWindow: -1, Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		return err
-	}
-	res := c.Handle(ctx, d)
-	var answer *proxy.TargetResult
-	if len(res.Targets) > 0 {
-		answer = res.Targets[0]
-	}
-	return printSent(s, o, d, res.Action, answer)
+	return d, nil
 }
 
 // hookID returns a stand-in X-GitHub-Hook-ID for deliveries about target:

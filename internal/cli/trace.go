@@ -718,6 +718,20 @@ func (t *tracer) note(msg string) {
 	fmt.Fprintln(t.info, t.yellow.Sprint(msg))
 }
 
+// call shows an agent's tool call (hookline mcp, through the inspector's
+// API) as a line of the trace, in order with the deliveries it causes;
+// with --json, an object {"call": text}.
+func (t *tracer) call(text string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.json {
+		t.writeJSONLine(map[string]string{"call": text})
+		return
+	}
+	fmt.Fprintf(t.out, "%s %s %s\n", t.dim.Sprint(t.clock(time.Now())), t.bold.Sprint("agent"), termSafe(text))
+	t.written()
+}
+
 // gap reports deliveries the relay no longer had, at once: a line of the
 // trace, or with --json an object {"gap":{...}} among the deliveries.
 func (t *tracer) gap(g proxy.Gap) {

@@ -46,6 +46,7 @@ import (
 	"github.com/hookline/hookline/internal/httpx"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/webhooks/provider"
+	"github.com/hookline/hookline/webhooks/webhookstest"
 )
 
 // Defaults of Options.
@@ -78,6 +79,15 @@ type Options struct {
 	Resend func(context.Context, *delivery.Delivery) proxy.Result
 	// TargetURL is shown in the copied curl commands; empty: a placeholder.
 	TargetURL string
+	// Build makes the delivery POST /api/send runs through the pipeline
+	// (with Resend): event.action's example with the overrides, its
+	// headers and signature as hookline send makes them, and a note on
+	// how the example was made. Nil: nothing can be sent.
+	Build func(name string, overrides []webhookstest.Override) (*delivery.Delivery, string, error)
+	// OnCall is told of every API request that names itself in
+	// X-Hookline-Call (an agent's tool call, through hookline mcp), with
+	// that text, so that the run shows who replayed or sent what.
+	OnCall func(call string)
 }
 
 // Inspector keeps Results and serves them; create it with New.
@@ -97,20 +107,24 @@ type Inspector struct {
 	pending map[*delivery.Delivery]replayMark // replays on their way through the pipeline
 }
 
-// replayMark is what Add records of a replay it is given back.
+// replayMark is what Add records of a replay, or of a delivery sent into
+// the run (POST /api/send), it is given back.
 type replayMark struct {
 	of     int64
 	edited bool
+	sent   bool
 }
 
 // item is one Result the inspector keeps.
 type item struct {
-	id     int64
-	at     time.Time
-	r      proxy.Result
-	of     int64 // a replay's original
-	edited bool
-	size   int64
+	id      int64
+	at      time.Time
+	r       proxy.Result
+	of      int64 // a replay's original
+	edited  bool
+	sent    bool    // made by Options.Build, not received
+	replays []int64 // the replays of it kept or evicted since, oldest first
+	size    int64
 }
 
 // New returns an Inspector with a new random token.
@@ -137,11 +151,14 @@ func (in *Inspector) Add(r proxy.Result) {
 	it := &item{at: time.Now(), r: r, size: resultSize(r)}
 	in.mu.Lock()
 	if m, ok := in.pending[r.Delivery]; ok {
-		it.of, it.edited = m.of, m.edited
+		it.of, it.edited, it.sent = m.of, m.edited, m.sent
 		delete(in.pending, r.Delivery)
 	}
 	in.next++
 	it.id = in.next
+	if orig := in.itemLocked(it.of); orig != nil {
+		orig.replays = append(orig.replays, it.id)
+	}
 	in.items = append(in.items, it)
 	in.bytes += it.size
 	for len(in.items) > 1 && (len(in.items) > in.opts.History || in.bytes > in.opts.HistoryBytes) {
@@ -267,6 +284,7 @@ func (in *Inspector) routes() {
 	in.mux.HandleFunc("DELETE /api/deliveries", in.clear)
 	in.mux.HandleFunc("GET /api/deliveries/{id}", in.detail)
 	in.mux.HandleFunc("POST /api/deliveries/{id}/replay", in.replay)
+	in.mux.HandleFunc("POST /api/send", in.send)
 	in.mux.HandleFunc("GET /api/deliveries/{id}/capture", in.captureFile)
 	in.mux.HandleFunc("GET /api/deliveries/{id}/curl", in.curl)
 	in.mux.HandleFunc("GET /api/export", in.export)
@@ -297,12 +315,39 @@ func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusForbidden, "this needs the run's token in "+how+": the inspector URL forward printed carries it")
 		return
 	}
+	if q := r.URL.Query(); q.Get("after") == "latest" {
+		// Resolved as the request arrives, before its call is told
+		// (OnCall): a delivery that comes after the caller saw the call
+		// on the trace is one the wait sees.
+		in.mu.Lock()
+		q.Set("after", strconv.FormatInt(in.next, 10))
+		in.mu.Unlock()
+		r.URL.RawQuery = q.Encode()
+	}
+	if call := r.Header.Get("X-Hookline-Call"); call != "" && in.opts.OnCall != nil && strings.HasPrefix(r.URL.Path, "/api/") {
+		in.opts.OnCall(printable(call, 200))
+	}
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:")
 	w.Header().Set("X-Frame-Options", "DENY")
 	in.mux.ServeHTTP(w, r)
+}
+
+// printable returns s without control characters, cut to n bytes: a
+// header's text shown on the trace.
+func printable(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	if len(s) > n {
+		s = strings.ToValidUTF8(s[:n], "") + "…"
+	}
+	return s
 }
 
 // tokenGiven reports whether r carries the run's token: in the
@@ -372,6 +417,8 @@ type Summary struct {
 	Scheme       string    `json:"scheme,omitempty"` // the sender's signature scheme: github, stripe...
 	Edited       bool      `json:"edited"`
 	ReplayOf     int64     `json:"replay_of,omitempty"`
+	Replays      []int64   `json:"replays,omitempty"` // the replays of this delivery, oldest first
+	Sent         bool      `json:"sent,omitempty"`    // a test event sent into the run (POST /api/send)
 	Size         int       `json:"size"`
 	// Targets are the targets' answers, one per target the routes chose
 	// (one unnamed target: no name), each with its attempts; Unrouted: no
@@ -455,7 +502,7 @@ func summary(it *item) Summary {
 	s := Summary{
 		ID: it.id, At: it.at, DeliveryID: d.ID, Event: d.Event, Action: r.Action, Repository: r.Repository, Sender: r.Sender,
 		Outcome: outcome(r), Verification: string(r.Verification), VerifyNote: r.VerifyNote, Scheme: string(r.Scheme),
-		Edited: it.edited, ReplayOf: it.of, Size: len(d.Body),
+		Edited: it.edited, ReplayOf: it.of, Replays: slices.Clone(it.replays), Sent: it.sent, Size: len(d.Body),
 	}
 	if s.Verification == "" {
 		s.Verification = string(proxy.VerificationSkipped)
@@ -518,16 +565,24 @@ func detail(it *item) Detail {
 	return d
 }
 
-// filter is the list's query: event (or event.action), outcome, and free
-// text over the delivery id, names, headers and body.
-type filter struct{ event, outcome, q string }
+// filter is the list's query: event (or event.action), outcome, free
+// text over the delivery id, names, headers and body, and the deliveries
+// kept after id after.
+type filter struct {
+	event, outcome, q string
+	after             int64
+}
 
 func filterOf(r *http.Request) filter {
 	q := r.URL.Query()
-	return filter{event: q.Get("event"), outcome: q.Get("outcome"), q: strings.ToLower(q.Get("q"))}
+	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
+	return filter{event: q.Get("event"), outcome: q.Get("outcome"), q: strings.ToLower(q.Get("q")), after: after}
 }
 
 func (f filter) match(it *item) bool {
+	if it.id <= f.after {
+		return false
+	}
 	r := it.r
 	if f.event != "" && f.event != r.Delivery.Event && f.event != r.Delivery.Event+"."+r.Action {
 		return false
@@ -590,8 +645,23 @@ func (in *Inspector) visible(f filter) []*item {
 	return out
 }
 
+// maxWait bounds the wait of GET /api/deliveries?wait=.
+const maxWait = 10 * time.Minute
+
 func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
-	items := in.visible(filterOf(r))
+	f := filterOf(r)
+	var wait time.Duration
+	if v := r.URL.Query().Get("wait"); v != "" {
+		var err error
+		if wait, err = time.ParseDuration(v); err != nil || wait < 0 || wait > maxWait {
+			httpx.WriteError(w, http.StatusBadRequest, "wait "+strconv.Quote(v)+": give a duration up to "+maxWait.String()+", such as 60s")
+			return
+		}
+	}
+	items := in.visible(f)
+	if len(items) == 0 && wait > 0 {
+		items = in.await(r.Context(), f, wait)
+	}
 	out := struct {
 		Deliveries []Summary      `json:"deliveries"`
 		Counts     map[string]int `json:"counts"` // of every kept delivery, by outcome, and "all"
@@ -621,14 +691,58 @@ func (in *Inspector) list(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
 
+// itemLocked returns the kept item id, or nil. The caller holds mu.
+func (in *Inspector) itemLocked(id int64) *item {
+	i, ok := slices.BinarySearchFunc(in.items, id, func(it *item, id int64) int { return int(it.id - id) })
+	if !ok {
+		return nil
+	}
+	return in.items[i]
+}
+
+// await waits up to wait (or ctx's end) for a delivery that f matches
+// (one kept after f.after), and returns those there are then.
+func (in *Inspector) await(ctx context.Context, f filter, wait time.Duration) []*item {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		ch := make(chan liveEvent, 16)
+		in.mu.Lock()
+		in.subs[ch] = struct{}{}
+		in.mu.Unlock()
+		items := in.visible(f) // after subscribing: none is missed
+		over := false
+		if len(items) == 0 {
+			select {
+			case <-ch: // a delivery, a gap, or the channel closed (too slow, or the end): look again
+			case <-timer.C:
+				over = true
+			case <-ctx.Done():
+				over = true
+			}
+		}
+		in.mu.Lock()
+		if _, ok := in.subs[ch]; ok {
+			delete(in.subs, ch)
+			close(ch)
+		}
+		in.mu.Unlock()
+		if len(items) > 0 {
+			return items
+		}
+		if over {
+			return in.visible(f)
+		}
+	}
+}
+
 func (in *Inspector) find(w http.ResponseWriter, r *http.Request) *item {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if err == nil {
-		i, ok := slices.BinarySearchFunc(in.items, id, func(it *item, id int64) int { return int(it.id - id) })
-		if ok {
-			return in.items[i]
+		if it := in.itemLocked(id); it != nil {
+			return it
 		}
 	}
 	httpx.WriteError(w, http.StatusNotFound, "no delivery "+strconv.Quote(r.PathValue("id"))+" in the inspector (it keeps the last "+strconv.Itoa(in.opts.History)+")")
@@ -653,15 +767,65 @@ func (in *Inspector) clear(w http.ResponseWriter, r *http.Request) {
 // editRequest is the body of POST /api/deliveries/{id}/replay: all fields
 // optional. Body and Encoding have the shape of a delivery's request as
 // GET /api/deliveries/{id} gives it, and of a capture file ("body",
-// "body_encoding"), so what was read can be sent back edited. Headers set (a string or a list; "", [] or null
+// "body_encoding"), so what was read can be sent back edited. Patch
+// changes members of the (given or kept) JSON body: JSON Patch's add,
+// replace and remove (RFC 6902), each checked against the event's payload
+// type and changing only that member's bytes (webhookstest.Apply, as
+// hookline send --set). Headers set (a string or a list; "", [] or null
 // removes one); Resign signs the result again with the run's secret (the
 // default when anything is edited). An edit that changes nothing is
 // refused: a replay is asked for with no edit at all.
 type editRequest struct {
 	Body     *string           `json:"body"`
 	Encoding string            `json:"body_encoding"` // "text" (default) or "base64"
+	Patch    []PatchOp         `json:"patch"`
 	Headers  map[string]values `json:"headers"`
 	Resign   *bool             `json:"resign"`
+}
+
+// PatchOp is one operation of a JSON Patch (RFC 6902): add, replace or
+// remove, at Path, a JSON Pointer ("/issue/title", "/commits/0/message").
+// A member added to an object goes at its end; an array grows only by a
+// replaced or removed element (add at an index, "-", move, copy and test
+// are refused with a message).
+type PatchOp struct {
+	Op    string          `json:"op"`
+	Path  string          `json:"path"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// overrides returns ops as the overrides webhookstest.Apply makes: a
+// pointer's tokens joined by dots.
+func overrides(ops []PatchOp) ([]webhookstest.Override, error) {
+	out := make([]webhookstest.Override, 0, len(ops))
+	for i, op := range ops {
+		at := fmt.Sprintf("patch[%d] (%s %s)", i, op.Op, op.Path)
+		if !strings.HasPrefix(op.Path, "/") || op.Path == "/" {
+			return nil, fmt.Errorf("%s: a path is a JSON Pointer to a member, such as /issue/title", at)
+		}
+		tokens := strings.Split(op.Path[1:], "/")
+		for k, t := range tokens {
+			t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+			if strings.Contains(t, ".") || t == "" || t == "-" {
+				return nil, fmt.Errorf("%s: the member %q cannot be patched here (a name with a dot, an empty name or -); replace the whole body instead", at, t)
+			}
+			tokens[k] = t
+		}
+		o := webhookstest.Override{Path: strings.Join(tokens, ".")}
+		switch op.Op {
+		case "add", "replace":
+			if len(op.Value) == 0 {
+				return nil, fmt.Errorf("%s: give a value", at)
+			}
+			o.JSON = op.Value
+		case "remove":
+			o.Unset = true
+		default:
+			return nil, fmt.Errorf("%s: the op is add, replace or remove", at)
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // values is a header's values in an edit: a list, or one string.
@@ -707,11 +871,17 @@ func (in *Inspector) replay(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	httpx.WriteJSON(w, http.StatusOK, in.run(r.Context(), d, replayMark{of: it.id, edited: edited}))
+}
+
+// run runs d through the pipeline (Resend) and returns its detail, kept
+// with mark.
+func (in *Inspector) run(ctx context.Context, d *delivery.Delivery, mark replayMark) Detail {
 	in.mu.Lock()
-	in.pending[d] = replayMark{of: it.id, edited: edited}
+	in.pending[d] = mark
 	in.mu.Unlock()
 	// A replay started goes to its end, whether the page waits or not.
-	res := in.opts.Resend(context.WithoutCancel(r.Context()), d)
+	res := in.opts.Resend(context.WithoutCancel(ctx), d)
 	// Resend gave the Result to Add (OnResult); find it.
 	in.mu.Lock()
 	delete(in.pending, d)
@@ -724,16 +894,51 @@ func (in *Inspector) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	in.mu.Unlock()
 	if got == nil { // not reported to Add (or already evicted)
-		got = &item{at: time.Now(), r: res, of: it.id, edited: edited}
+		got = &item{at: time.Now(), r: res, of: mark.of, edited: mark.edited, sent: mark.sent}
 	}
-	httpx.WriteJSON(w, http.StatusOK, detail(got))
+	return detail(got)
+}
+
+// sendRequest is the body of POST /api/send: an event.action to make as
+// hookline send does, and JSON Patch operations on its example.
+type sendRequest struct {
+	Event string    `json:"event"`
+	Patch []PatchOp `json:"patch"`
+}
+
+// send makes a test event (Options.Build) and runs it through the pipeline
+// as a delivery: verified, routed, sent to the targets; the answer is its
+// detail.
+func (in *Inspector) send(w http.ResponseWriter, r *http.Request) {
+	if in.opts.Build == nil || in.opts.Resend == nil {
+		httpx.WriteError(w, http.StatusNotImplemented, "this run cannot send a test event")
+		return
+	}
+	var req sendRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxEditBytes)).Decode(&req); err != nil {
+		httpx.WriteError(w, http.StatusBadRequest, "the send request is not valid JSON: "+err.Error())
+		return
+	}
+	if req.Event == "" {
+		httpx.WriteError(w, http.StatusBadRequest, `give "event", such as issues.opened (hookline events lists them)`)
+		return
+	}
+	ovs, err := overrides(req.Patch)
+	if err == nil {
+		var d *delivery.Delivery
+		if d, _, err = in.opts.Build(req.Event, ovs); err == nil {
+			httpx.WriteJSON(w, http.StatusOK, in.run(r.Context(), d, replayMark{sent: true}))
+			return
+		}
+	}
+	httpx.WriteError(w, http.StatusBadRequest, err.Error())
 }
 
 // edit returns the delivery a replay sends: a copy of d sharing its body
 // (one replay, one Delivery: Add knows it by its address), or with e's
 // body and headers, signed again when asked (by default when edited).
 func (in *Inspector) edit(d *delivery.Delivery, e editRequest) (*delivery.Delivery, bool, error) {
-	if e.Body == nil && e.Headers == nil && (e.Resign == nil || !*e.Resign) {
+	if e.Body == nil && e.Patch == nil && e.Headers == nil && (e.Resign == nil || !*e.Resign) {
 		nd := *d
 		return &nd, false, nil
 	}
@@ -756,6 +961,17 @@ func (in *Inspector) edit(d *delivery.Delivery, e editRequest) (*delivery.Delive
 			return nil, false, fmt.Errorf("body_encoding %q: give text or base64", e.Encoding)
 		}
 	}
+	if len(e.Patch) > 0 {
+		ovs, err := overrides(e.Patch)
+		if err == nil {
+			pd := &delivery.Delivery{Event: d.Event, Body: slices.Clone(nd.Body)}
+			err = webhookstest.Apply(pd, ovs...)
+			nd.Body = pd.Body
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
 	for k, vs := range e.Headers {
 		if !validHeaderName(k) {
 			return nil, false, fmt.Errorf("header name %q is not valid", k)
@@ -772,7 +988,7 @@ func (in *Inspector) edit(d *delivery.Delivery, e editRequest) (*delivery.Delive
 		}
 		nd.Headers[k] = vs
 	}
-	if (e.Body != nil || e.Headers != nil) && bytes.Equal(nd.Body, d.Body) && reflect.DeepEqual(nd.Headers, d.Headers) {
+	if (e.Body != nil || e.Patch != nil || e.Headers != nil) && bytes.Equal(nd.Body, d.Body) && reflect.DeepEqual(nd.Headers, d.Headers) {
 		// An edit sent as it was read: replaying it "edited" would
 		// resend the delivery unchanged under another name.
 		return nil, false, errors.New("the edit changes nothing: the body and headers are the delivery's own (edit them, or replay it as it is)")
