@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,7 +56,8 @@ type getArgs struct {
 }
 
 type replayArgs struct {
-	ID int64 `json:"id" jsonschema:"the delivery to replay, as it was"`
+	ID  int64  `json:"id" jsonschema:"the delivery to replay, as it was"`
+	URL string `json:"url,omitempty" jsonschema:"leave out: a replay goes to the run's own targets only (forward's --target and --route); a URL that is not one of them is refused"`
 }
 
 // patchOp is one JSON Patch operation (RFC 6902).
@@ -66,6 +69,7 @@ type patchOp struct {
 
 type editArgs struct {
 	ID      int64               `json:"id" jsonschema:"the delivery to replay edited"`
+	URL     string              `json:"url,omitempty" jsonschema:"leave out: a replay goes to the run's own targets only (forward's --target and --route); a URL that is not one of them is refused"`
 	Patch   []patchOp           `json:"patch,omitempty" jsonschema:"JSON Patch operations on the body, each checked against the event's payload type; only the members named change, byte for byte"`
 	Body    *string             `json:"body,omitempty" jsonschema:"a whole new body, in place of the patch"`
 	Headers map[string][]string `json:"headers,omitempty" jsonschema:"headers to set; an empty list removes one (the signature is made again by the run)"`
@@ -214,6 +218,9 @@ func (s *Server) wait(ctx context.Context, req *mcp.CallToolRequest, a waitArgs)
 }
 
 func (s *Server) replay(ctx context.Context, req *mcp.CallToolRequest, a replayArgs) (*mcp.CallToolResult, any, error) {
+	if err := s.ownTarget(ctx, a.URL); err != nil {
+		return nil, nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	var d map[string]any
@@ -227,6 +234,9 @@ func (s *Server) replayEdited(ctx context.Context, req *mcp.CallToolRequest, a e
 	}
 	if a.Body != nil && len(a.Patch) > 0 {
 		return nil, nil, fmt.Errorf("give patch or body, not both")
+	}
+	if err := s.ownTarget(ctx, a.URL); err != nil {
+		return nil, nil, err
 	}
 	edit := map[string]any{"resign": true}
 	var changed []string
@@ -263,6 +273,39 @@ func (s *Server) send(ctx context.Context, req *mcp.CallToolRequest, a sendArgs)
 	}
 	err := s.call(ctx, what, http.MethodPost, "/api/send", map[string]any{"event": a.Event, "patch": a.Patch}, &d)
 	return nil, trim(d), err
+}
+
+// ownTarget refuses a replay's url unless it is one of the run's targets
+// (the inspector's list names them), saying why.
+func (s *Server) ownTarget(ctx context.Context, u string) error {
+	if u == "" {
+		return nil
+	}
+	var p struct {
+		Target     string `json:"target"`
+		Deliveries []struct {
+			Targets []struct {
+				URL string `json:"url"`
+			} `json:"targets"`
+		} `json:"deliveries"`
+	}
+	if err := s.call(ctx, "", http.MethodGet, "/api/deliveries", nil, &p); err != nil {
+		return err
+	}
+	own := map[string]bool{}
+	if p.Target != "" {
+		own[p.Target] = true
+	}
+	for _, d := range p.Deliveries {
+		for _, t := range d.Targets {
+			own[t.URL] = true
+		}
+	}
+	if own[u] {
+		return nil
+	}
+	names := slices.Sorted(maps.Keys(own))
+	return fmt.Errorf("refused: a replay goes only to this run's own targets (%s), and %s is not one of them; hookline never sends a delivery, signed with the run's secret, anywhere else. To use another server, restart forward with --target %s", strings.Join(names, ", "), u, u)
 }
 
 // trim cuts the bodies of a detail a replay or a send returns, as

@@ -228,7 +228,7 @@ func TestMCPFixLoop(t *testing.T) {
 	}
 
 	// Refused, with why.
-	if text, isErr := call(t, cs, &outputs, "replay_delivery", map[string]any{"id": id, "url": "http://127.0.0.1:1/elsewhere"}); !isErr || !strings.Contains(text, "url") {
+	if text, isErr := call(t, cs, &outputs, "replay_delivery", map[string]any{"id": id, "url": "http://127.0.0.1:1/elsewhere"}); !isErr || !strings.Contains(text, "a replay goes only to this run's own targets ("+target.URL+")") {
 		t.Errorf("replay_delivery to a URL of the caller's: %s; want it refused (replays go to the run's targets)", text)
 	}
 	if text, isErr := call(t, cs, &outputs, "send_test_event", map[string]any{"event": "issues.openned"}); !isErr || !strings.Contains(text, "did you mean issues.opened") {
