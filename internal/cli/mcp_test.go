@@ -274,3 +274,13 @@ func (f *forwardRun) inspector(t *testing.T) string {
 	u, _, _ := strings.Cut(text[i+len("inspector: "):], "/?token=")
 	return u
 }
+
+// With no forward running, a tool call says what to do.
+func TestMCPWithoutForward(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	cs := mcpSession(t, "go-test", nil)
+	var outputs []string
+	if text, isErr := call(t, cs, &outputs, "list_deliveries", map[string]any{}); !isErr || !strings.Contains(text, "no hookline forward with an inspector is running for this user") || !strings.Contains(text, "start one, such as `hookline forward --target") {
+		t.Errorf("list_deliveries with no forward: %s; want an error saying to start forward", text)
+	}
+}

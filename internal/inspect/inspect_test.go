@@ -576,3 +576,84 @@ func TestInspectorListsAHandshakeAsSkipped(t *testing.T) {
 		t.Errorf("the inspector lists %+v, want the handshake as skipped", l.Deliveries)
 	}
 }
+
+// A replay's patch changes the members it names, byte for byte, checked
+// against the payload's type; what JSON Patch can do and this cannot is
+// refused, saying so.
+func TestInspectorReplayPatch(t *testing.T) {
+	tg := newTarget(t)
+	s := start(t, inspect.Options{}, tg)
+	s.deliver(t, "p-1", "issues", []byte(`{"action":"opened", "issue":{"number":1,"title":"fail"},"repository":{"full_name":"o/r"}}`))
+	code, body := s.post(t, "/api/deliveries/1/replay", s.in.Token(), "", `{"patch":[{"op":"replace","path":"/issue/title","value":"fixed"},{"op":"add","path":"/issue/body","value":"new"},{"op":"remove","path":"/repository"}]}`)
+	var d inspect.Detail
+	json.Unmarshal(body, &d)
+	if want := `{"action":"opened", "issue":{"number":1,"title":"fixed","body":"new"}}`; code != http.StatusOK || d.Request.Body != want || d.Outcome != inspect.OutcomeVerified || !d.Edited {
+		t.Errorf("replay with a patch: %d, body %q, outcome %s; want 200, %q, verified and edited", code, d.Request.Body, d.Outcome, want)
+	}
+	var orig inspect.Detail
+	s.get(t, "/api/deliveries/1", &orig)
+	if len(orig.Replays) != 1 || orig.Replays[0] != d.ID {
+		t.Errorf("the original's replays = %v, want [%d]", orig.Replays, d.ID)
+	}
+	for patch, want := range map[string]string{
+		`[{"op":"move","from":"/a","path":"/b"}]`:              "the op is add, replace or remove",
+		`[{"op":"add","path":"/commits/-","value":1}]`:          "cannot be patched here",
+		`[{"op":"replace","path":"issue/title","value":"x"}]`:   "a JSON Pointer",
+		`[{"op":"replace","path":"/issue/number","value":"x"}]`: "issue.number",
+		`[{"op":"replace","path":"/issue/title"}]`:              "give a value",
+	} {
+		code, body := s.post(t, "/api/deliveries/1/replay", s.in.Token(), "", `{"patch":`+patch+`}`)
+		if code != http.StatusBadRequest || !strings.Contains(string(body), want) {
+			t.Errorf("patch %s: %d %s; want 400 saying %q", patch, code, body, want)
+		}
+	}
+}
+
+// GET /api/deliveries?after=&wait= waits for a matching delivery, and
+// answers an empty list when the time is up; after=latest is the newest
+// when the request arrives. X-Hookline-Call is told to OnCall.
+func TestInspectorLongPoll(t *testing.T) {
+	tg := newTarget(t)
+	calls := make(chan string, 4)
+	s := start(t, inspect.Options{OnCall: func(c string) { calls <- c }}, tg)
+	s.deliver(t, "lp-1", "issues", []byte(`{"action":"opened"}`))
+
+	var empty listAnswer
+	s.get(t, "/api/deliveries?after=latest&wait=10ms", &empty)
+	if len(empty.Deliveries) != 0 {
+		t.Errorf("after=latest with nothing new gave %v", ids(empty.Deliveries))
+	}
+	got := make(chan listAnswer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, s.base+"/api/deliveries?after=latest&wait=60s&event=push", nil)
+		req.Header.Set("X-Hookline-Token", s.in.Token())
+		req.Header.Set("X-Hookline-Call", "test: wait\tfor push")
+		var a listAnswer
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			json.NewDecoder(resp.Body).Decode(&a)
+			resp.Body.Close()
+		}
+		got <- a
+	}()
+	select {
+	case c := <-calls:
+		if c != "test: waitfor push" {
+			t.Errorf("OnCall got %q, want the header's text without its control characters", c)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("OnCall was not told of the call")
+	}
+	s.deliver(t, "lp-2", "issues", []byte(`{"action":"closed"}`)) // not a push: the wait goes on
+	s.deliver(t, "lp-3", "push", []byte(`{"ref":"refs/heads/main"}`))
+	select {
+	case a := <-got:
+		if got := ids(a.Deliveries); len(got) != 1 || got[0] != "lp-3" {
+			t.Errorf("the wait gave %v, want [lp-3]", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the wait did not end after a matching delivery")
+	}
+	if resp := s.read(t, "/api/deliveries?wait=1h"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("wait=1h: %d, want 400", resp.StatusCode)
+	}
+}
