@@ -31,6 +31,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,6 +71,7 @@ type Server struct {
 	mu      sync.Mutex
 	watched map[string]int // subscribed resource URIs, by count
 	cancel  context.CancelFunc
+	listed  []string // the deliveries' resource URIs listed, oldest first (follow)
 }
 
 // Limits of the tools.
@@ -229,17 +231,27 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
 }
 
-// follow tells subscribed clients of the deliveries that change: a
-// delivery whose replay finished (its replays list grew) and the new
-// delivery itself. It waits for new deliveries with the inspector's
-// long poll (GET /api/deliveries?after=&wait=), from the newest there is
-// when it starts; while no inspector answers it tries again every few
-// seconds.
+// maxListed bounds the deliveries listed as resources (the inspector's
+// default history).
+const maxListed = 500
+
+// follow lists the kept deliveries as resources, adds each new one (the
+// SDK tells clients the list changed), and tells subscribed clients of the
+// deliveries that change: a delivery whose replay finished (its replays
+// list grew). It waits for new deliveries with the inspector's long poll
+// (GET /api/deliveries?after=&wait=); while no inspector answers it tries
+// again every few seconds, and a new run (another token) starts the list
+// again.
 func (s *Server) follow(ctx context.Context) {
 	after, token := int64(-1), "" // not known yet
 	for ctx.Err() == nil {
 		if ep, err := s.opts.Inspector(); err == nil && ep.Token != token {
 			after, token = -1, ep.Token // another run: its ids start again
+			s.mu.Lock()
+			old := s.listed
+			s.listed = nil
+			s.mu.Unlock()
+			s.mcp.RemoveResources(old...)
 		}
 		var page struct {
 			Deliveries []struct {
@@ -247,12 +259,10 @@ func (s *Server) follow(ctx context.Context) {
 				ReplayOf int64 `json:"replay_of"`
 			} `json:"deliveries"`
 		}
-		q := url.Values{"wait": {"30s"}}
+		q := url.Values{} // first, every delivery kept
 		if after >= 0 {
 			q.Set("after", strconv.FormatInt(after, 10))
-		}
-		if after < 0 {
-			q.Del("wait")
+			q.Set("wait", "30s")
 		}
 		if err := s.call(ctx, "", http.MethodGet, "/api/deliveries?"+q.Encode(), nil, &page); err != nil {
 			select {
@@ -261,23 +271,34 @@ func (s *Server) follow(ctx context.Context) {
 			}
 			continue
 		}
-		if after < 0 {
-			after = 0
-			if len(page.Deliveries) > 0 {
-				after = page.Deliveries[0].ID // newest first
-			}
-			continue
-		}
+		after = max(after, 0)
 		for i := len(page.Deliveries) - 1; i >= 0; i-- { // oldest first
 			d := page.Deliveries[i]
 			after = max(after, d.ID)
-			for _, id := range []int64{d.ReplayOf, d.ID} {
-				if id > 0 && s.subscribed(deliveryURI(id)) {
-					s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: deliveryURI(id)})
-				}
+			s.listResource(d.ID)
+			// In the first page too: a replay may finish between a
+			// client's subscription and the first answer.
+			if d.ReplayOf > 0 && s.subscribed(deliveryURI(d.ReplayOf)) {
+				s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: deliveryURI(d.ReplayOf)})
 			}
 		}
 	}
+}
+
+// listResource adds delivery id to the resources, and takes out the oldest beyond
+// maxListed.
+func (s *Server) listResource(id int64) {
+	uri := deliveryURI(id)
+	s.mcp.AddResource(&mcp.Resource{URI: uri, Name: "delivery " + strconv.FormatInt(id, 10), MIMEType: "application/json"}, s.readResource)
+	s.mu.Lock()
+	s.listed = append(s.listed, uri)
+	var gone []string
+	if n := len(s.listed) - maxListed; n > 0 {
+		gone = slices.Clone(s.listed[:n])
+		s.listed = slices.Delete(s.listed, 0, n)
+	}
+	s.mu.Unlock()
+	s.mcp.RemoveResources(gone...)
 }
 
 func (s *Server) subscribed(uri string) bool {

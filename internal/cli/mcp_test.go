@@ -199,6 +199,10 @@ func TestMCPFixLoop(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatalf("no update of %s after its replay", uri)
 	}
+	listed, err := cs.ListResources(context.Background(), nil)
+	if err != nil || !slices.ContainsFunc(listed.Resources, func(r *mcp.Resource) bool { return r.URI == uri }) {
+		t.Errorf("resources/list: %v %+v; want %s among them", err, listed, uri)
+	}
 	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
 	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, `"replays": [`) {
 		t.Errorf("reading %s after its replay: %v %+v; want its replays", uri, err, res)
@@ -282,5 +286,54 @@ func TestMCPWithoutForward(t *testing.T) {
 	var outputs []string
 	if text, isErr := call(t, cs, &outputs, "list_deliveries", map[string]any{}); !isErr || !strings.Contains(text, "no hookline forward with an inspector is running for this user") || !strings.Contains(text, "start one, such as `hookline forward --target") {
 		t.Errorf("list_deliveries with no forward: %s; want an error saying to start forward", text)
+	}
+}
+
+// forward --mcp is forward and the MCP server in one process: the
+// protocol on stdin and stdout, the trace on stderr, and forward stops
+// when the agent leaves. --mcp-read-only leaves out the tools that send.
+func TestForwardMCP(t *testing.T) {
+	const secret = "It's a Secret to Everybody"
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	target := newMCPTarget(t, secret)
+	rl := relaytest.Start(t, relay.Options{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errOut relaytest.Buffer
+	done := make(chan int, 1)
+	go func() {
+		code := Run(context.Background(), []string{"hookline", "forward", "--no-color", "--url", rl.Channel, "--no-state", "--secret", secret,
+			"--target", target.URL, "--inspect", "127.0.0.1:0", "--mcp", "--mcp-read-only"}, inR, outW, &errOut)
+		outW.Close()
+		done <- code
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "one-process", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatalf("connecting to forward --mcp: %v\n%s", err, errOut.String())
+	}
+	waitSaid(t, "stderr", &errOut, "connected to")
+	body := []byte(`{"action":"opened","issue":{"number":1,"title":"hello"}}`)
+	sig, _ := webhooks.Sign(secret, body)
+	rl.Publish(t, nil, 1, body, webhooks.HeaderSignature256, sig)
+	waitSaid(t, "stderr", &errOut, "issues.opened")
+	var outputs []string
+	if text, isErr := call(t, cs, &outputs, "list_deliveries", map[string]any{}); isErr || !strings.Contains(text, `"delivery_id":"`+relaytest.ID(1)+`"`) {
+		t.Errorf("list_deliveries through forward --mcp: %s", text)
+	}
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil || len(tools.Tools) != 3 {
+		t.Errorf("forward --mcp-read-only lists %d tools (%v), want the 3 that only read", len(tools.Tools), err)
+	}
+	waitSaid(t, "stderr", &errOut, "agent one-process: list_deliveries")
+	cs.Close()
+	inW.Close()
+	select {
+	case code := <-done:
+		if code != ExitOK {
+			t.Errorf("forward --mcp exited %d when the agent left:\n%s", code, errOut.String())
+		}
+	case <-time.After(hangGuard):
+		t.Fatalf("forward --mcp did not stop when the agent left:\n%s", errOut.String())
 	}
 }
