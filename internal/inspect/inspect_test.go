@@ -596,7 +596,7 @@ func TestInspectorReplayPatch(t *testing.T) {
 		t.Errorf("the original's replays = %v, want [%d]", orig.Replays, d.ID)
 	}
 	for patch, want := range map[string]string{
-		`[{"op":"move","from":"/a","path":"/b"}]`:              "the op is add, replace or remove",
+		`[{"op":"move","from":"/a","path":"/b"}]`:               "the op is add, replace or remove",
 		`[{"op":"add","path":"/commits/-","value":1}]`:          "cannot be patched here",
 		`[{"op":"replace","path":"issue/title","value":"x"}]`:   "a JSON Pointer",
 		`[{"op":"replace","path":"/issue/number","value":"x"}]`: "issue.number",
