@@ -288,7 +288,7 @@ func TestPrivateChannelTokenIsNotStored(t *testing.T) {
 	})
 	t.Run("redis", func(t *testing.T) {
 		rs := redistest.Start(t)
-		_, ts := newRelay(t, relay.Options{Store: redisstore.Opener(rs.URL())})
+		_, ts := newRelay(t, relay.Options{Store: redisstore.Opener(rs.URL(), redisstore.Options{})})
 		channel, token := newPrivate(t, ts.URL)
 		mustPost(t, channel, `{"n":1}`)
 		if code, _ := do(t, "PUT", channel+"/secret", "the webhook secret", "Authorization", "Bearer "+token); code != http.StatusOK {

@@ -37,7 +37,7 @@ type replica struct {
 
 func newReplica(t testing.TB, redisURL string, opts relay.Options) *replica {
 	t.Helper()
-	opts.Store = redisstore.Opener(redisURL)
+	opts.Store = redisstore.Opener(redisURL, redisstore.Options{})
 	srv, err := relay.New(opts)
 	if err != nil {
 		t.Fatalf("New with Redis at %s = %v", redisURL, err)
@@ -423,7 +423,7 @@ func TestRedisKeepsTheProgramsLogger(t *testing.T) {
 	rs.Kill()
 	logs := &redisLogs{}
 	redis.SetLogger(logs)
-	if srv, err := relay.New(relay.Options{Store: redisstore.Opener("redis://" + addr)}); err == nil {
+	if srv, err := relay.New(relay.Options{Store: redisstore.Opener("redis://"+addr, redisstore.Options{})}); err == nil {
 		srv.CloseStorage()
 		t.Fatal("New succeeded with Redis down")
 	}
@@ -441,7 +441,7 @@ func TestRedisSetLogger(t *testing.T) {
 	var logs relaytest.Buffer
 	redisstore.SetLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	t.Cleanup(func() { redis.SetLogger(&redisLogs{}) })
-	if srv, err := relay.New(relay.Options{Store: redisstore.Opener("redis://" + addr)}); err == nil {
+	if srv, err := relay.New(relay.Options{Store: redisstore.Opener("redis://"+addr, redisstore.Options{})}); err == nil {
 		srv.CloseStorage()
 		t.Fatal("New succeeded with Redis down")
 	}
@@ -460,10 +460,10 @@ func TestRedisOpenErrors(t *testing.T) {
 		is   error
 		want string
 	}{
-		{"unreachable", relay.Options{Store: redisstore.Opener("redis://" + addr)}, relay.ErrStoreUnavailable, "connecting to Redis at redis://" + addr},
-		{"password redacted", relay.Options{Store: redisstore.Opener("redis://user:s3cret@" + addr)}, relay.ErrStoreUnavailable, "redis://user:xxxxx@" + addr},
-		{"bad scheme", relay.Options{Store: redisstore.Opener("http://" + addr)}, nil, "is not valid (redis: invalid URL scheme: http); write it as redis://"},
-		{"with a data dir", relay.Options{Store: redisstore.Opener("redis://" + addr), DataDir: t.TempDir()}, nil, "exclude each other"},
+		{"unreachable", relay.Options{Store: redisstore.Opener("redis://"+addr, redisstore.Options{})}, relay.ErrStoreUnavailable, "connecting to Redis at redis://" + addr},
+		{"password redacted", relay.Options{Store: redisstore.Opener("redis://user:s3cret@"+addr, redisstore.Options{})}, relay.ErrStoreUnavailable, "redis://user:xxxxx@" + addr},
+		{"bad scheme", relay.Options{Store: redisstore.Opener("http://"+addr, redisstore.Options{})}, nil, "is not valid (redis: invalid URL scheme: http); write it as redis://"},
+		{"with a data dir", relay.Options{Store: redisstore.Opener("redis://"+addr, redisstore.Options{}), DataDir: t.TempDir()}, nil, "exclude each other"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -511,6 +511,9 @@ type Stats struct {
 	Sent             int64 `json:"sent"`                       // deliveries written to streams since New (one per subscriber; replays of the history included)
 	Retained         int   `json:"retained"`                   // deliveries held in histories (restored ones, and other relays' in Redis, included)
 	HistoryBytes     int64 `json:"historyBytes"`               // their counted size
+	AckReplicas      int   `json:"ackReplicas,omitempty"`      // the replicas of the shared store's server each POST's append waits for
+	Replicas         int   `json:"replicas,omitempty"`         // the replicas its primary had connected at the last look
+	Unreplicated     int64 `json:"unreplicated,omitempty"`     // appends its primary took but too few replicas confirmed (answered 503)
 	CutOff           int64 `json:"cutOff"`                     // slow subscribers cut off since New
 	PinnedBytes      int64 `json:"pinnedBytes"`                // counted size of deliveries only streams hold (queued, being written), beyond the history
 	UploadBytes      int64 `json:"uploadBytes"`                // bytes reserved by the POST bodies being received
@@ -603,6 +606,9 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		Sent:             s.sent.Load(),
 		Retained:         st.Retained,
 		HistoryBytes:     st.Bytes,
+		AckReplicas:      st.AckReplicas,
+		Replicas:         st.Replicas,
+		Unreplicated:     st.Unreplicated,
 		CutOff:           s.cutOff.Load(),
 		PinnedBytes:      s.pinned.Load(),
 		UploadBytes:      s.uploads.Load(),
@@ -1174,6 +1180,9 @@ func (s *Server) storeFailed(w http.ResponseWriter, what, name string, err error
 	switch {
 	case errors.Is(err, ErrStoreClosed):
 		msg = "the relay is shutting down; the " + what + " was not relayed: retry in a moment"
+	case errors.Is(err, ErrStoreNotReplicated):
+		retry = "2"
+		msg = "the relay's " + server + " has not copied the " + what + " to enough replicas yet, so it is not safe: it was not relayed; retry in a moment, with the same Idempotency-Key header if it has one (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"
 	case errors.Is(err, ErrStoreUncertain):
 		retry = "5"
 		msg = "the connection to the relay's " + server + " broke while storing the " + what + ", which may or may not have been stored and relayed: retry in a moment, with the same Idempotency-Key header if it has one (" + strings.TrimPrefix(err.Error(), "relay: ") + ")"

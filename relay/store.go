@@ -134,6 +134,12 @@ type StoreStats struct {
 	Channels int   // channels with retained deliveries
 	Retained int   // deliveries retained
 	Bytes    int64 // their size as the limits count it (Entry.Size)
+	// For a store whose server has replicas (Redis): how many replicas
+	// each append waits for (0: none), how many the primary had connected
+	// at the last look, and the appends the primary took but too few
+	// replicas confirmed in time (answered 503).
+	AckReplicas, Replicas int
+	Unreplicated          int64
 }
 
 // Errors a store returns.
@@ -150,6 +156,11 @@ var (
 	// ErrStoreUncertain marks an append whose connection broke after the
 	// request was sent: it may have been stored.
 	ErrStoreUncertain = errors.New("the delivery may or may not have been stored")
+
+	// ErrStoreNotReplicated marks an append the store's primary took but
+	// too few of its replicas confirmed in time: it is not relayed, and
+	// could be lost if the primary failed. It is ErrStoreUncertain too.
+	ErrStoreNotReplicated = errors.New("the delivery was stored but too few replicas confirmed it")
 )
 
 // KeyStoredError is what a shared store's Append returns when the

@@ -29,11 +29,12 @@ import (
 
 // serveOptions are the parsed flags of `hookline serve`.
 type serveOptions struct {
-	addr     string
-	verbose  bool
-	redisURL string        // --redis-url: relay.Store is Redis's
-	canary   time.Duration // --canary: how often (0: none)
-	relay    relay.Options
+	addr      string
+	verbose   bool
+	redisURL  string             // --redis-url: relay.Store is Redis's
+	redisAcks redisstore.Options // --redis-min-replicas, --redis-ack-timeout
+	canary    time.Duration      // --canary: how often (0: none)
+	relay     relay.Options
 }
 
 func serveCommand(s *streams) *ucli.Command {
@@ -127,8 +128,19 @@ func serveCommand(s *streams) *ucli.Command {
 			&ucli.StringFlag{
 				Name:        "redis-url",
 				Destination: &f.redisURL,
-				Usage:       "`URL` of a Redis (7.0+) that keeps the history, shared by every relay using it: redis://[user:password@]host:port[/db], rediss:// for TLS (default: no Redis)",
+				Usage:       "`URL` of a Redis (7.0+) that keeps the history, shared by every relay using it: redis://[user:password@]host:port[/db], rediss:// for TLS; a primary Redis Sentinel watches: redis://[user:password@]sentinel:port?master_name=NAME&addr=sentinel2:port (default: no Redis)",
 				EnvVars:     []string{"HOOKLINE_REDIS_URL"},
+			},
+			&ucli.IntFlag{
+				Name:        "redis-min-replicas",
+				Destination: &f.minReplicas,
+				Usage:       "with --redis-url, answer a POST 2xx only once `N` of the Redis primary's replicas have its delivery (WAIT); 0: do not wait (default: 1 when the primary has a replica)",
+			},
+			&ucli.DurationFlag{
+				Name:        "redis-ack-timeout",
+				Destination: &f.ackTimeout,
+				Value:       redisstore.DefaultAckTimeout,
+				Usage:       "with --redis-min-replicas, how long a POST waits for the replicas before it is answered 503 (the sender retries)",
 			},
 			&ucli.StringFlag{
 				Name:        "max-upload-bytes",
@@ -228,6 +240,8 @@ type serveFlags struct {
 	publicURL, redisURL, channelSecrets             string
 	historyBytes, totalHistoryBytes, maxUploadBytes string
 	trustedProxies                                  ucli.StringSlice
+	minReplicas                                     int
+	ackTimeout                                      time.Duration
 }
 
 // parseServe checks the flags of `hookline serve`.
@@ -255,7 +269,23 @@ func parseServe(c *ucli.Context, opts serveOptions, f *serveFlags) (serveOptions
 			return serveOptions{}, usageErrorf("--redis-url and --data-dir cannot be used together: with Redis the history is kept in Redis, shared by every relay; drop --data-dir")
 		}
 		opts.redisURL = u
-		opts.relay.Store = redisstore.Opener(u)
+		ro := redisstore.Options{AckTimeout: f.ackTimeout}
+		switch {
+		case !c.IsSet("redis-min-replicas"):
+		case f.minReplicas < 0:
+			return serveOptions{}, usageErrorf("--redis-min-replicas %d: give 0 (do not wait) or more", f.minReplicas)
+		case f.minReplicas == 0:
+			ro.MinReplicas = redisstore.NoReplicas
+		default:
+			ro.MinReplicas = f.minReplicas
+		}
+		if f.ackTimeout <= 0 {
+			return serveOptions{}, usageErrorf("--redis-ack-timeout %s: must be positive", f.ackTimeout)
+		}
+		opts.relay.Store, opts.redisAcks = redisstore.Opener(u, ro), ro
+	}
+	if (c.IsSet("redis-min-replicas") || c.IsSet("redis-ack-timeout")) && opts.redisURL == "" {
+		return serveOptions{}, usageErrorf("--redis-min-replicas and --redis-ack-timeout go with --redis-url")
 	}
 	if opts.canary < 0 {
 		return serveOptions{}, usageErrorf("--canary %s must not be negative (0s: no canary)", opts.canary)
@@ -477,6 +507,15 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	case opts.redisURL != "":
 		st := srv.Stats()
 		fmt.Fprintf(s.out, "history:     Redis at %s, shared with every relay using it (%s in %s)\n", httpx.RedactURL(opts.redisURL), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
+		switch replicas := plural(st.Replicas, "replica", "replicas"); {
+		case st.AckReplicas > 0:
+			fmt.Fprintf(s.out, "acks:        a POST is answered once %s of the Redis primary's %s connected %s its delivery (up to %s, then 503; --redis-min-replicas)\n",
+				plural(st.AckReplicas, "replica", "replicas"), replicas, map[bool]string{true: "has", false: "have"}[st.AckReplicas == 1], opts.redisAcks.AckTimeout)
+		case st.Replicas > 0:
+			fmt.Fprintf(s.out, "acks:        not replicated (--redis-min-replicas 0): a delivery the primary has not yet copied to its %s is lost if it fails\n", replicas)
+		default:
+			fmt.Fprintf(s.out, "acks:        not replicated: the Redis primary has no replica, so losing it loses the history (docs/DEPLOY.md)\n")
+		}
 	default:
 		fmt.Fprintf(s.out, "history:     in memory (lost on restart; --data-dir keeps it)\n")
 	}

@@ -127,6 +127,8 @@ func (r Registry) Relay(stats func() relay.Stats) {
 		gauge("hookline_relay_upload_bytes", "Bytes reserved by the request bodies being received.", func(s relay.Stats) float64 { return float64(s.UploadBytes) }),
 		gauge("hookline_relay_connections", "Connections the relay holds, streams included.", func(s relay.Stats) float64 { return float64(s.Connections) }),
 		counter("hookline_relay_subscribers_cut_off_total", "Slow subscribers cut off.", func(s relay.Stats) float64 { return float64(s.CutOff) }),
+		gauge("hookline_relay_ack_replicas", "Redis replicas each POST's append waits for before its 2xx (serve --redis-min-replicas).", func(s relay.Stats) float64 { return float64(s.AckReplicas) }),
+		counter("hookline_relay_unreplicated_total", "Deliveries Redis's primary took but too few replicas confirmed in time: answered 503, not relayed.", func(s relay.Stats) float64 { return float64(s.Unreplicated) }),
 	}})
 }
 

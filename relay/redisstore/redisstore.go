@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,14 +11,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hookline/hookline/internal/httpx"
+	"github.com/hookline/hookline/internal/loglimit"
 	"github.com/hookline/hookline/relay"
 )
 
@@ -29,7 +33,7 @@ import (
 // its POST is answered; how durable that is, is Redis's configuration (see
 // docs/DEPLOY.md).
 //
-//	srv, err := relay.New(relay.Options{Store: redisstore.Opener("redis://localhost:6379/0")})
+//	srv, err := relay.New(relay.Options{Store: redisstore.Opener("redis://localhost:6379/0", redisstore.Options{})})
 //
 // go-redis logs to one process-wide logger; SetLogger routes it to an
 // slog.Logger (hookline serve does); a program that keeps its own need not.
@@ -133,9 +137,11 @@ var _ relay.SharedStore = (*Store)(nil)
 //	      11 totalBytes, 12 age in ms (0: none), 13 1 to publish the record
 //	      with the id, 14 a new epoch, set if P:g has none, 15 for a
 //	      redelivery: the id it repeats (else 0), 16 its reference record,
-//	      stored instead of the record while that id is stored
+//	      stored instead of the record while that id is stored, 17 1 for a
+//	      POST (an Idempotency-Key stored meanwhile is not appended
+//	      again), 18 1 to hold the delivery (see revealScript)
 //
-// It returns {id, epoch}. The evictions are worked out before the first write,
+// It returns {id, epoch}, or {0, epoch, the key's entry, the visible id}. The evictions are worked out before the first write,
 // and the shebang makes Redis refuse the whole script when it is out of
 // memory (maxmemory with noeviction), so a failed append writes nothing.
 var appendScript = redis.NewScript(`#!lua
@@ -159,7 +165,7 @@ end
 -- nothing is appended.
 if key ~= '' and ARGV[17] == '1' then
   local prev = redis.call('HGET', K, key)
-  if prev then return {0, redis.call('HGET', G, 'epoch') or '', prev} end
+  if prev then return {0, redis.call('HGET', G, 'epoch') or '', prev, tonumber(redis.call('HGET', M, 'vis') or 0)} end
 end
 
 local last = tonumber(redis.call('HGET', M, 'last') or 0)
@@ -312,12 +318,30 @@ redis.call('HINCRBY', G, 'bytes', size - droppedBytes)
 redis.call('HINCRBY', G, 'retained', 1 - droppedCount)
 redis.call('ZADD', LRU, redis.call('HINCRBY', G, 'seq', 1), name)
 redis.call('HSETNX', G, 'epoch', ARGV[14])
-if ARGV[13] == '1' then
-  redis.call('PUBLISH', prefix .. 'feed:' .. name, fmt(id) .. ' ' .. rec)
-else
-  redis.call('PUBLISH', prefix .. 'feed:' .. name, id)
+-- Held (ARGV[18]): invisible to readers and not published until the
+-- caller has Redis's replicas confirm it (revealScript).
+if ARGV[18] ~= '1' then
+  redis.call('HSET', M, 'vis', id)
+  if ARGV[13] == '1' then
+    redis.call('PUBLISH', prefix .. 'feed:' .. name, fmt(id) .. ' ' .. rec)
+  else
+    redis.call('PUBLISH', prefix .. 'feed:' .. name, id)
+  end
 end
 return {id, redis.call('HGET', G, 'epoch')}
+`)
+
+// revealScript makes a held delivery (and those before it) visible to
+// readers and publishes it, once replicas confirmed it (Store.Append).
+//
+//	KEYS: m
+//	ARGV: 1 id, 2 the feed channel, 3 the feed message
+var revealScript = redis.NewScript(`#!lua
+if tonumber(ARGV[1]) > tonumber(redis.call('HGET', KEYS[1], 'vis') or 0) then
+  redis.call('HSET', KEYS[1], 'vis', ARGV[1])
+end
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+return 1
 `)
 
 // sinceScript reads a page of a channel's history (see Store.Since).
@@ -332,10 +356,17 @@ local M, S, I = KEYS[1], KEYS[2], KEYS[3]
 local epoch = redis.call('HGET', KEYS[4], 'epoch') or ''
 local maxBytes = tonumber(ARGV[2])
 local last = tonumber(redis.call('HGET', M, 'last') or 0)
+-- Held deliveries (not confirmed by replicas yet) are not read.
+local vis = redis.call('HGET', M, 'vis')
+local upto = '+inf'
+if vis then
+  last = math.min(last, tonumber(vis))
+  upto = vis
+end
 local first = last + 1
 local head = redis.call('ZRANGE', I, 0, 0)[1]
-if head then first = tonumber(string.match(head, '^(%d+)')) end
-local ms = redis.call('ZRANGE', I, '(' .. ARGV[1], '+inf', 'BYSCORE', 'LIMIT', 0, ARGV[3])
+if head then first = math.min(first, tonumber(string.match(head, '^(%d+)'))) end
+local ms = redis.call('ZRANGE', I, '(' .. ARGV[1], upto, 'BYSCORE', 'LIMIT', 0, ARGV[3])
 local n, cnt, lastId = 0, 0, nil
 for _, m in ipairs(ms) do
   local id, sz = string.match(m, '^(%d+) (%d+) ')
@@ -387,9 +418,16 @@ func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
 type Store struct {
 	rdb    *redis.Client
 	where  string // the URL without its password, for messages
+	kind   string // "Redis", or "Redis Sentinel (primary NAME)"
 	prefix string
 	lim    relay.Limits
 	log    *slog.Logger
+
+	acks         int           // replicas each append waits for (WAIT); 0: none
+	ackTimeout   time.Duration // how long it waits
+	unreplicated atomic.Int64  // appends the primary took that too few replicas confirmed
+	connected    atomic.Int64  // replicas the primary had at the last look
+	ackRefusals  loglimit.Limit
 
 	mu     sync.Mutex
 	closed bool
@@ -430,11 +468,31 @@ func (s *Store) Lost() time.Time {
 	return s.lostAt
 }
 
-// Opener returns the relay.OpenStore of the Redis at rawURL, for
+// Options are how appends are acknowledged.
+type Options struct {
+	// MinReplicas is how many of the primary's replicas must confirm a
+	// delivery (Redis's WAIT) before its POST is answered 2xx: 0 means one
+	// when the primary has a replica when the store opens, none when it
+	// has none; NoReplicas never waits. A delivery too few replicas
+	// confirmed within AckTimeout is answered 503 (it may be lost if the
+	// primary fails: the sender retries) and is neither read nor relayed
+	// until a later one is confirmed (it is then, after it).
+	MinReplicas int
+	// AckTimeout bounds the wait (default DefaultAckTimeout).
+	AckTimeout time.Duration
+}
+
+// NoReplicas is Options.MinReplicas for appends that wait for no replica.
+const NoReplicas = -1
+
+// DefaultAckTimeout is Options.AckTimeout's default.
+const DefaultAckTimeout = 2 * time.Second
+
+// Opener returns the relay.OpenStore of the Redis at rawURL with o, for
 // relay.Options.Store.
-func Opener(rawURL string) relay.OpenStore {
+func Opener(rawURL string, o Options) relay.OpenStore {
 	return func(lim relay.Limits, log *slog.Logger) (relay.Store, error) {
-		s, err := Open(rawURL, lim, log)
+		s, err := Open(rawURL, o, lim, log)
 		if err != nil {
 			return nil, err
 		}
@@ -442,54 +500,54 @@ func Opener(rawURL string) relay.OpenStore {
 	}
 }
 
+// urlForms is how a Redis URL is written, for messages.
+const urlForms = "redis://[user:password@]host:port[/db], rediss:// for TLS, unix:///path/to/redis.sock, or for Redis Sentinel redis://[user:password@]sentinel:port[/db]?master_name=NAME&addr=sentinel2:port"
+
 // Open connects to the Redis at rawURL, checks that it answers and is
-// recent enough, and returns the store applying lim at every append; log
-// gets its warnings (nil: none). rawURL is
+// recent enough, and returns the store applying lim at every append and o
+// to its acknowledgements; log gets its warnings (nil: none). rawURL is
 // redis://[user:password@]host:port[/db], rediss:// for TLS, or
-// unix:///path/to/socket. A Redis that does not answer gives an error
-// wrapping relay.ErrStoreUnavailable. The connections stay open until
-// Close.
-func Open(rawURL string, lim relay.Limits, log *slog.Logger) (*Store, error) {
+// unix:///path/to/socket; or, for a primary that Redis Sentinel watches
+// (the relay follows its failovers), go-redis's failover form: the
+// Sentinels' addresses (host:port, then ?addr= for each other one) and
+// ?master_name= the name they watch; the user and password are the
+// Sentinels' and, unless ?password= is given, the primary's too. A Redis
+// that does not answer gives an error wrapping relay.ErrStoreUnavailable.
+// The connections stay open until Close.
+func Open(rawURL string, o Options, lim relay.Limits, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	opt, err := redis.ParseURL(rawURL)
+	rdb, kind, err := newClient(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("relay: the Redis URL %q is not valid (%v); write it as redis://[user:password@]host:port[/db], rediss:// for TLS, or unix:///path/to/redis.sock", httpx.RedactURL(rawURL), err)
-	}
-	// The relay never retries a command itself: a retried append could be
-	// stored twice. A POST that fails gets 503 and the sender retries.
-	opt.MaxRetries = -1
-	if opt.DialerRetries == 0 {
-		opt.DialerRetries = 1 // fail fast: the caller answers 503
-	}
-	for _, d := range []*time.Duration{&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout} {
-		if *d == 0 { // not set in the URL (?dial_timeout=5s...)
-			*d = redisTimeout
-		}
-	}
-	if opt.Protocol == 0 {
-		opt.Protocol = 2 // RESP2: nothing of RESP3 is needed, and proxies speak it
-	}
-	opt.DisableIdentity = true
-	opt.ContextTimeoutEnabled = true // a call's context bounds it (/healthz: 2 s)
-	if opt.ClientName == "" {
-		opt.ClientName = "hookline-relay"
+		return nil, fmt.Errorf("relay: the Redis URL %q is not valid (%v); write it as %s", httpx.RedactURL(rawURL), err, urlForms)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Store{
-		rdb:    redis.NewClient(opt),
-		where:  httpx.RedactURL(rawURL),
-		prefix: redisKeyPrefix,
-		lim:    lim,
-		log:    log,
-		ctx:    ctx,
-		cancel: cancel,
+		rdb:         rdb,
+		where:       httpx.RedactURL(rawURL),
+		kind:        kind,
+		prefix:      redisKeyPrefix,
+		lim:         lim,
+		log:         log,
+		ctx:         ctx,
+		cancel:      cancel,
+		ackTimeout:  cmp.Or(o.AckTimeout, DefaultAckTimeout),
+		ackRefusals: loglimit.Limit{Burst: 1, Window: 10 * time.Second},
 	}
 	if err := s.checkServer(); err != nil {
 		s.rdb.Close()
 		cancel()
 		return nil, err
+	}
+	switch connected := s.replicas(); {
+	case o.MinReplicas > 0:
+		s.acks = o.MinReplicas
+		if connected < int64(s.acks) {
+			log.Warn("Redis has fewer replicas connected than each acknowledgement waits for: POSTs get 503 until they connect", "redis", s.where, "replicas", connected, "minReplicas", s.acks)
+		}
+	case o.MinReplicas == 0 && connected > 0:
+		s.acks = 1
 	}
 	ectx, ecancel := context.WithTimeout(ctx, redisTimeout)
 	defer ecancel()
@@ -507,6 +565,71 @@ func Open(rawURL string, lim relay.Limits, log *slog.Logger) (*Store, error) {
 	}
 	s.epoch = epoch
 	return s, nil
+}
+
+// newClient returns the client of rawURL: one Redis, or the primary that
+// the Sentinels of a URL with ?master_name= name; and what it is, for
+// messages.
+func newClient(rawURL string) (*redis.Client, string, error) {
+	// The relay never retries a command itself: a retried append could be
+	// stored twice. A POST that fails gets 503 and the sender retries.
+	// Every call fails fast (the caller answers 503) and is bounded by its
+	// context (/healthz: 2 s).
+	tune := func(maxRetries, dialerRetries, protocol *int, timeouts []*time.Duration, clientName *string) {
+		*maxRetries = -1
+		if *dialerRetries == 0 {
+			*dialerRetries = 1
+		}
+		for _, d := range timeouts {
+			if *d == 0 { // not set in the URL (?dial_timeout=5s...)
+				*d = redisTimeout
+			}
+		}
+		if *protocol == 0 {
+			*protocol = 2 // RESP2: nothing of RESP3 is needed, and proxies speak it
+		}
+		if *clientName == "" {
+			*clientName = "hookline-relay"
+		}
+	}
+	if u, err := url.Parse(rawURL); err == nil && u.Query().Has("master_name") {
+		fo, err := redis.ParseFailoverURL(rawURL)
+		if err != nil {
+			return nil, "", err
+		}
+		if fo.Password == "" && fo.Username == "" {
+			fo.Username, fo.Password = fo.SentinelUsername, fo.SentinelPassword
+		}
+		tune(&fo.MaxRetries, &fo.DialerRetries, &fo.Protocol, []*time.Duration{&fo.DialTimeout, &fo.ReadTimeout, &fo.WriteTimeout}, &fo.ClientName)
+		fo.DisableIdentity, fo.ContextTimeoutEnabled = true, true
+		return redis.NewFailoverClient(fo), "Redis Sentinel (primary " + fo.MasterName + ")", nil
+	}
+	opt, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, "", err
+	}
+	tune(&opt.MaxRetries, &opt.DialerRetries, &opt.Protocol, []*time.Duration{&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout}, &opt.ClientName)
+	opt.DisableIdentity, opt.ContextTimeoutEnabled = true, true
+	return redis.NewClient(opt), "Redis", nil
+}
+
+// replicas returns how many replicas the primary has connected (0 when
+// it cannot tell), and keeps it for Stats.
+func (s *Store) replicas() int64 {
+	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout)
+	defer cancel()
+	info, err := s.rdb.Info(ctx, "replication").Result()
+	if err != nil {
+		return s.connected.Load()
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	s.connected.Store(n)
+	return n
 }
 
 // checkServer pings Redis and checks its version.
@@ -541,8 +664,10 @@ func (s *Store) wrap(doing string, err error) error {
 		msg := err.Error()
 		code, _, _ := strings.Cut(msg, " ")
 		switch code {
-		case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN":
-			// Redis is starting (loading its data) or busy: it will answer.
+		case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY":
+			// Redis is starting (loading its data) or busy, or a failover
+			// is under way (the old primary is a replica now): it will
+			// answer.
 		case "OOM":
 			return fmt.Errorf("relay: %s Redis at %s: Redis is full (it reached maxmemory; raise it or lower the history limits): %w", doing, s.where, err)
 		default:
@@ -567,8 +692,9 @@ func (s *Store) keys(name string) (m, st, i, k, h string) {
 
 func (s *Store) feedChannel(name string) string { return s.prefix + "feed:" + name }
 
-// String names the store's server in the relay's messages.
-func (s *Store) String() string { return "Redis" }
+// String names the store's server in the relay's messages: "Redis", or
+// "Redis Sentinel (primary NAME)".
+func (s *Store) String() string { return s.kind }
 
 // Append stores d (see relay.Store).
 func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, after int64) (int64, error) {
@@ -587,21 +713,37 @@ func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, afte
 	if len(rec) <= inlineRecordBytes && ref == nil {
 		inline = "1" // a reference is read from the stream, with what it refers to
 	}
-	ctx, cancel := context.WithTimeout(ctx, redisTimeout+time.Duration(len(rec)>>20)*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, redisTimeout+time.Duration(len(rec)>>20)*time.Second+s.ackTimeout)
 	defer cancel()
-	v, err := appendScript.Run(ctx, s.rdb,
+	// With acks, the append and the WAIT share one connection: WAIT
+	// counts the replicas that have this connection's writes.
+	var c redis.Scripter = s.rdb
+	hold := "0"
+	if s.acks > 0 {
+		conn := s.rdb.Conn()
+		defer conn.Close()
+		c, hold = conn, "1"
+	}
+	v, err := appendScript.Run(ctx, c,
 		[]string{m, st, i, k, h, s.prefix + "g", s.prefix + "lru"},
 		channel, s.prefix, after, d.Size(), d.Received().UnixMilli(), key, hex.EncodeToString(sum[:]), rec,
 		s.lim.ChanCount, s.lim.ChanBytes, s.lim.TotalBytes, s.lim.Age.Milliseconds(), inline, newEpoch(),
-		d.Of(), ref, dedup,
+		d.Of(), ref, dedup, hold,
 	).Slice()
 	var id int64
 	switch {
-	case err == nil && len(v) == 3: // the key was stored meanwhile
+	case err == nil && len(v) == 4: // the key was stored meanwhile
 		entry, _ := v[2].(string)
 		id, sum, perr := parseKeyEntry(entry)
 		if perr != nil {
 			return 0, fmt.Errorf("relay: Redis at %s: the Idempotency-Key entry %.100q of channel %s is damaged", s.where, entry, channel)
+		}
+		if vis, _ := v[3].(int64); s.acks > 0 && id > vis {
+			// Stored, but not confirmed yet (its POST got 503): this
+			// retry is answered once replicas have it.
+			if err := s.confirm(ctx, c.(*redis.Conn), channel, id, nil, true); err != nil {
+				return 0, err
+			}
 		}
 		return 0, &relay.KeyStoredError{ID: id, Sum: sum}
 	case err == nil && len(v) == 2:
@@ -618,7 +760,65 @@ func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, afte
 		}
 		return 0, err
 	}
+	if s.acks > 0 {
+		var msg []byte
+		if inline == "1" {
+			msg = rec
+		}
+		if err := s.confirm(ctx, c.(*redis.Conn), channel, id, msg, false); err != nil {
+			return 0, err
+		}
+	}
 	return id, nil
+}
+
+// confirm waits until s.acks replicas have conn's writes (WAIT), then
+// makes delivery id of channel visible and publishes it (revealScript),
+// with rec when it is small enough (nil: the id alone). touch first
+// writes on conn, for a delivery an earlier connection stored.
+func (s *Store) confirm(ctx context.Context, conn *redis.Conn, channel string, id int64, rec []byte, touch bool) error {
+	m, _, _, _, _ := s.keys(channel)
+	if touch {
+		if err := conn.HIncrBy(ctx, m, "confirms", 1).Err(); err != nil {
+			return fmt.Errorf("%w (%w)", s.wrap("confirming the delivery in", err), relay.ErrStoreUncertain)
+		}
+	}
+	n, err := conn.Wait(ctx, s.acks, s.ackTimeout).Result()
+	if err != nil {
+		return fmt.Errorf("%w (%w)", s.wrap("waiting for the replicas of", err), relay.ErrStoreUncertain)
+	}
+	if n < int64(s.acks) {
+		s.unreplicated.Add(1)
+		connected := s.replicas()
+		if ok, hidden := s.ackRefusals.Allow(time.Now()); ok {
+			s.log.Error("Redis replicas did not confirm a delivery in time: its POST is answered 503 and the sender should retry", "redis", s.where, "confirmed", n, "minReplicas", s.acks, "replicasConnected", connected, "ackTimeout", s.ackTimeout, "alikeNotLogged", hidden)
+		}
+		return &notReplicated{confirmed: n, want: s.acks, connected: connected, timeout: s.ackTimeout}
+	}
+	msg := strconv.FormatInt(id, 10)
+	if rec != nil {
+		msg += " " + string(rec)
+	}
+	if err := revealScript.Run(ctx, conn, []string{m}, id, s.feedChannel(channel), msg).Err(); err != nil {
+		return fmt.Errorf("%w (%w)", s.wrap("publishing the delivery in", err), relay.ErrStoreUncertain)
+	}
+	return nil
+}
+
+// notReplicated is an append too few replicas confirmed in time.
+type notReplicated struct {
+	confirmed int64
+	want      int
+	connected int64
+	timeout   time.Duration
+}
+
+func (e *notReplicated) Error() string {
+	return fmt.Sprintf("relay: Redis stored the delivery but %d of the %d replicas it waits for confirmed it within %s (%d connected); it could be lost if the primary failed now", e.confirmed, e.want, e.timeout, e.connected)
+}
+
+func (e *notReplicated) Is(target error) bool {
+	return target == relay.ErrStoreUncertain || target == relay.ErrStoreNotReplicated
 }
 
 // isDialError reports whether err is a failure to connect (so nothing was
@@ -985,13 +1185,14 @@ func (s *Store) Stats(ctx context.Context) relay.StoreStats {
 	defer cancel()
 	var g *redis.SliceCmd
 	var n *redis.IntCmd
+	acks := relay.StoreStats{AckReplicas: s.acks, Replicas: int(s.connected.Load()), Unreplicated: s.unreplicated.Load()}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		g = p.HMGet(ctx, s.prefix+"g", "retained", "bytes")
 		n = p.ZCard(ctx, s.prefix+"lru")
 		return nil
 	})
 	if err != nil {
-		return relay.StoreStats{}
+		return acks
 	}
 	num := func(v any) int64 {
 		str, _ := v.(string)
@@ -999,7 +1200,8 @@ func (s *Store) Stats(ctx context.Context) relay.StoreStats {
 		return x
 	}
 	vals := g.Val()
-	return relay.StoreStats{Channels: int(n.Val()), Retained: int(num(vals[0])), Bytes: num(vals[1])}
+	acks.Channels, acks.Retained, acks.Bytes = int(n.Val()), int(num(vals[0])), num(vals[1])
+	return acks
 }
 
 // Ping checks that Redis answers.

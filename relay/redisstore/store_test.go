@@ -32,7 +32,7 @@ func TestContract(t *testing.T) {
 // openTestRedis opens a Redis store on url, closed at the end of the test.
 func openTestRedis(t *testing.T, url string, l relay.Limits) *Store {
 	t.Helper()
-	s, err := Open(url, l, nil)
+	s, err := Open(url, Options{}, l, nil)
 	if err != nil {
 		t.Fatalf("Open(%s) = %v", url, err)
 	}

@@ -9,7 +9,7 @@
 // missing (see internal/testutil/testenv).
 //
 //	srv := redistest.Start(t)
-//	opts := relay.Options{Store: redisstore.Opener(srv.URL())}
+//	opts := relay.Options{Store: redisstore.Opener(srv.URL(), redisstore.Options{})}
 //	srv.Kill()    // SIGKILL: an outage
 //	srv.Restart() // the same port and files: what was fsynced is back
 //	srv.Pause()   // SIGSTOP: connections open, no answers (Resume: SIGCONT)
@@ -19,6 +19,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -43,6 +44,7 @@ type Server struct {
 	dir  string
 	port int
 	args []string
+	conf string // a Sentinel's configuration file (StartSentinel); "" for a Redis
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -100,6 +102,11 @@ func (s *Server) start() error {
 		"--daemonize", "no",
 		"--logfile", "",
 		"--loglevel", "warning",
+		"--repl-diskless-sync-delay", "0", // a replica syncs at once (5 s by default, for others to join)
+	}
+	if s.conf != "" {
+		args = append([]string{s.conf, "--sentinel"}, args[:6]...) // a Sentinel keeps no data
+		args = append(args, "--daemonize", "no", "--logfile", "", "--loglevel", "warning")
 	}
 	args = append(args, s.args...)
 	cmd := exec.Command(s.bin, args...)
@@ -222,3 +229,74 @@ func (w *lockedWriter) Write(b []byte) (int, error) {
 	defer w.s.mu.Unlock()
 	return w.s.log.Write(b)
 }
+
+// StartReplica starts a redis-server that replicates s, as Start does, and
+// waits until its link to s is up.
+func (s *Server) StartReplica(t testing.TB) *Server {
+	t.Helper()
+	r := Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(s.port))
+	deadline := time.Now().Add(startTimeout)
+	for !strings.Contains(r.Info(t, "replication"), "master_link_status:up") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica on port %d has no link to %s after %s:\n%s", r.port, s.Addr(), startTimeout, r.Log())
+		}
+		time.Sleep(10 * time.Millisecond) // Redis tells no one when the link is up: look again
+	}
+	return r
+}
+
+// StartSentinel starts a Redis Sentinel (redis-server --sentinel) that
+// watches primary under name, agreeing on a failure with quorum
+// Sentinels; a primary silent for a second is down, and a failover may
+// take 10 s.
+func StartSentinel(t testing.TB, name string, primary *Server, quorum int) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		testenv.Missing(t, "redis-server", "install it with `sh internal/testutil/testenv/install.sh redis-server`")
+	}
+	s := &Server{t: t, bin: bin, dir: t.TempDir()}
+	s.conf = s.dir + "/sentinel.conf"
+	conf := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d\nsentinel down-after-milliseconds %[1]s 1000\nsentinel failover-timeout %[1]s 10000\nsentinel parallel-syncs %[1]s 1\n", name, primary.port, quorum)
+	if err := os.WriteFile(s.conf, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		if s.port, err = freePort(); err != nil {
+			t.Fatal(err)
+		}
+		if lastErr = s.start(); lastErr == nil {
+			t.Cleanup(s.Kill)
+			return s
+		}
+	}
+	t.Fatalf("redis-server --sentinel did not start: %v", lastErr)
+	return nil
+}
+
+// Info returns the INFO section of the server (or Sentinel).
+func (s *Server) Info(t testing.TB, section string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	fmt.Fprintf(c, "INFO %s\r\n", section)
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
+	n, perr := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if err != nil || perr != nil || !strings.HasPrefix(head, "$") {
+		return ""
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return ""
+	}
+	return string(body)
+}
+
+// Port returns the server's port.
+func (s *Server) Port() int { return s.port }
