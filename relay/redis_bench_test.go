@@ -15,6 +15,7 @@ import (
 	"github.com/hookline/hookline/internal/testutil/redistest"
 	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/relay"
+	"github.com/hookline/hookline/relay/redisstore"
 )
 
 // The replica benchmarks compare one relay with its history in memory (the
@@ -29,7 +30,8 @@ import (
 // crosses Redis (an append script, then pub/sub to the other replica).
 
 // relays returns the base URLs of the relays of a setup: one in memory, or
-// two on a fresh Redis.
+// two on a fresh Redis (with a replica of it for redis-2-acks, whose
+// appends wait for it).
 func relays(b *testing.B, setup string, opts relay.Options) []string {
 	b.Helper()
 	if setup == "memory-1" {
@@ -37,10 +39,15 @@ func relays(b *testing.B, setup string, opts relay.Options) []string {
 		return []string{ts.URL}
 	}
 	rs := redistest.Start(b, "--appendfsync", "everysec")
-	return []string{newReplica(b, rs.URL(), opts).ts.URL, newReplica(b, rs.URL(), opts).ts.URL}
+	o := redisstore.Options{MinReplicas: redisstore.NoReplicas}
+	if setup == "redis-2-acks" { // a Redis replica confirms each delivery before its 200 (WAIT)
+		rs.StartReplica(b)
+		o.MinReplicas = 1
+	}
+	return []string{newReplicaWith(b, rs.URL(), o, opts).ts.URL, newReplicaWith(b, rs.URL(), o, opts).ts.URL}
 }
 
-var replicaSetups = []string{"memory-1", "redis-2"}
+var replicaSetups = []string{"memory-1", "redis-2", "redis-2-acks"}
 
 // BenchmarkReplicasIngest measures deliveries of 4 KiB JSON from POST to
 // one subscriber's stream, with 4 parallel senders: in the Redis case the
