@@ -509,8 +509,8 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 		fmt.Fprintf(s.out, "history:     Redis at %s, shared with every relay using it (%s in %s)\n", httpx.RedactURL(opts.redisURL), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
 		switch replicas := plural(st.Replicas, "replica", "replicas"); {
 		case st.AckReplicas > 0:
-			fmt.Fprintf(s.out, "acks:        a POST is answered once %s of the Redis primary's %s connected %s its delivery (up to %s, then 503; --redis-min-replicas)\n",
-				plural(st.AckReplicas, "replica", "replicas"), replicas, map[bool]string{true: "has", false: "have"}[st.AckReplicas == 1], opts.redisAcks.AckTimeout)
+			fmt.Fprintf(s.out, "acks:        a POST is answered once %d of the Redis primary's replicas (%d connected) %s its delivery (up to %s, then 503; --redis-min-replicas)\n",
+				st.AckReplicas, st.Replicas, map[bool]string{true: "has", false: "have"}[st.AckReplicas == 1], opts.redisAcks.AckTimeout)
 		case st.Replicas > 0:
 			fmt.Fprintf(s.out, "acks:        not replicated (--redis-min-replicas 0): a delivery the primary has not yet copied to its %s is lost if it fails\n", replicas)
 		default:

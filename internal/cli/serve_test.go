@@ -362,3 +362,22 @@ func TestParsePrefix(t *testing.T) {
 		t.Error("parsePrefix accepted an unclosed bracket")
 	}
 }
+
+// On a Redis with a replica, the start-up line says that each POST waits
+// for one (the default), or that acks are not replicated with
+// --redis-min-replicas 0.
+func TestServeRedisAcksLine(t *testing.T) {
+	rs := redistest.Start(t)
+	rs.StartReplica(t)
+	_, _, stop := startServe(t, "--addr", "127.0.0.1:0", "--redis-url", rs.URL())
+	if code, out, errOut := stop(); code != ExitOK || !strings.Contains(out, "acks:        a POST is answered once 1 of the Redis primary's replicas (1 connected) has its delivery (up to 2s, then 503; --redis-min-replicas)") {
+		t.Errorf("serve on a Redis with a replica: exit %d, output:\n%s%s", code, out, errOut)
+	}
+	_, _, stop = startServe(t, "--addr", "127.0.0.1:0", "--redis-url", rs.URL(), "--redis-min-replicas", "0")
+	if code, out, errOut := stop(); code != ExitOK || !strings.Contains(out, "acks:        not replicated (--redis-min-replicas 0): a delivery the primary has not yet copied to its 1 replica is lost if it fails") {
+		t.Errorf("serve --redis-min-replicas 0: exit %d, output:\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := run(t, "serve", "--redis-min-replicas", "1"); code != ExitUsage || !strings.Contains(errOut, "--redis-min-replicas and --redis-ack-timeout go with --redis-url") {
+		t.Errorf("serve --redis-min-replicas without --redis-url: exit %d, %q", code, errOut)
+	}
+}
