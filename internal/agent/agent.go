@@ -53,9 +53,6 @@ type Options struct {
 	// that tells the agent what to do (no forward running). It is asked
 	// at every call: forward may start after the agent.
 	Inspector func() (Endpoint, error)
-	// HTTPClient makes the API requests; nil: one with no timeout of its
-	// own (each call bounds its requests).
-	HTTPClient *http.Client
 	// ReadOnly leaves out the tools that send: replay_delivery,
 	// replay_edited and send_test_event.
 	ReadOnly bool
@@ -65,13 +62,13 @@ type Options struct {
 
 // Server is the MCP server; create it with New.
 type Server struct {
-	opts Options
-	mcp  *mcp.Server
+	opts   Options
+	mcp    *mcp.Server
+	client http.Client // the API's; each call bounds its requests
 
 	mu      sync.Mutex
 	watched map[string]int // subscribed resource URIs, by count
-	cancel  context.CancelFunc
-	listed  []string // the deliveries' resource URIs listed, oldest first (follow)
+	listed  []string       // the deliveries' resource URIs listed, oldest first (follow)
 }
 
 // Limits of the tools.
@@ -90,9 +87,6 @@ const uriPrefix = "hookline://deliveries/"
 
 // New returns a Server with opts.
 func New(opts Options) *Server {
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = &http.Client{}
-	}
 	s := &Server{opts: opts, watched: map[string]int{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "hookline", Title: "hookline inspector", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -114,14 +108,11 @@ func New(opts Options) *Server {
 
 const instructions = `hookline forwards webhook deliveries from a relay to the developer's local server and keeps each one with what the server answered. The fix loop: list_deliveries (outcome target-failed), get_delivery to read the request and the answer, change the handler's code, replay_delivery (or replay_edited, signed again by the run), check the new outcome. send_test_event makes any GitHub event.action; wait_for_delivery waits for one triggered elsewhere. Replays go only to the run's own targets; the secret never leaves hookline.`
 
-// Run serves the protocol on t (mcp.StdioTransport for hookline mcp)
-// until the client leaves or ctx ends.
+// Run serves the protocol on t (standard input and output for hookline
+// mcp) until the client leaves or ctx ends.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s.mu.Lock()
-	s.cancel = cancel
-	s.mu.Unlock()
+	defer cancel() // ends follow
 	go s.follow(ctx)
 	return s.mcp.Run(ctx, t)
 }
@@ -161,7 +152,7 @@ func (s *Server) call(ctx context.Context, what, method, path string, body, out 
 	if what != "" {
 		req.Header.Set("X-Hookline-Call", what)
 	}
-	resp, err := s.opts.HTTPClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("the inspector at %s does not answer (%v): is hookline forward still running?", ep.URL, err)
 	}

@@ -23,7 +23,7 @@ import (
 )
 
 // inspectorRecord is what forward writes in the state directory
-// (inspectors/PID.json, owner-only) while its inspector runs, for hookline
+// (inspectors/PID-PORT.json, owner-only) while its inspector runs, for hookline
 // mcp to find it: the URL and the token every API request needs.
 type inspectorRecord struct {
 	URL     string    `json:"url"`
@@ -49,7 +49,8 @@ func recordInspector(ep agent.Endpoint, s *streams) func() {
 	if err == nil {
 		err = os.MkdirAll(dir, 0o700)
 	}
-	file := filepath.Join(dir, strconv.Itoa(os.Getpid())+".json")
+	_, port, _ := strings.Cut(strings.TrimPrefix(ep.URL, "http://"), ":")
+	file := filepath.Join(dir, strconv.Itoa(os.Getpid())+"-"+port+".json") // one process may run several
 	if err == nil {
 		b, _ := json.Marshal(inspectorRecord{URL: ep.URL, Token: ep.Token, PID: os.Getpid(), Started: time.Now()})
 		err = atomicfile.Write(file, b, 0o600)
