@@ -39,7 +39,10 @@ func TestRedisAcksWaitForAReplica(t *testing.T) {
 	primary := redistest.Start(t)
 	replica1 := primary.StartReplica(t)
 	var logs relaytest.Buffer
-	r := newReplicaWith(t, primary.URL(), redisstore.Options{AckTimeout: 300 * time.Millisecond}, relay.Options{Logger: debugLogger(&logs)})
+	// r waits long enough for a replica on a loaded machine; fast, on the
+	// same Redis, gives up soon (the replica paused).
+	r := newReplicaWith(t, primary.URL(), redisstore.Options{AckTimeout: time.Minute}, relay.Options{})
+	fast := newReplicaWith(t, primary.URL(), redisstore.Options{AckTimeout: 100 * time.Millisecond}, relay.Options{Logger: debugLogger(&logs)})
 	if st := r.srv.Stats(); st.AckReplicas != 1 || st.Replicas != 1 {
 		t.Fatalf("Stats: ackReplicas %d, replicas %d; want 1 and 1 (the default on a Redis with a replica)", st.AckReplicas, st.Replicas)
 	}
@@ -58,14 +61,14 @@ func TestRedisAcksWaitForAReplica(t *testing.T) {
 	}
 
 	replica1.Pause()
-	code, answer := post(t, r.url("acks"), body(2), "Content-Type", "application/json")
+	code, answer := post(t, fast.url("acks"), body(2), "Content-Type", "application/json")
 	replica1.Resume()
 	var e struct{ Error string }
 	json.Unmarshal([]byte(answer), &e)
 	if code != http.StatusServiceUnavailable || !strings.Contains(e.Error, "has not copied the delivery to enough replicas yet, so it is not safe: it was not relayed") {
 		t.Errorf("POST with the replica paused = %d %s; want 503 saying the replicas did not confirm it", code, answer)
 	}
-	if st := r.srv.Stats(); st.Unreplicated != 1 {
+	if st := fast.srv.Stats(); st.Unreplicated != 1 {
 		t.Errorf("Stats.Unreplicated = %d, want 1", st.Unreplicated)
 	}
 	if !strings.Contains(logs.String(), "Redis replicas did not confirm a delivery in time") {
@@ -78,6 +81,28 @@ func TestRedisAcksWaitForAReplica(t *testing.T) {
 		if ev := s.next(); ev.ID != want {
 			t.Errorf("stream: %+v, want delivery %s", ev, want)
 		}
+	}
+
+	// A sender that retries with its Idempotency-Key gets 200 for the
+	// delivery once a replica has it, not before.
+	replica1.Pause()
+	code, answer = post(t, fast.url("acks"), body(4), "Content-Type", "application/json", "Idempotency-Key", "four")
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("POST with the replica paused = %d %s; want 503", code, answer)
+	}
+	code, answer = post(t, fast.url("acks"), body(4), "Content-Type", "application/json", "Idempotency-Key", "four")
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("its retry with the replica still paused = %d %s; want 503, not the held delivery's id", code, answer)
+	}
+	replica1.Resume()
+	if id := postID(t, r.url("acks"), body(4), "Idempotency-Key", "four"); id != 4 {
+		t.Errorf("the retry once the replica is back got id %d, want 4 (the held delivery's)", id)
+	}
+	if ev := s.next(); ev.ID != "4" {
+		t.Errorf("stream: %+v, want delivery 4", ev)
+	}
+	if n := replicaLen(t, replica1, "acks"); n != 4 {
+		t.Errorf("the replica holds %d deliveries, want 4", n)
 	}
 }
 
@@ -92,8 +117,8 @@ func TestRedisAcksMoreReplicasThanThereAre(t *testing.T) {
 	if !strings.Contains(logs.String(), "Redis has fewer replicas connected than each acknowledgement waits for") {
 		t.Errorf("no warning at start:\n%s", logs.String())
 	}
-	if code, answer := post(t, two.url("c"), body(1), "Content-Type", "application/json"); code != http.StatusServiceUnavailable || !strings.Contains(answer, "1 of the 2 replicas it waits for confirmed it") {
-		t.Errorf("POST = %d %s, want 503 saying 1 of 2 replicas confirmed", code, answer)
+	if code, answer := post(t, two.url("c"), body(1), "Content-Type", "application/json"); code != http.StatusServiceUnavailable || !strings.Contains(answer, "of the 2 replicas it waits for confirmed it") || !strings.Contains(answer, "(1 connected)") {
+		t.Errorf("POST = %d %s, want 503 saying too few of 2 replicas confirmed, 1 connected", code, answer)
 	}
 	none := newReplicaWith(t, primary.URL(), redisstore.Options{MinReplicas: redisstore.NoReplicas}, relay.Options{})
 	if st := none.srv.Stats(); st.AckReplicas != 0 || st.Replicas != 1 {

@@ -922,10 +922,15 @@ func (s *Store) FindKey(ctx context.Context, channel, key string) (int64, [sha25
 	if s.isClosed() {
 		return 0, sum, false, relay.ErrStoreClosed
 	}
-	_, _, _, k, _ := s.keys(channel)
+	m, _, _, k, _ := s.keys(channel)
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
-	v, err := s.rdb.HGet(ctx, k, key).Result()
+	var entry, vis *redis.StringCmd
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error { // each command's error is read below
+		entry, vis = p.HGet(ctx, k, key), p.HGet(ctx, m, "vis")
+		return nil
+	})
+	v, err := entry.Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, sum, false, nil
 	}
@@ -935,6 +940,11 @@ func (s *Store) FindKey(ctx context.Context, channel, key string) (int64, [sha25
 	id, sum, err := parseKeyEntry(v)
 	if err != nil {
 		return 0, sum, false, fmt.Errorf("relay: Redis at %s: the Idempotency-Key entry %.100q of channel %s is damaged", s.where, v, channel)
+	}
+	if visible, _ := vis.Int64(); s.acks > 0 && id > visible {
+		// Held, not confirmed by the replicas yet (its POST got 503):
+		// Append confirms it before this retry is answered.
+		return 0, sum, false, nil
 	}
 	return id, sum, true, nil
 }
