@@ -13,6 +13,8 @@
 //	srv.Kill()    // SIGKILL: an outage
 //	srv.Restart() // the same port and files: what was fsynced is back
 //	srv.Pause()   // SIGSTOP: connections open, no answers (Resume: SIGCONT)
+//	rep := srv.StartReplica(t)                      // a replica, its link up
+//	s1 := redistest.StartSentinel(t, "hl", srv, 2) // a Sentinel watching srv as "hl"
 package redistest
 
 import (
