@@ -37,14 +37,7 @@ type replica struct {
 
 func newReplica(t testing.TB, redisURL string, opts relay.Options) *replica {
 	t.Helper()
-	opts.Store = redisstore.Opener(redisURL, redisstore.Options{})
-	srv, err := relay.New(opts)
-	if err != nil {
-		t.Fatalf("New with Redis at %s = %v", redisURL, err)
-	}
-	r := &replica{t: t, srv: srv, ts: httptest.NewServer(srv)}
-	t.Cleanup(r.kill)
-	return r
+	return newReplicaWith(t, redisURL, redisstore.Options{}, opts)
 }
 
 // kill stops the replica abruptly: every connection is cut (streams see

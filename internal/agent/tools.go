@@ -55,8 +55,9 @@ type getArgs struct {
 	BodyLimit  int   `json:"body_limit,omitempty" jsonschema:"the page's length (default 16384, at most 1048576); each answer's body is cut to it too"`
 }
 
+// replayArgs name the delivery a replay repeats (replay_edited's too).
 type replayArgs struct {
-	ID  int64  `json:"id" jsonschema:"the delivery to replay, as it was"`
+	ID  int64  `json:"id" jsonschema:"the delivery to replay (id in list_deliveries)"`
 	URL string `json:"url,omitempty" jsonschema:"leave out: a replay goes to the run's own targets only (forward's --target and --route); a URL that is not one of them is refused"`
 }
 
@@ -68,8 +69,7 @@ type patchOp struct {
 }
 
 type editArgs struct {
-	ID      int64               `json:"id" jsonschema:"the delivery to replay edited"`
-	URL     string              `json:"url,omitempty" jsonschema:"leave out: a replay goes to the run's own targets only (forward's --target and --route); a URL that is not one of them is refused"`
+	replayArgs
 	Patch   []patchOp           `json:"patch,omitempty" jsonschema:"JSON Patch operations on the body, each checked against the event's payload type; only the members named change, byte for byte"`
 	Body    *string             `json:"body,omitempty" jsonschema:"a whole new body, in place of the patch"`
 	Headers map[string][]string `json:"headers,omitempty" jsonschema:"headers to set; an empty list removes one (the signature is made again by the run)"`
