@@ -6,7 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,68 +19,56 @@ import (
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/redistest"
+	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
 	"github.com/hookline/hookline/relay/redisstore"
 	"github.com/hookline/hookline/webhooks"
 )
 
-// chaosSubscriber reads one channel as a forward does, starting on one
-// relay replica and moving to the next live one (what a load balancer
-// does) with Last-Event-ID when its stream ends.
-type chaosSubscriber struct {
+// chaosForward is one hookline forward (the proxy package's Client, what
+// `hookline forward` runs) on the channel, through a load balancer of its
+// own that sends each request to its relay replica while that one lives,
+// else to the next live one; its target records what it got, in order.
+type chaosForward struct {
 	mu   sync.Mutex
-	got  []chaosEvent
-	seen map[int]int // seq -> times received
+	got  []string    // the bodies the target got, in order
+	seen map[int]int // seq -> times the target got it
 }
 
-type chaosEvent struct {
-	id   int64
-	seq  int
-	body string
-}
-
-func (c *chaosSubscriber) run(ctx context.Context, t *testing.T, relays []*replica, alive func(int) bool, start int, channel string) {
-	last, at := "0", start
-	for ctx.Err() == nil {
-		for !alive(at) {
-			at = (at + 1) % len(relays)
-		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, relays[at].url(channel), nil)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Last-Event-ID", last)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil || resp.StatusCode != http.StatusOK {
-			if err == nil {
-				resp.Body.Close()
+func startChaosForward(ctx context.Context, t *testing.T, relays []*replica, alive func(int) bool, own int, channel, secret string) *chaosForward {
+	f := &chaosForward{seen: map[int]int{}}
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m struct{ Seq int }
+		json.Unmarshal(b, &m)
+		f.mu.Lock()
+		f.got = append(f.got, string(b))
+		f.seen[m.Seq]++
+		f.mu.Unlock()
+	}))
+	t.Cleanup(target.Close)
+	lb := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			at := own
+			for !alive(at) {
+				at = (at + 1) % len(relays)
 			}
-			at = (at + 1) % len(relays)
-			select { // a relay that refuses (Redis failing over): the next one, in a moment
-			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
-			}
-			continue
-		}
-		st := &stream{t: t, resp: resp, events: make(chan event, 4096)}
-		go st.read()
-		for ev := range st.events {
-			if ev.ID == "" || ev.Event != "" {
-				continue // the ready event, pings, gaps (which the checks below would show as missing)
-			}
-			var m struct {
-				Body json.RawMessage `json:"body"`
-			}
-			json.Unmarshal([]byte(ev.Data), &m)
-			var b struct{ Seq int }
-			json.Unmarshal(m.Body, &b)
-			id, _ := strconv.ParseInt(ev.ID, 10, 64)
-			c.mu.Lock()
-			c.got = append(c.got, chaosEvent{id: id, seq: b.Seq, body: string(m.Body)})
-			c.seen[b.Seq]++
-			c.mu.Unlock()
-			last = ev.ID
-		}
-		resp.Body.Close()
+			u, _ := url.Parse(relays[at].ts.URL)
+			r.SetURL(u)
+		},
+		FlushInterval: -1, // a stream's events as they come
+		ErrorLog:      log.New(io.Discard, "", 0),
+	})
+	t.Cleanup(lb.Close)
+	client, err := proxy.New(proxy.Options{
+		URL: lb.URL + "/" + channel, Secret: secret, Targets: []proxy.Target{{URL: target.URL}},
+		LastEventID: "0", MaxBackoff: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	go client.Run(ctx)
+	return f
 }
 
 // chaosBody is delivery seq's body: its number and bytes of its own.
@@ -85,12 +78,13 @@ func chaosBody(seq int) string {
 
 // TestChaosSentinelFailover: a relay tier on Redis Sentinel (a primary,
 // two replicas, three Sentinels, real redis-server processes) and three
-// relay replicas, one subscriber on each, a sender POSTing signed
-// deliveries at a steady rate, retrying with the same Idempotency-Key
-// what is not answered 2xx. The Redis primary is killed (SIGKILL) mid-run,
-// later a relay replica. Every delivery answered 2xx reaches every
-// subscriber exactly as posted, in id order; the non-2xx answers come
-// only around the failover.
+// relay replicas, one hookline forward on each (through a load balancer
+// that moves it to a live replica), a sender POSTing signed deliveries at
+// a steady rate, retrying with the same Idempotency-Key what is not
+// answered 2xx. The Redis primary is killed (SIGKILL) mid-run, later a
+// relay replica. Every delivery answered 2xx reaches every forward's
+// target exactly as posted, in order, once; the non-2xx answers are
+// counted and their time around the failover logged.
 func TestChaosSentinelFailover(t *testing.T) {
 	const total, killRedisAt, killRelayAt = 400, 100, 250
 	primary := redistest.Start(t)
@@ -127,18 +121,12 @@ func TestChaosSentinelFailover(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	subs := make([]*chaosSubscriber, 3)
-	var wg sync.WaitGroup
-	for i := range subs {
-		subs[i] = &chaosSubscriber{seen: map[int]int{}}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			subs[i].run(ctx, t, relays, alive, i, "chaos")
-		}()
+	const secret = "chaos secret"
+	forwards := make([]*chaosForward, 3)
+	for i := range forwards {
+		forwards[i] = startChaosForward(ctx, t, relays, alive, i, "chaos", secret)
 	}
 
-	const secret = "chaos secret"
 	client := &http.Client{Timeout: 10 * time.Second}
 	bodies := map[int]string{}
 	acked := map[int]int64{}
@@ -161,6 +149,8 @@ func TestChaosSentinelFailover(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("X-Hub-Signature-256", sig)
 			req.Header.Set("Idempotency-Key", "seq-"+strconv.Itoa(seq))
+			req.Header.Set("X-GitHub-Event", "ping")
+			req.Header.Set("X-GitHub-Delivery", "chaos-"+strconv.Itoa(seq))
 			at = (at + 1) % len(relays)
 			resp, err := client.Do(req)
 			if err == nil {
@@ -194,50 +184,50 @@ func TestChaosSentinelFailover(t *testing.T) {
 		}
 	}
 
-	// Every subscriber gets every acknowledged delivery.
-	for i, s := range subs {
+	// Every forward's target gets every acknowledged delivery.
+	for i, f := range forwards {
 		for {
-			s.mu.Lock()
+			f.mu.Lock()
 			n := 0
 			for seq := range acked {
-				if s.seen[seq] > 0 {
+				if f.seen[seq] > 0 {
 					n++
 				}
 			}
-			s.mu.Unlock()
+			f.mu.Unlock()
 			if n == len(acked) {
 				break
 			}
 			if ctx.Err() != nil {
-				t.Fatalf("subscriber %d has %d of the %d acknowledged deliveries", i, n, len(acked))
+				t.Fatalf("forward %d's target has %d of the %d acknowledged deliveries", i, n, len(acked))
 			}
-			time.Sleep(20 * time.Millisecond) // the subscribers read on their own: look again
+			time.Sleep(20 * time.Millisecond) // the forwards run on their own: look again
 		}
 	}
 	cancel()
-	wg.Wait()
-	for i, s := range subs {
-		repeats := 0
-		for j, e := range s.got {
-			if j > 0 && e.id <= s.got[j-1].id {
-				t.Errorf("subscriber %d: delivery %d after %d: ids out of order", i, e.id, s.got[j-1].id)
+	for i, f := range forwards {
+		f.mu.Lock()
+		repeats, last := 0, 0
+		for _, b := range f.got {
+			var m struct{ Seq int }
+			json.Unmarshal([]byte(b), &m)
+			if b != bodies[m.Seq] {
+				t.Errorf("forward %d: the target got %q, want %q (byte-exact)", i, b, bodies[m.Seq])
 			}
-			if want, ok := bodies[e.seq]; !ok || e.body != want {
-				t.Errorf("subscriber %d: delivery %d is %q, want %q (byte-exact)", i, e.id, e.body, want)
+			if m.Seq <= last {
+				if f.seen[m.Seq] > 1 {
+					repeats++
+				} else {
+					t.Errorf("forward %d: delivery %d after %d: out of order", i, m.Seq, last)
+				}
 			}
-		}
-		for seq, n := range s.seen {
-			if n > 1 {
-				repeats += n - 1
-			}
-			if id, ok := acked[seq]; ok && n == 0 {
-				t.Errorf("subscriber %d lost acknowledged delivery %d (seq %d)", i, id, seq)
-			}
+			last = max(last, m.Seq)
 		}
 		if repeats > 0 {
-			t.Errorf("subscriber %d got %d deliveries twice (the sender retried each with its Idempotency-Key)", i, repeats)
+			t.Errorf("forward %d's target got %d deliveries twice (the sender retried each with its Idempotency-Key)", i, repeats)
 		}
-		t.Logf("subscriber %d: %d received, %d repeats", i, len(s.got), repeats)
+		t.Logf("forward %d: its target got %d deliveries, %d repeats", i, len(f.got), repeats)
+		f.mu.Unlock()
 	}
 	window := lastRefused.Sub(firstRefused)
 	t.Logf("%d acknowledged; %d non-2xx answers from %s to %s after the primary's kill (%s; a negative time is before it); first 2xx after the kill %s later",
