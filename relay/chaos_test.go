@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/hookline/hookline/internal/testutil/redistest"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/relay"
@@ -30,13 +32,14 @@ import (
 // own that sends each request to its relay replica while that one lives,
 // else to the next live one; its target records what it got, in order.
 type chaosForward struct {
-	mu   sync.Mutex
-	got  []string    // the bodies the target got, in order
-	seen map[int]int // seq -> times the target got it
+	mu     sync.Mutex
+	got    []string      // the bodies the target got, in order
+	seen   map[int]int   // seq -> times the target got it
+	notify chan struct{} // capacity 1: the target got one
 }
 
 func startChaosForward(ctx context.Context, t *testing.T, relays []*replica, alive func(int) bool, own int, channel, secret string) *chaosForward {
-	f := &chaosForward{seen: map[int]int{}}
+	f := &chaosForward{seen: map[int]int{}, notify: make(chan struct{}, 1)}
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		var m struct{ Seq int }
@@ -45,6 +48,10 @@ func startChaosForward(ctx context.Context, t *testing.T, relays []*replica, ali
 		f.got = append(f.got, string(b))
 		f.seen[m.Seq]++
 		f.mu.Unlock()
+		select {
+		case f.notify <- struct{}{}:
+		default:
+		}
 	}))
 	t.Cleanup(target.Close)
 	lb := httptest.NewServer(&httputil.ReverseProxy{
@@ -94,14 +101,22 @@ func TestChaosSentinelFailover(t *testing.T) {
 	for range 3 {
 		sentinels = append(sentinels, redistest.StartSentinel(t, "hl", primary, 2))
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	for _, s := range sentinels {
+		// A Sentinel publishes what it finds: wait for its news until it
+		// knows the two replicas and the two other Sentinels.
+		rc := redis.NewClient(&redis.Options{Addr: s.Addr()})
+		news := rc.Subscribe(t.Context(), "+sentinel", "+slave")
+		news.Receive(t.Context()) // subscribed: no news is missed from here
+		timeout := time.After(30 * time.Second)
 		for !strings.Contains(s.Info(t, "sentinel"), "slaves=2,sentinels=3") {
-			if time.Now().After(deadline) {
+			select {
+			case <-news.Channel():
+			case <-timeout:
 				t.Fatalf("the Sentinels do not know each other and the replicas after 30 s:\n%s", s.Info(t, "sentinel"))
 			}
-			time.Sleep(50 * time.Millisecond) // Sentinels find each other every 2 s: look again
 		}
+		news.Close()
+		rc.Close()
 	}
 	url := fmt.Sprintf("redis://%s?master_name=hl&addr=%s&addr=%s", sentinels[0].Addr(), sentinels[1].Addr(), sentinels[2].Addr())
 	relays := make([]*replica, 3)
@@ -198,10 +213,11 @@ func TestChaosSentinelFailover(t *testing.T) {
 			if n == len(acked) {
 				break
 			}
-			if ctx.Err() != nil {
+			select {
+			case <-f.notify:
+			case <-ctx.Done():
 				t.Fatalf("forward %d's target has %d of the %d acknowledged deliveries", i, n, len(acked))
 			}
-			time.Sleep(20 * time.Millisecond) // the forwards run on their own: look again
 		}
 	}
 	cancel()
