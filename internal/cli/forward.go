@@ -601,7 +601,7 @@ func newForwardClient(ctx context.Context, o forwardOptions, channel string, tra
 		iopts := *o.inspect
 		iopts.Secret, iopts.SchemeSecrets, iopts.TargetURL = o.secret, o.schemeSecret, firstOf(targetURLs(o.targets))
 		iopts.Resend = func(ctx context.Context, d *delivery.Delivery) proxy.Result { return client.Handle(ctx, d) }
-		iopts.Build = func(name string, overrides []webhookstest.Override) (*delivery.Delivery, string, error) {
+		iopts.Build = func(name string, overrides []webhookstest.Override) (*delivery.Delivery, error) {
 			secret := o.secret
 			if sec := o.schemeSecret[provider.GitHub]; len(sec) > 0 {
 				secret = sec[0]

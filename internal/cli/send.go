@@ -250,21 +250,19 @@ func githubEvent(name string) (event, action string, hasAction bool, err error) 
 
 // testEvent makes a GitHub event.action as send does (its example, or one
 // made from the payload type), with overrides, signed with secret: what
-// forward's inspector sends into the run (inspect.Options.Build), and how
-// it was made when there was no example of that name.
-func testEvent(name string, overrides []webhookstest.Override, secret string) (*delivery.Delivery, string, error) {
+// forward's inspector sends into the run (inspect.Options.Build).
+func testEvent(name string, overrides []webhookstest.Override, secret string) (*delivery.Delivery, error) {
 	o := sendOptions{name: name, scheme: provider.GitHub, secret: secret, overrides: overrides}
 	event, action, hasAction, err := githubEvent(name)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	o.event, o.action = event, action
-	payload, note, err := pickExample(event, action, hasAction)
+	payload, _, err := pickExample(event, action, hasAction)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	d, err := o.build(payload)
-	return d, note, err
+	return o.build(payload)
 }
 
 // pickExample returns the payload to send for event[.action] and how

@@ -718,6 +718,10 @@ func (t *tracer) note(msg string) {
 	fmt.Fprintln(t.info, t.yellow.Sprint(msg))
 }
 
+// maxCallText bounds the text of an agent's call on the trace: it comes
+// from any local client of the inspector.
+const maxCallText = 200
+
 // call shows an agent's tool call (hookline mcp, through the inspector's
 // API) as a line of the trace, in order with the deliveries it causes;
 // with --json, an object {"call": text}.
@@ -728,7 +732,7 @@ func (t *tracer) call(text string) {
 		t.writeJSONLine(map[string]string{"call": text})
 		return
 	}
-	fmt.Fprintf(t.out, "%s %s %s\n", t.dim.Sprint(t.clock(time.Now())), t.bold.Sprint("agent"), termSafe(text))
+	fmt.Fprintf(t.out, "%s %s %s\n", t.dim.Sprint(t.clock(time.Now())), t.bold.Sprint("agent"), termSafe(shorten(text, maxCallText)))
 	t.written()
 }
 

@@ -359,3 +359,20 @@ func TestTraceMarksAnEditedReplay(t *testing.T) {
 		}
 	}
 }
+
+// An agent's call, text any local client of the inspector sends, shows on
+// the trace with its control characters escaped and cut to a line.
+func TestTraceShowsAnAgentsCallSafely(t *testing.T) {
+	var out bytes.Buffer
+	tr := newTracer(&out, io.Discard, false, false, false, time.UTC)
+	tr.call("claude-code: replay_delivery #3\t\x1b[2J" + strings.Repeat("x", 300))
+	tr.flush()
+	line := out.String()
+	if !strings.Contains(line, ` agent claude-code: replay_delivery #3\x09\x1b[2J`) || strings.ContainsAny(line, "\t\x1b") {
+		t.Errorf("trace line %q: want the call with its control characters escaped", line)
+	}
+	_, tail, _ := strings.Cut(line, "[2J")
+	if n := strings.Count(tail, "x"); n != maxCallText-1-len("claude-code: replay_delivery #3\t\x1b[2J") || !strings.HasSuffix(line, "…\n") {
+		t.Errorf("trace line %q: %d x's; want the text cut to %d characters", line, n, maxCallText)
+	}
+}

@@ -81,12 +81,13 @@ type Options struct {
 	TargetURL string
 	// Build makes the delivery POST /api/send runs through the pipeline
 	// (with Resend): event.action's example with the overrides, its
-	// headers and signature as hookline send makes them, and a note on
-	// how the example was made. Nil: nothing can be sent.
-	Build func(name string, overrides []webhookstest.Override) (*delivery.Delivery, string, error)
+	// headers and signature as hookline send makes them. Nil: nothing can
+	// be sent.
+	Build func(name string, overrides []webhookstest.Override) (*delivery.Delivery, error)
 	// OnCall is told of every API request that names itself in
 	// X-Hookline-Call (an agent's tool call, through hookline mcp), with
-	// that text, so that the run shows who replayed or sent what.
+	// that text as sent, so that the run shows who replayed or sent what;
+	// what shows it makes it safe to print.
 	OnCall func(call string)
 }
 
@@ -325,7 +326,7 @@ func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.URL.RawQuery = q.Encode()
 	}
 	if call := r.Header.Get("X-Hookline-Call"); call != "" && in.opts.OnCall != nil && strings.HasPrefix(r.URL.Path, "/api/") {
-		in.opts.OnCall(printable(call, 200))
+		in.opts.OnCall(call)
 	}
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -333,21 +334,6 @@ func (in *Inspector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:")
 	w.Header().Set("X-Frame-Options", "DENY")
 	in.mux.ServeHTTP(w, r)
-}
-
-// printable returns s without control characters, cut to n bytes: a
-// header's text shown on the trace.
-func printable(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "") + "…"
-	}
-	return s
 }
 
 // tokenGiven reports whether r carries the run's token: in the
@@ -926,7 +912,7 @@ func (in *Inspector) send(w http.ResponseWriter, r *http.Request) {
 	ovs, err := overrides(req.Patch)
 	if err == nil {
 		var d *delivery.Delivery
-		if d, _, err = in.opts.Build(req.Event, ovs); err == nil {
+		if d, err = in.opts.Build(req.Event, ovs); err == nil {
 			httpx.WriteJSON(w, http.StatusOK, in.run(r.Context(), d, replayMark{sent: true}))
 			return
 		}

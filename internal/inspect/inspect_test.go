@@ -637,8 +637,8 @@ func TestInspectorLongPoll(t *testing.T) {
 	}()
 	select {
 	case c := <-calls:
-		if c != "test: waitfor push" {
-			t.Errorf("OnCall got %q, want the header's text without its control characters", c)
+		if c != "test: wait\tfor push" {
+			t.Errorf("OnCall got %q, want the header's text", c)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("OnCall was not told of the call")
