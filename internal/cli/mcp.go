@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,8 +29,7 @@ import (
 type inspectorRecord struct {
 	URL     string    `json:"url"`
 	Token   string    `json:"token"`
-	PID     int       `json:"pid"`
-	Started time.Time `json:"started"`
+	Started time.Time `json:"started"` // the newest wins
 }
 
 // inspectorsDir is where the records are.
@@ -52,7 +52,7 @@ func recordInspector(ep agent.Endpoint, s *streams) func() {
 	_, port, _ := strings.Cut(strings.TrimPrefix(ep.URL, "http://"), ":")
 	file := filepath.Join(dir, strconv.Itoa(os.Getpid())+"-"+port+".json") // one process may run several
 	if err == nil {
-		b, _ := json.Marshal(inspectorRecord{URL: ep.URL, Token: ep.Token, PID: os.Getpid(), Started: time.Now()})
+		b, _ := json.Marshal(inspectorRecord{URL: ep.URL, Token: ep.Token, Started: time.Now()})
 		err = atomicfile.Write(file, b, 0o600)
 	}
 	if err != nil {
@@ -162,8 +162,11 @@ func serveMCP(ctx context.Context, srv *agent.Server, in io.Reader, out io.Write
 		wc = nopWriteCloser{out}
 	}
 	err := srv.Run(ctx, &mcp.IOTransport{Reader: rc, Writer: wc})
-	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "closed")) {
-		return nil // the client left, or Ctrl-C
+	switch {
+	case err == nil, ctx.Err() != nil: // the client left (the SDK's nil), or Ctrl-C
+		return nil
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrClosedPipe), errors.Is(err, os.ErrClosed), errors.Is(err, syscall.EPIPE):
+		return nil // the client left while a message was on its way
 	}
 	return err
 }
