@@ -529,17 +529,15 @@ func (s *Server) catchUpLater(c *channel) {
 		c.again = true
 		return
 	}
-	s.mu.Lock()
 	ctx := s.backgroundCtx
-	stopped := ctx.Err() != nil // CloseStorage
-	if !stopped {
-		c.refs++
-		s.background.Add(1)
-	}
-	s.mu.Unlock()
-	if stopped {
+	s.mu.Lock()
+	if ctx.Err() != nil { // CloseStorage
+		s.mu.Unlock()
 		return
 	}
+	c.refs++
+	s.background.Add(1)
+	s.mu.Unlock()
 	c.catching = true
 	go func() {
 		defer s.background.Done()

@@ -46,7 +46,10 @@ import (
 //	P{C}:i   sorted set, the index: one member "<n> <size> <received ms> <key>"
 //	         per retained delivery, scored n (sizes and keys without
 //	         reading the records)
-//	P{C}:m   hash: last (the last id given), bytes (retained size)
+//	P{C}:m   hash: last (the last id given), bytes (retained size), vis
+//	         (the last id readers may see: a delivery is held until
+//	         replicas confirm it, see Options.MinReplicas), confirms (a
+//	         counter written to confirm a held delivery again)
 //	P{C}:k   hash: Idempotency-Key -> "<n> <sha256 hex>" of the newest
 //	         retained delivery with that key
 //	P{C}:h   presence: set (with a TTL) while a replica has subscribers
@@ -144,7 +147,7 @@ var _ relay.SharedStore = (*Store)(nil)
 // It returns {id, epoch}, or {0, epoch, the key's entry, the visible id}. The evictions are worked out before the first write,
 // and the shebang makes Redis refuse the whole script when it is out of
 // memory (maxmemory with noeviction), so a failed append writes nothing.
-var appendScript = redis.NewScript(`#!lua
+var appendScript = redis.NewScript(`#!lua` + revealLua + `
 local M, S, I, K, H, G, LRU = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local name, prefix = ARGV[1], ARGV[2]
 local after, size, recv = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -321,26 +324,41 @@ redis.call('HSETNX', G, 'epoch', ARGV[14])
 -- Held (ARGV[18]): invisible to readers and not published until the
 -- caller has Redis's replicas confirm it (revealScript).
 if ARGV[18] ~= '1' then
-  redis.call('HSET', M, 'vis', id)
-  if ARGV[13] == '1' then
-    redis.call('PUBLISH', prefix .. 'feed:' .. name, fmt(id) .. ' ' .. rec)
-  else
-    redis.call('PUBLISH', prefix .. 'feed:' .. name, id)
-  end
+  local inlined
+  if ARGV[13] == '1' then inlined = rec end
+  reveal(M, prefix .. 'feed:' .. name, id, inlined)
 end
 return {id, redis.call('HGET', G, 'epoch')}
 `)
 
-// revealScript makes a held delivery (and those before it) visible to
-// readers and publishes it, once replicas confirmed it (Store.Append).
-//
-//	KEYS: m
-//	ARGV: 1 id, 2 the feed channel, 3 the feed message
-var revealScript = redis.NewScript(`#!lua
-if tonumber(ARGV[1]) > tonumber(redis.call('HGET', KEYS[1], 'vis') or 0) then
-  redis.call('HSET', KEYS[1], 'vis', ARGV[1])
+// revealLua makes delivery id of the channel whose hash is M visible to
+// readers (its "vis" id, where reads stop) and publishes it on feed:
+// "<id> <record>" when rec is given, else "<id>" (the record is read from
+// the stream).
+const revealLua = `
+local function reveal(M, feed, id, rec)
+  id = tonumber(id)
+  if id > tonumber(redis.call('HGET', M, 'vis') or 0) then
+    redis.call('HSET', M, 'vis', id)
+  end
+  local msg = string.format('%d', id)
+  if rec then msg = msg .. ' ' .. rec end
+  redis.call('PUBLISH', feed, msg)
 end
-redis.call('PUBLISH', ARGV[2], ARGV[3])
+`
+
+// revealScript makes a held delivery (and those before it) visible and
+// publishes it, once replicas confirmed it (Store.confirm).
+//
+//	KEYS: m s
+//	ARGV: 1 id, 2 the feed channel, 3 1 to publish the record with the id
+var revealScript = redis.NewScript(`#!lua` + revealLua + `
+local rec
+if ARGV[3] == '1' then
+  local e = redis.call('XRANGE', KEYS[2], ARGV[1] .. '-0', ARGV[1] .. '-0')[1]
+  if e then rec = e[2][2] end
+end
+reveal(KEYS[1], ARGV[2], ARGV[1], rec)
 return 1
 `)
 
@@ -741,7 +759,7 @@ func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, afte
 		if vis, _ := v[3].(int64); s.acks > 0 && id > vis {
 			// Stored, but not confirmed yet (its POST got 503): this
 			// retry is answered once replicas have it.
-			if err := s.confirm(ctx, c.(*redis.Conn), channel, id, nil, true); err != nil {
+			if err := s.confirm(ctx, c.(*redis.Conn), channel, id, "0", true); err != nil {
 				return 0, err
 			}
 		}
@@ -761,11 +779,7 @@ func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, afte
 		return 0, err
 	}
 	if s.acks > 0 {
-		var msg []byte
-		if inline == "1" {
-			msg = rec
-		}
-		if err := s.confirm(ctx, c.(*redis.Conn), channel, id, msg, false); err != nil {
+		if err := s.confirm(ctx, c.(*redis.Conn), channel, id, inline, false); err != nil {
 			return 0, err
 		}
 	}
@@ -774,10 +788,10 @@ func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, afte
 
 // confirm waits until s.acks replicas have conn's writes (WAIT), then
 // makes delivery id of channel visible and publishes it (revealScript),
-// with rec when it is small enough (nil: the id alone). touch first
-// writes on conn, for a delivery an earlier connection stored.
-func (s *Store) confirm(ctx context.Context, conn *redis.Conn, channel string, id int64, rec []byte, touch bool) error {
-	m, _, _, _, _ := s.keys(channel)
+// with its record when inline is "1" (as the append script does). touch
+// first writes on conn, for a delivery an earlier connection stored.
+func (s *Store) confirm(ctx context.Context, conn *redis.Conn, channel string, id int64, inline string, touch bool) error {
+	m, st, _, _, _ := s.keys(channel)
 	if touch {
 		if err := conn.HIncrBy(ctx, m, "confirms", 1).Err(); err != nil {
 			return fmt.Errorf("%w (%w)", s.wrap("confirming the delivery in", err), relay.ErrStoreUncertain)
@@ -795,11 +809,7 @@ func (s *Store) confirm(ctx context.Context, conn *redis.Conn, channel string, i
 		}
 		return &notReplicated{confirmed: n, want: s.acks, connected: connected, timeout: s.ackTimeout}
 	}
-	msg := strconv.FormatInt(id, 10)
-	if rec != nil {
-		msg += " " + string(rec)
-	}
-	if err := revealScript.Run(ctx, conn, []string{m}, id, s.feedChannel(channel), msg).Err(); err != nil {
+	if err := revealScript.Run(ctx, conn, []string{m, st}, id, s.feedChannel(channel), inline).Err(); err != nil {
 		return fmt.Errorf("%w (%w)", s.wrap("publishing the delivery in", err), relay.ErrStoreUncertain)
 	}
 	return nil
