@@ -221,7 +221,7 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 			t.Errorf("delivery %d never arrived (lost)", n)
 		case c == 2 && n > stored && n <= maxAtKill+1:
 			// Finished after the state file's last write (written at
-			// most every 100 ms, off the deliveries' path), or in flight
+			// most every second, off the deliveries' path), or in flight
 			// at the kill (the next one, which may reach the target
 			// after the kill): at least once. What the file says is
 			// done never comes again.

@@ -148,9 +148,11 @@ type checkpoint struct {
 	mark    string                // the watermark's event id
 	version uint64                // bumped whenever mark or done changes
 
-	writing bool       // a writeLoop runs
-	dirty   bool       // the state changed since writeLoop's last snapshot
-	idle    *sync.Cond // on mu: broadcast when writeLoop ends
+	writing  bool          // a writeLoop runs
+	dirty    bool          // the state changed since writeLoop's last snapshot
+	flushing int           // flush calls waiting: writeLoop writes without pausing
+	wake     chan struct{} // ends writeLoop's pause (flush)
+	idle     *sync.Cond    // on mu: broadcast when writeLoop ends
 
 	wmu     sync.Mutex // serialises writes
 	written uint64     // the version on disk
@@ -160,6 +162,7 @@ func newCheckpoint(path, streamURL string, now func() time.Time, onWriteErr func
 	c := &checkpoint{
 		path: path, streamURL: streamURL, shownURL: httpx.RedactURL(streamURL), now: now,
 		onWriteErr: onWriteErr, done: map[uint64]string{}, lanes: map[uint64]*lanesMark{},
+		wake: make(chan struct{}, 1),
 	}
 	c.idle = sync.NewCond(&c.mu)
 	return c
@@ -260,37 +263,66 @@ func (c *checkpoint) scheduleLocked() {
 }
 
 // stateWriteInterval spaces the state file's writes while deliveries keep
-// finishing: a burst costs ten writes a second, not one per delivery (each
-// an fsync and a rename: about 0.3 ms of CPU). The first change after a
-// quiet spell is written at once.
-const stateWriteInterval = 100 * time.Millisecond
+// finishing: a steady stream costs one write a second, not one per
+// delivery (each a new file, an fsync and a rename: 0.5 to 0.9 ms of CPU
+// on a VM's ext4, more than the rest of a delivery's work). The first
+// change after a quiet spell is written at once. A second is what a crash
+// may deliver again; at 100 ms the writes took 37 % of forward's CPU at
+// 20 deliveries a second (cmd/hookline-bench, docs/PERFORMANCE.md). A
+// consumer that commits its position on a timer is the usual trade (Kafka's
+// consumers commit every 5 s by default).
+const stateWriteInterval = time.Second
 
-// writeLoop writes the newest snapshot, waits stateWriteInterval (what
-// finishes meanwhile shares the next write), and again while the state
-// changed; then ends.
+// writeLoop writes the newest snapshot, pauses stateWriteInterval (what
+// finishes meanwhile shares the next write; a flush ends the pause), and
+// again while the state changed; then ends.
 func (c *checkpoint) writeLoop() {
+	pause := time.NewTimer(stateWriteInterval)
+	defer pause.Stop()
 	c.mu.Lock()
 	for c.dirty {
 		c.dirty = false
 		doc, version := c.snapshotLocked()
 		c.mu.Unlock()
 		c.write(doc, version)
-		time.Sleep(stateWriteInterval)
 		c.mu.Lock()
+		if c.flushing == 0 {
+			c.mu.Unlock()
+			pause.Reset(stateWriteInterval)
+			select {
+			case <-pause.C:
+			case <-c.wake:
+			}
+			c.mu.Lock()
+		}
 	}
 	c.writing = false
 	c.idle.Broadcast()
 	c.mu.Unlock()
 }
 
-// flush waits until every write scheduled is done (Run's end: the last
-// durable position is on disk when it returns).
+// flush writes what changed without waiting for writeLoop's pause and
+// returns once every write scheduled is done (Run's end: the last durable
+// position is on disk when it returns).
 func (c *checkpoint) flush() {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.writing {
+		return
+	}
+	c.flushing++
+	defer func() { c.flushing-- }()
+	select {
+	case c.wake <- struct{}{}:
+	default: // a wake is pending already
+	}
 	for c.writing {
 		c.idle.Wait()
 	}
-	c.mu.Unlock()
+	select {
+	case <-c.wake: // not taken: the loop was writing, not pausing
+	default:
+	}
 }
 
 // Mark returns the watermark.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hookline/hookline/internal/sse"
@@ -126,6 +127,36 @@ func FuzzParseState(f *testing.F) {
 		}
 		if _, err := json.Marshal(doc); err != nil {
 			t.Errorf("cannot write back: %v", err)
+		}
+	})
+}
+
+// Deliveries that finish while the state file's writer pauses
+// (stateWriteInterval) share its next write, and a flush (forward's exit)
+// writes them at once instead of waiting the pause out. Simulated time:
+// the pause is a second.
+func TestCheckpointFlushEndsThePause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "state.json")
+		c := newCheckpoint(path, "http://relay.test/chan", time.Now, func(error) {})
+		c.finish(0, "1", true) // written at once: the first after a quiet spell
+		synctest.Wait()
+		if doc, err := readState(path, "http://relay.test/chan"); err != nil || doc.LastEventID != "1" {
+			t.Fatalf("the first delivery's state: %+v, %v", doc, err)
+		}
+		c.finish(1, "2", true)
+		c.finish(2, "3", true)
+		synctest.Wait()
+		if doc, _ := readState(path, "http://relay.test/chan"); doc.LastEventID != "1" {
+			t.Errorf("written during the pause: %q", doc.LastEventID)
+		}
+		start := time.Now()
+		c.flush()
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("flush waited %v for the writer's pause", waited)
+		}
+		if doc, _ := readState(path, "http://relay.test/chan"); doc.LastEventID != "3" {
+			t.Errorf("after flush: %q, want 3", doc.LastEventID)
 		}
 	})
 }

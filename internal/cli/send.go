@@ -88,8 +88,8 @@ prints the answer.
 The payload is --payload FILE (its exact bytes; - reads stdin) or a
 built-in example of the event (compact JSON): hookline's own for ten
 (repository octo-org/hello-world, sender octocat), @octokit/webhooks-
-examples' for every other event and action it has (` + fmt.Sprint(len(examples.Names())) + ` in all: hookline
-events --examples lists them). An event with one example needs no action
+examples' for every other event and action it has (hookline events
+--examples lists them). An event with one example needs no action
 (--event issues sends issues.opened); one with several needs it (--event
 pull_request.closed).
 
