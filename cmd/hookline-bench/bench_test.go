@@ -13,10 +13,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		// The harness started this test binary as hookline (--profile),
-		// as it starts the bench command itself.
-		os.Exit(runAsHookline())
+	if code, ok := asChild(); ok {
+		// The harness started this test binary as one of its processes
+		// (the floor tool's), as it starts the bench command itself.
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -36,7 +36,7 @@ func TestQuick(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("..", "..", "interop", "node_modules", "smee-client", "bin", "smee.js")); err != nil {
 		testenv.Missing(t, "smee-client", "run `npm ci --prefix interop`")
 	}
-	o, err := parseOptions([]string{"--quick", "--tools", "direct,hookline,smee"}, os.Stderr)
+	o, err := parseOptions([]string{"--quick", "--tools", "direct,floor,hookline,smee"}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestParseOptions(t *testing.T) {
 		check   func(options) bool
 	}{
 		{nil, false, func(o options) bool {
-			return len(o.scenarios) == len(defaultScenarios) && o.rounds == 3 && len(o.tools) == 4
+			return len(o.scenarios) == len(defaultScenarios) && o.rounds == 3 && len(o.tools) == 5
 		}},
 		{[]string{"--quick"}, false, func(o options) bool { return o.rounds == 1 && o.scenarios[0].Name == "quick-4KiB" }},
 		{[]string{"--n", "500", "--size", "1MiB", "--rate", "50"}, false, func(o options) bool {

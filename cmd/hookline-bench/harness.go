@@ -187,8 +187,11 @@ func (h *harness) trial(ctx context.Context, s scenario, p *payload, tool string
 	var fwdStart, relayStart usage
 	if tool != toolDirect {
 		argv, env := h.hookline, []string(nil)
-		if tool == toolCompare {
+		switch tool {
+		case toolCompare:
 			argv = []string{h.o.compare}
+		case toolFloor:
+			argv, env = []string{h.self}, []string{floorEnv + "=1"}
 		}
 		profiling := h.o.profile != "" && tool == toolHookline
 		prefix := filepath.Join(h.o.profile, fmt.Sprintf("%s-r%d-", strings.NewReplacer("/", "_", "@", "-").Replace(s.Name), round))
@@ -231,6 +234,8 @@ func (h *harness) trial(ctx context.Context, s scenario, p *payload, tool string
 			}
 		case toolSmee:
 			fargv = []string{h.node, h.smee, "--url", relay.channel, "--target", targetURL}
+		case toolFloor:
+			fargv, fenv = []string{h.self, "forward", "--url", relay.channel, "--target", targetURL}, env
 		case toolGosmee:
 			// gosmee's client streams from <base>/events/<channel>.
 			fargv = []string{h.gosmee, "client", "--nocolor", relay.channel, targetURL}

@@ -41,11 +41,24 @@ import (
 )
 
 func main() {
-	if os.Getenv(childEnv) != "" {
-		os.Exit(runAsHookline())
+	if code, ok := asChild(); ok {
+		os.Exit(code)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// asChild runs this program as one of the processes the harness starts
+// from it, when the environment says so: hookline itself (--profile), or
+// the floor tool's relay and forwarder. ok is false otherwise.
+func asChild() (code int, ok bool) {
+	switch {
+	case os.Getenv(childEnv) != "":
+		return runAsHookline(), true
+	case os.Getenv(floorEnv) != "":
+		return runFloor(os.Args[1:]), true
+	}
+	return 0, false
 }

@@ -21,9 +21,12 @@ const (
 	// hookline serve + hookline forward from the --compare binary (an
 	// earlier build, say), alternating with the others.
 	toolCompare = "compare"
+	// The least one more hop can cost: a relay and a forwarder of a few
+	// lines of net/http each (floor.go), no hookline code.
+	toolFloor = "floor"
 )
 
-var allTools = []string{toolDirect, toolHookline, toolSmee, toolGosmee}
+var allTools = []string{toolDirect, toolFloor, toolHookline, toolSmee, toolGosmee}
 
 // gosmeeModule is the gosmee the harness builds when --gosmee is not given.
 const gosmeeModule = "github.com/chmouel/gosmee@v0.32.0"
@@ -124,7 +127,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		rate     = fs.Float64("rate", 0, "deliveries per second (a custom scenario); 0 publishes as fast as possible")
 		window   = fs.Int("window", 0, "deliveries in flight at most when publishing as fast as possible (default 512, or 1 for bodies of 1 MiB and more)")
 		pubs     = fs.Int("publishers", 0, "concurrent publishing POSTs (default 4, or 1 for bodies of 1 MiB and more)")
-		tools    = fs.String("tools", strings.Join(allTools, ","), "tools to measure, comma-separated: direct (baseline), hookline, smee, gosmee, compare (the --compare binary)")
+		tools    = fs.String("tools", strings.Join(allTools, ","), "tools to measure, comma-separated: direct (baseline), floor (the least a relay hop costs: a relay and a forwarder of a few lines of net/http), hookline, smee, gosmee, compare (the --compare binary)")
 		scenName = fs.String("scenarios", "", "run only these scenarios, comma-separated (4KiB, 4KiB@500/s, 1MiB, 25MiB; burst, 4KiB@1/s, 4KiB@20/s, inorder)")
 	)
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds: every tool runs once per round, in a rotating order")
@@ -209,17 +212,20 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	for _, t := range strings.Split(*tools, ",") {
 		t = strings.TrimSpace(t)
 		switch t {
-		case toolDirect, toolHookline, toolSmee, toolCompare, toolGosmee:
+		case toolDirect, toolHookline, toolSmee, toolCompare, toolGosmee, toolFloor:
 			o.tools = append(o.tools, t)
 		case "smee-client":
 			o.tools = append(o.tools, toolSmee)
 		case "":
 		default:
-			return o, fmt.Errorf("--tools: unknown tool %q (want direct, hookline, smee, gosmee, compare)", t)
+			return o, fmt.Errorf("--tools: unknown tool %q (want direct, floor, hookline, smee, gosmee, compare)", t)
 		}
 	}
 	if o.compare != "" && !slices.Contains(o.tools, toolCompare) {
 		o.tools = append(o.tools, toolCompare)
+	}
+	if o.body == "binary" && slices.Contains(o.tools, toolFloor) {
+		return o, errors.New("--tools floor: the floor relays JSON bodies only (an event's data is one line); leave it out with --body binary")
 	}
 	if len(o.tools) == 0 {
 		return o, errors.New("--tools: name at least one tool")

@@ -178,6 +178,7 @@ var toolNames = map[string]string{
 	toolSmee:     "smee-client",
 	toolGosmee:   "gosmee client",
 	toolCompare:  "hookline forward (--compare binary)",
+	toolFloor:    "floor (net/http relay and forwarder)",
 }
 
 // writeReport prints the tables in Markdown.
@@ -229,6 +230,15 @@ func writeReport(w io.Writer, rep *report) {
 		if hl != nil && direct != nil {
 			fmt.Fprintf(w, "| hookline − direct | %s of direct | %s | %s | %s | %s | | | | | | | | |\n",
 				percent(hl.PerSecond, direct.PerSecond), added(hl.P50, direct.P50), added(hl.P95, direct.P95), added(hl.P99, direct.P99), added(hl.Max, direct.Max))
+		}
+		if fl := sr.summary(toolFloor); fl != nil && direct != nil {
+			fmt.Fprintf(w, "| floor − direct (one more hop) | %s of direct | %s | %s | %s | %s | | | | | | | | |\n",
+				percent(fl.PerSecond, direct.PerSecond), added(fl.P50, direct.P50), added(fl.P95, direct.P95), added(fl.P99, direct.P99), added(fl.Max, direct.Max))
+			if hl != nil {
+				fmt.Fprintf(w, "| hookline − floor | | %s | %s | %s | %s | | | | %s | | %s | | |\n",
+					added(hl.P50, fl.P50), added(hl.P95, fl.P95), added(hl.P99, fl.P99), added(hl.Max, fl.Max),
+					ratio(hl.FwdCPU, fl.FwdCPU), ratio(hl.RelayCPU, fl.RelayCPU))
+			}
 		}
 	}
 }
