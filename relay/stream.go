@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -338,33 +337,79 @@ func (o responseOut) SetWriteDeadline(t time.Time) error { return o.rc.SetWriteD
 // connOut writes a stream's chunks on its hijacked connection. It holds a
 // buffer (from outBuffers) only from a write to the next Flush: between
 // events, a stream costs its connection and little else.
+//
+// What is written up to a Flush goes out as one HTTP/1.1 chunk in one
+// write system call, whatever the connection is: the buffer keeps room for
+// the chunk's size line before the data and its CRLF after. (A bufio.Writer
+// over a chunk writer made three writes of each chunk on the relay's
+// connections, which are wrapped (countedConn), so that net.Buffers could
+// not use writev: each write a loopback segment that woke the client.)
 type connOut struct {
 	conn net.Conn
-	bw   *bufio.Writer // nil between events
+	buf  *[]byte // nil between events: chunkRoom bytes, then the data
 }
+
+// chunkRoom is the room kept for a chunk's size line: up to 16 hex
+// digits and CRLF.
+const chunkRoom = 18
 
 // outBuffers hold 64 KiB: an event of a webhook of up to about 45 KiB (its
 // body in base64), or several queued ones, go out as one chunk in one
 // write system call. With 4 KiB a 4 KiB webhook took six (the base64
 // encoder writes 1 KiB at a time), each a chunk the client parses.
-var outBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+var outBuffers = sync.Pool{New: func() any {
+	b := make([]byte, chunkRoom, 64<<10)
+	return &b
+}}
+
+var crlf = []byte("\r\n")
 
 func (o *connOut) Write(b []byte) (int, error) {
-	if o.bw == nil {
-		o.bw = outBuffers.Get().(*bufio.Writer)
-		o.bw.Reset(chunkWriter{o.conn})
+	if o.buf == nil {
+		o.buf = outBuffers.Get().(*[]byte)
 	}
-	return o.bw.Write(b)
+	if len(*o.buf)+len(b)+len(crlf) > cap(*o.buf) {
+		if err := o.writeChunk(); err != nil {
+			return 0, err
+		}
+		if chunkRoom+len(b)+len(crlf) > cap(*o.buf) {
+			// Larger than a buffer: a chunk of its own.
+			size := strconv.AppendInt(make([]byte, 0, chunkRoom), int64(len(b)), 16)
+			bufs := net.Buffers{append(size, crlf...), b, crlf}
+			if _, err := bufs.WriteTo(o.conn); err != nil {
+				return 0, err
+			}
+			return len(b), nil
+		}
+	}
+	*o.buf = append(*o.buf, b...)
+	return len(b), nil
+}
+
+// writeChunk writes what the buffer holds as one chunk, in one write, and
+// empties it.
+func (o *connOut) writeChunk() error {
+	b := *o.buf
+	*o.buf = b[:chunkRoom]
+	n := len(b) - chunkRoom
+	if n == 0 {
+		return nil
+	}
+	var size [chunkRoom]byte
+	line := append(strconv.AppendInt(size[:0], int64(n), 16), crlf...)
+	start := chunkRoom - len(line)
+	copy(b[start:], line)
+	_, err := o.conn.Write(append(b, crlf...)[start:])
+	return err
 }
 
 func (o *connOut) Flush() error {
-	if o.bw == nil {
+	if o.buf == nil {
 		return nil
 	}
-	err := o.bw.Flush()
-	o.bw.Reset(nil)
-	outBuffers.Put(o.bw)
-	o.bw = nil
+	err := o.writeChunk()
+	outBuffers.Put(o.buf)
+	o.buf = nil
 	return err
 }
 
@@ -379,25 +424,6 @@ func (o *connOut) end(complete bool, timeout time.Duration) {
 		io.WriteString(o.conn, "0\r\n\r\n")
 	}
 	o.conn.Close()
-}
-
-// chunkWriter writes each Write as one HTTP/1.1 chunk, with one writev
-// (net/http/httputil's chunked writer makes three writes of each, which
-// only suits a buffered destination).
-type chunkWriter struct{ conn net.Conn }
-
-var crlf = []byte("\r\n")
-
-func (cw chunkWriter) Write(b []byte) (int, error) {
-	if len(b) == 0 {
-		return 0, nil
-	}
-	size := strconv.AppendInt(make([]byte, 0, 18), int64(len(b)), 16)
-	bufs := net.Buffers{append(size, crlf...), b, crlf}
-	if _, err := bufs.WriteTo(cw.conn); err != nil {
-		return 0, err
-	}
-	return len(b), nil
 }
 
 var errClosing = errors.New("relay: closing")
