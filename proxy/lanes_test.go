@@ -20,6 +20,7 @@ import (
 	"time"
 
 	hldelivery "github.com/hookline/hookline/delivery"
+	"github.com/hookline/hookline/internal/sse"
 	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest"
@@ -337,4 +338,88 @@ func laneNames(targets []proxy.Target) []string {
 	}
 	names, _ := proxy.TargetNames(targets)
 	return names
+}
+
+// scriptedStream is a subscription in memory: each event after its gap
+// (simulated time in a synctest bubble), then nothing until the end.
+type scriptedStream struct {
+	events []sse.Event
+	gaps   []time.Duration
+}
+
+func (s scriptedStream) Subscribe(ctx context.Context, _ sse.Request, fn func(sse.Event)) error {
+	for i, ev := range s.events {
+		time.Sleep(s.gaps[i])
+		fn(ev)
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// oneAtATime is a target that takes 5 ms a delivery and records the order
+// and the most it had at once.
+type oneAtATime struct {
+	mu        sync.Mutex
+	got       []string
+	now, most int
+}
+
+func (o *oneAtATime) RoundTrip(req *http.Request) (*http.Response, error) {
+	o.mu.Lock()
+	o.now++
+	o.most = max(o.most, o.now)
+	o.got = append(o.got, req.Header.Get("X-GitHub-Delivery"))
+	o.mu.Unlock()
+	io.Copy(io.Discard, req.Body)
+	time.Sleep(5 * time.Millisecond)
+	o.mu.Lock()
+	o.now--
+	o.mu.Unlock()
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+}
+
+// Deliveries that come apart are handled on the reader's goroutine, and
+// those that come close together by the worker (Run's receive): either
+// way the target gets them in order, one at a time, each once. Simulated
+// time: two a second apart, a burst of six, one more a second later.
+func TestInOrderWhetherApartOrInABurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var s scriptedStream
+		var want []string
+		for i := 1; i <= 9; i++ {
+			id := fmt.Sprintf("d%d", i)
+			want = append(want, id)
+			data := fmt.Sprintf(`{"x-github-delivery":%q,"x-github-event":"push","content-type":"application/json","body":{"n":%d}}`, id, i)
+			s.events = append(s.events, sse.Event{ID: fmt.Sprint(i), Data: []byte(data)})
+			gap := time.Duration(0)
+			if i <= 2 || i == 9 {
+				gap = time.Second
+			}
+			s.gaps = append(s.gaps, gap)
+		}
+		target := &oneAtATime{}
+		res := newResults()
+		c, err := proxy.New(proxy.WithStream(proxy.Options{
+			URL: "http://relay.test/chan", Targets: []proxy.Target{{URL: "http://target.test/"}},
+			HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: target}},
+			OnResult:   res.add, Logger: slog.New(slog.DiscardHandler),
+		}, s, sse.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- c.Run(ctx) }()
+		res.wait(t, len(want))
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		if !slices.Equal(target.got, want) || target.most != 1 {
+			t.Errorf("the target got %v, at most %d at once; want %v one at a time", target.got, target.most, want)
+		}
+		if st := c.Stats(); st.InFlight != 0 || st.Forwarded != int64(len(want)) {
+			t.Errorf("stats %+v: want %d forwarded, none in flight", st, len(want))
+		}
+	})
 }

@@ -92,10 +92,9 @@ func workers[T any](n int, queue <-chan T, do func(T)) *sync.WaitGroup {
 	return &wg
 }
 
-// handle runs one delivery read by Run, stores the checkpoint and reports
-// the Result.
+// handle runs one delivery read by Run (counted in inFlight by receive),
+// stores the checkpoint and reports the Result.
 func (c *Client) handle(ctx context.Context, it item) {
-	c.stats.inFlight.Add(1)
 	waited := time.Since(it.read)
 	c.process(ctx, it, func(r Result) {
 		r.Waited = max(r.Waited, waited)

@@ -256,7 +256,7 @@ type Stats struct {
 	FailedSaved  int64 // deliveries the target did not take, saved in FailedDir
 	Lost         int64 // deliveries the target did not take and nothing saved (Result.Lost)
 	StateFails   int64 // failed writes of the state file
-	InFlight     int64 // deliveries being handled now (not a count of the past)
+	InFlight     int64 // deliveries received and not finished now, queued or being handled (not a count of the past)
 	Unrouted     int64 // no route took them and there is no default target (Options.Targets)
 	// Targets count each target's deliveries, by name (Options.Targets).
 	Targets map[string]TargetStats

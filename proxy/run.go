@@ -53,7 +53,8 @@ func (c *Client) Run(ctx context.Context) error {
 	so, t := c.streamOptions()
 	subCtx, stopSub := context.WithCancelCause(ctx)
 	defer stopSub(nil)
-	err := sse.Subscribe(subCtx, t, so, func(ev sse.Event) error { return c.receive(ctx, ev, queue, stopSub) })
+	rd := reader{queue: queue, work: work, stopSub: stopSub}
+	err := sse.Subscribe(subCtx, t, so, func(ev sse.Event) error { return c.receive(ctx, ev, &rd) })
 	close(queue)
 	wg.Wait()
 	c.lanesBusy.Wait()
@@ -102,11 +103,35 @@ func (c *Client) streamOptions() (sse.Options, sse.Transport) {
 	return so, t
 }
 
+// reader is what receive needs of Run: the workers' queue and context, and
+// what stops the subscription; and when the previous event was done with.
+type reader struct {
+	queue   chan<- item
+	work    context.Context
+	stopSub context.CancelCauseFunc
+	idle    time.Time // when receive last returned: the reader waits from then
+}
+
+// quietGap is how long the reader must have waited for an event for the
+// stream to count as quiet (see receive).
+const quietGap = 2 * time.Millisecond
+
 // receive takes one event of the stream: a delivery is prepared and
 // queued for the workers (its body fetched first when it came by link); a
 // delivery that keeps coming back to the channel is a loop, and stops the
 // subscription (stopSub). Its error makes the stream reconnect.
-func (c *Client) receive(ctx context.Context, ev sse.Event, queue chan<- item, stopSub context.CancelCauseFunc) error {
+//
+// At a user's rate (the stream was quiet for quietGap, and no delivery is
+// queued or being handled) the delivery is handled here, on the reader's
+// goroutine, instead of being handed to a worker: one goroutine reads,
+// verifies and sends it (with one target, see fanOut and lane.submit), and
+// no idle thread is woken for a hand-off. Deliveries that come close
+// together go to the workers, so that each is prepared while the one
+// before it is at the target. Order is kept either way: one handled here
+// is the only one in flight.
+func (c *Client) receive(ctx context.Context, ev sse.Event, rd *reader) error {
+	quiet := time.Since(rd.idle) >= quietGap
+	defer func() { rd.idle = time.Now() }()
 	d := c.decode(ev)
 	if d == nil {
 		return nil
@@ -115,7 +140,7 @@ func (c *Client) receive(ctx context.Context, ev sse.Event, queue chan<- item, s
 		err := fmt.Errorf("%w: delivery %s came back to the channel %d times within %s of being sent to the target; is the target the channel's own URL, or does it post deliveries back to it?",
 			ErrLoop, d.ID, n, loopWindow)
 		c.logger.Error("stopping: the target sends deliveries back to the channel", "delivery", d.ID, "event_id", d.EventID)
-		stopSub(err)
+		rd.stopSub(err)
 		return nil
 	}
 	if d.Link != "" {
@@ -141,9 +166,17 @@ func (c *Client) receive(ctx context.Context, ev sse.Event, queue chan<- item, s
 	// Prepared here, while the workers are busy with the deliveries
 	// before it (in order, the one at the target).
 	it.pre = c.prepare(d, it.duplicate)
+	// Only this goroutine adds to inFlight: none in flight stays so.
+	if quiet && c.stats.inFlight.Load() == 0 && ctx.Err() == nil {
+		c.stats.inFlight.Add(1)
+		c.handle(rd.work, it)
+		return nil
+	}
+	c.stats.inFlight.Add(1)
 	select {
-	case queue <- it:
+	case rd.queue <- it:
 	case <-ctx.Done():
+		c.stats.inFlight.Add(-1)
 		// Read but not queued: report it rather than lose it silently;
 		// the relay's history still has it.
 		c.logger.Warn("shutting down: delivery received but not handled; it stays in the relay's history",
