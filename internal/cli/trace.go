@@ -35,6 +35,7 @@ type tracer struct {
 	out     io.Writer // the trace: buf, when there is one
 	buf     *bufio.Writer
 	flushAt *time.Timer // set while buf holds lines
+	flushed time.Time   // when buf was last written out
 	info    io.Writer   // state changes and the summary
 	json    bool
 	verbose bool
@@ -70,13 +71,19 @@ type tracer struct {
 // traceFlushDelay is the longest a trace line waits in the buffer when
 // the trace goes to a file or a pipe: a busy forwarder then makes one write
 // a burst rather than one a delivery, and a reader of the pipe still sees
-// each line within a tenth of a second.
+// each line within a tenth of a second. The first line after a quiet
+// spell goes out at once: at a user's rate each line is one write, and no
+// timer wakes the process a tenth of a second after each delivery.
 const traceFlushDelay = 100 * time.Millisecond
 
 // written arranges for what was just written to t.out to be flushed. The
 // caller holds t.mu.
 func (t *tracer) written() {
-	if t.buf != nil && t.flushAt == nil {
+	switch {
+	case t.buf == nil || t.flushAt != nil:
+	case time.Since(t.flushed) >= traceFlushDelay:
+		t.flushLocked()
+	default:
 		t.flushAt = time.AfterFunc(traceFlushDelay, t.flush)
 	}
 }
@@ -103,8 +110,9 @@ func (t *tracer) flushLocked() {
 		t.flushAt.Stop()
 		t.flushAt = nil
 	}
-	if t.buf != nil {
+	if t.buf != nil && t.buf.Buffered() > 0 {
 		t.buf.Flush()
+		t.flushed = time.Now()
 	}
 }
 

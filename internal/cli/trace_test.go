@@ -311,8 +311,10 @@ func BenchmarkTraceToFile(b *testing.B) {
 	tr.flush()
 }
 
-// A trace to a file or a pipe is buffered, and reaches it at the latest
-// traceFlushDelay after a line, or when the command flushes it.
+// A trace to a file or a pipe is written line by line after a quiet spell,
+// and buffered while lines come close together: those reach it at the
+// latest traceFlushDelay after the line before, or when the command
+// flushes it.
 func TestTraceBufferedToFile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, err := os.CreateTemp(t.TempDir(), "trace")
@@ -329,20 +331,29 @@ func TestTraceBufferedToFile(t *testing.T) {
 			return st.Size()
 		}
 		tr.result(traceResults()[0])
+		line := size()
+		if line == 0 {
+			t.Fatal("the first line was not written at once")
+		}
 		tr.result(traceResults()[0])
-		if n := size(); n != 0 {
-			t.Errorf("the file holds %d bytes at once, want the lines buffered", n)
+		tr.result(traceResults()[0])
+		if n := size(); n != line {
+			t.Errorf("the file holds %d bytes right after three lines, want the first (%d) and the others buffered", n, line)
 		}
 		time.Sleep(traceFlushDelay) // simulated (synctest)
 		synctest.Wait()
-		first := size()
-		if first == 0 {
-			t.Fatalf("nothing written %s after the lines", traceFlushDelay)
+		if n := size(); n != 3*line {
+			t.Fatalf("%d bytes written %s after the lines, want all three (%d)", n, traceFlushDelay, 3*line)
+		}
+		time.Sleep(traceFlushDelay) // quiet: the next line goes out at once
+		tr.result(traceResults()[0])
+		if n := size(); n != 4*line {
+			t.Errorf("%d bytes after a line that came after a quiet spell, want %d", n, 4*line)
 		}
 		tr.result(traceResults()[0])
 		tr.flush()
-		if n := size(); n <= first {
-			t.Errorf("flush wrote nothing: %d bytes, %d before", n, first)
+		if n := size(); n != 5*line {
+			t.Errorf("flush wrote %d bytes in all, want %d", n, 5*line)
 		}
 	})
 }
