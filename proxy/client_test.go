@@ -603,12 +603,10 @@ func TestClientOrderingAndConcurrency(t *testing.T) {
 				}
 				if tt.concurrency > 1 {
 					<-overlap
-				} else {
-					// Room for a second request to arrive if the client
-					// wrongly sent two at once: an absence has no event to
-					// wait for.
-					time.Sleep(10 * time.Millisecond)
 				}
+				// With Concurrency 1, one at a time is shown in simulated
+				// time by TestInOrderWhetherApartOrInABurst, whose target
+				// holds each request until the client can do nothing more.
 				mu.Lock()
 				order = append(order, r.Header.Get("X-Github-Delivery"))
 				mu.Unlock()

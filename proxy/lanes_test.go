@@ -340,64 +340,65 @@ func laneNames(targets []proxy.Target) []string {
 	return names
 }
 
-// scriptedStream is a subscription in memory: each event after its gap
-// (simulated time in a synctest bubble), then nothing until the end.
-type scriptedStream struct {
+// handedStream is a subscription in memory that hands over its next
+// event when the test sends on next, then nothing until the end.
+type handedStream struct {
 	events []sse.Event
-	gaps   []time.Duration
+	next   chan struct{}
 }
 
-func (s scriptedStream) Subscribe(ctx context.Context, _ sse.Request, fn func(sse.Event)) error {
-	for i, ev := range s.events {
-		time.Sleep(s.gaps[i])
-		fn(ev)
+func (s handedStream) Subscribe(ctx context.Context, _ sse.Request, fn func(sse.Event)) error {
+	for _, ev := range s.events {
+		select {
+		case <-s.next:
+			fn(ev)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	<-ctx.Done()
 	return ctx.Err()
 }
 
-// oneAtATime is a target that takes 5 ms a delivery and records the order
-// and the most it had at once.
-type oneAtATime struct {
-	mu        sync.Mutex
-	got       []string
-	now, most int
+// heldTarget holds each request until the test releases it, and records
+// the order and how many it holds.
+type heldTarget struct {
+	mu      sync.Mutex
+	got     []string
+	held    int
+	release chan struct{}
 }
 
-func (o *oneAtATime) RoundTrip(req *http.Request) (*http.Response, error) {
-	o.mu.Lock()
-	o.now++
-	o.most = max(o.most, o.now)
-	o.got = append(o.got, req.Header.Get("X-GitHub-Delivery"))
-	o.mu.Unlock()
+func (h *heldTarget) RoundTrip(req *http.Request) (*http.Response, error) {
 	io.Copy(io.Discard, req.Body)
-	time.Sleep(5 * time.Millisecond)
-	o.mu.Lock()
-	o.now--
-	o.mu.Unlock()
+	h.mu.Lock()
+	h.got = append(h.got, req.Header.Get("X-GitHub-Delivery"))
+	h.held++
+	h.mu.Unlock()
+	<-h.release
+	h.mu.Lock()
+	h.held--
+	h.mu.Unlock()
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
 }
 
 // Deliveries that come apart are handled on the reader's goroutine, and
 // those that come close together by the worker (Run's receive): either
 // way the target gets them in order, one at a time, each once. Simulated
-// time: two a second apart, a burst of six, one more a second later.
+// time: two a second apart, a burst of six, one more a second later; the
+// target holds each until everything else in the client is blocked, so
+// that a second request sent meanwhile would be seen.
 func TestInOrderWhetherApartOrInABurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var s scriptedStream
+		s := handedStream{next: make(chan struct{})}
 		var want []string
 		for i := 1; i <= 9; i++ {
 			id := fmt.Sprintf("d%d", i)
 			want = append(want, id)
 			data := fmt.Sprintf(`{"x-github-delivery":%q,"x-github-event":"push","content-type":"application/json","body":{"n":%d}}`, id, i)
 			s.events = append(s.events, sse.Event{ID: fmt.Sprint(i), Data: []byte(data)})
-			gap := time.Duration(0)
-			if i <= 2 || i == 9 {
-				gap = time.Second
-			}
-			s.gaps = append(s.gaps, gap)
 		}
-		target := &oneAtATime{}
+		target := &heldTarget{release: make(chan struct{})}
 		res := newResults()
 		c, err := proxy.New(proxy.WithStream(proxy.Options{
 			URL: "http://relay.test/chan", Targets: []proxy.Target{{URL: "http://target.test/"}},
@@ -410,13 +411,40 @@ func TestInOrderWhetherApartOrInABurst(t *testing.T) {
 		ctx, stop := context.WithCancel(t.Context())
 		done := make(chan error)
 		go func() { done <- c.Run(ctx) }()
+		// answer lets the target answer the one request it holds.
+		answer := func() {
+			t.Helper()
+			synctest.Wait()
+			target.mu.Lock()
+			held := target.held
+			target.mu.Unlock()
+			if held != 1 {
+				t.Fatalf("the target holds %d requests, want 1 (got %v)", held, target.got)
+			}
+			target.release <- struct{}{}
+			synctest.Wait()
+		}
+		apart := func() {
+			time.Sleep(time.Second) // simulated: the stream is quiet
+			s.next <- struct{}{}
+			answer()
+		}
+		apart()
+		apart()
+		for range 6 {
+			s.next <- struct{}{}
+		}
+		for range 6 {
+			answer()
+		}
+		apart()
 		res.wait(t, len(want))
 		stop()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-		if !slices.Equal(target.got, want) || target.most != 1 {
-			t.Errorf("the target got %v, at most %d at once; want %v one at a time", target.got, target.most, want)
+		if !slices.Equal(target.got, want) {
+			t.Errorf("the target got %v, want %v", target.got, want)
 		}
 		if st := c.Stats(); st.InFlight != 0 || st.Forwarded != int64(len(want)) {
 			t.Errorf("stats %+v: want %d forwarded, none in flight", st, len(want))

@@ -340,13 +340,13 @@ func TestTraceBufferedToFile(t *testing.T) {
 		if n := size(); n != line {
 			t.Errorf("the file holds %d bytes right after three lines, want the first (%d) and the others buffered", n, line)
 		}
-		time.Sleep(traceFlushDelay) // simulated (synctest)
-		synctest.Wait()
+		// The buffer is written traceFlushDelay after the lines, and then
+		// the trace is quiet as long again.
+		time.Sleep(2 * traceFlushDelay) // simulated (synctest)
 		if n := size(); n != 3*line {
 			t.Fatalf("%d bytes written %s after the lines, want all three (%d)", n, traceFlushDelay, 3*line)
 		}
-		time.Sleep(traceFlushDelay) // quiet: the next line goes out at once
-		tr.result(traceResults()[0])
+		tr.result(traceResults()[0]) // after the quiet spell: at once
 		if n := size(); n != 4*line {
 			t.Errorf("%d bytes after a line that came after a quiet spell, want %d", n, 4*line)
 		}
