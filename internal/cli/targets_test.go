@@ -50,7 +50,12 @@ func TestForwardSeveralTargets(t *testing.T) {
 	relay.send("i1", "issues", secret, bodies["i1"])
 	relay.send("p2", "push", secret, bodies["p2"])
 	relay.send("r3", "pull_request", secret, bodies["r3"])
-	f.waitOutLines(t, 3)
+	// Each delivery's trace line (i1's, which failed at worker, has
+	// indented lines under it: a count of lines is not a count of
+	// deliveries).
+	for _, id := range []string{" i1 ", " p2 ", " r3 "} {
+		f.waitOut(t, id)
+	}
 	// --health counts per target.
 	healthURL := strings.Fields(lineWith(f.err.String(), "health: "))[1]
 	resp, err := http.Get(healthURL)
@@ -65,7 +70,7 @@ func TestForwardSeveralTargets(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&health)
 	resp.Body.Close()
 	if tg := health.Stats.Targets; tg["ci"].Forwarded != 2 || tg["worker"].Failed != 1 || tg["app"].Forwarded != 1 {
-		t.Errorf("--health targets %+v", tg)
+		t.Errorf("--health targets %+v; the trace:\n%s", tg, f.out.String())
 	}
 	f.stop(t)
 	if got := idsOf(app); !slices.Equal(got, []string{"i1"}) {
