@@ -294,6 +294,7 @@ type switchableTarget struct {
 	h    http.Handler
 	mu   sync.Mutex
 	srv  *http.Server
+	ln   net.Listener // srv's, closed by down itself
 }
 
 func newSwitchableTarget(t *testing.T, h http.Handler) *switchableTarget {
@@ -312,17 +313,23 @@ func (s *switchableTarget) url() string { return "http://" + s.addr }
 func (s *switchableTarget) serve(ln net.Listener) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.srv = &http.Server{Handler: s.h}
+	s.srv, s.ln = &http.Server{Handler: s.h}, ln
 	go s.srv.Serve(ln)
 }
 
 // down closes the listener and every connection: new ones are refused.
+// The listener is closed here, not only by srv.Close: that closes the
+// listeners Serve has begun to track, and a Serve goroutine that has not
+// run yet leaves the port listening until it does, so that a client could
+// connect, send, and then have its connection reset (TestTargetsLaneCatchesUp
+// saw a delivery fail so instead of waiting for the target to come back).
 func (s *switchableTarget) down() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.srv != nil {
 		s.srv.Close()
-		s.srv = nil
+		s.ln.Close()
+		s.srv, s.ln = nil, nil
 	}
 }
 
