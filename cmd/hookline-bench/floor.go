@@ -45,8 +45,6 @@ func runFloor(args []string) int {
 	fs := flag.NewFlagSet("floor "+args[0], flag.ContinueOnError)
 	fs.Bool("no-color", false, "ignored")
 	addr := fs.String("addr", "127.0.0.1:0", "serve: where to listen")
-	fs.String("history-bytes", "", "ignored")
-	fs.String("total-history-bytes", "", "ignored")
 	url := fs.String("url", "", "forward: the stream")
 	target := fs.String("target", "", "forward: where to POST")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -72,7 +70,6 @@ func runFloor(args []string) int {
 type floorRelay struct {
 	mu  sync.Mutex
 	sub http.ResponseWriter // nil while nobody reads
-	n   int                 // subscribers (0 or 1), for /healthz
 }
 
 func floorServe(ctx context.Context, addr string) error {
@@ -98,8 +95,11 @@ func floorServe(ctx context.Context, addr string) error {
 func (r *floorRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case req.URL.Path == "/healthz":
+		n := 0
 		r.mu.Lock()
-		n := r.n
+		if r.sub != nil {
+			n = 1
+		}
 		r.mu.Unlock()
 		fmt.Fprintf(w, `{"subscribers":%d}`, n)
 	case req.URL.Path != floorChannel:
@@ -109,11 +109,13 @@ func (r *floorRelay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		http.NewResponseController(w).Flush()
 		r.mu.Lock()
-		r.sub, r.n = w, r.n+1
+		r.sub = w
 		r.mu.Unlock()
 		<-req.Context().Done()
 		r.mu.Lock()
-		r.sub, r.n = nil, r.n-1
+		if r.sub == w {
+			r.sub = nil
+		}
 		r.mu.Unlock()
 	case req.Method == http.MethodPost:
 		body, err := io.ReadAll(req.Body)

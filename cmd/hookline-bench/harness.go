@@ -203,11 +203,11 @@ func (h *harness) trial(ctx context.Context, s scenario, p *payload, tool string
 			}
 		}
 		total := int64(s.N) * int64(s.Size+2048)
-		var extra []string
-		if !h.o.serveDefaults {
+		var extra []string // hookline serve's flags (the floor's relay has no history)
+		if !h.o.serveDefaults && tool != toolFloor {
 			extra = append(extra, "--history-bytes", strconv.FormatInt(2*total+64<<20, 10), "--total-history-bytes", strconv.FormatInt(4*total+128<<20, 10))
 		}
-		if h.o.dataDir {
+		if h.o.dataDir && tool != toolFloor {
 			extra = append(extra, "--data-dir", filepath.Join(h.work, fmt.Sprintf("relay-data-%s-%s-r%d", tool, strings.NewReplacer("/", "_", "@", "-").Replace(s.Name), round)))
 		}
 		relay, err = startRelay(ctx, h.work, argv, env, extra)

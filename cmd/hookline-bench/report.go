@@ -227,18 +227,19 @@ func writeReport(w io.Writer, rep *report) {
 				ratio(hl.PerSecond, gs.PerSecond), ratio(hl.P50, gs.P50), ratio(hl.P95, gs.P95), ratio(hl.P99, gs.P99), ratio(hl.Max, gs.Max),
 				ratio(hl.FwdPeakRSS, gs.FwdPeakRSS), ratio(hl.FwdCPU, gs.FwdCPU), ratio(hl.Ready, gs.Ready))
 		}
-		if hl != nil && direct != nil {
-			fmt.Fprintf(w, "| hookline − direct | %s of direct | %s | %s | %s | %s | | | | | | | | |\n",
-				percent(hl.PerSecond, direct.PerSecond), added(hl.P50, direct.P50), added(hl.P95, direct.P95), added(hl.P99, direct.P99), added(hl.Max, direct.Max))
-		}
-		if fl := sr.summary(toolFloor); fl != nil && direct != nil {
-			fmt.Fprintf(w, "| floor − direct (one more hop) | %s of direct | %s | %s | %s | %s | | | | | | | | |\n",
-				percent(fl.PerSecond, direct.PerSecond), added(fl.P50, direct.P50), added(fl.P95, direct.P95), added(fl.P99, direct.P99), added(fl.Max, direct.Max))
-			if hl != nil {
-				fmt.Fprintf(w, "| hookline − floor | | %s | %s | %s | %s | | | | %s | | %s | | |\n",
-					added(hl.P50, fl.P50), added(hl.P95, fl.P95), added(hl.P99, fl.P99), added(hl.Max, fl.Max),
-					ratio(hl.FwdCPU, fl.FwdCPU), ratio(hl.RelayCPU, fl.RelayCPU))
+		// What one tool adds to another: the rate as a share, the
+		// latencies added, the CPU as ratios (against direct, none).
+		floor := sr.summary(toolFloor)
+		for _, d := range []struct {
+			name string
+			a, b *summary
+		}{{"hookline − direct", hl, direct}, {"floor − direct (one more hop)", floor, direct}, {"hookline − floor", hl, floor}} {
+			if d.a == nil || d.b == nil {
+				continue
 			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | | | | %s | | %s | | |\n", d.name,
+				percent(d.a.PerSecond, d.b.PerSecond), added(d.a.P50, d.b.P50), added(d.a.P95, d.b.P95), added(d.a.P99, d.b.P99), added(d.a.Max, d.b.Max),
+				ratio(d.a.FwdCPU, d.b.FwdCPU), ratio(d.a.RelayCPU, d.b.RelayCPU))
 		}
 	}
 }
