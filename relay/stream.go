@@ -373,10 +373,10 @@ func (o *connOut) Write(b []byte) (int, error) {
 			return 0, err
 		}
 		if chunkRoom+len(b)+len(crlf) > cap(*o.buf) {
-			// Larger than a buffer: a chunk of its own.
-			size := strconv.AppendInt(make([]byte, 0, chunkRoom), int64(len(b)), 16)
-			bufs := net.Buffers{append(size, crlf...), b, crlf}
-			if _, err := bufs.WriteTo(o.conn); err != nil {
+			// Larger than a buffer: a chunk of its own, in a buffer of
+			// its size.
+			big := append(make([]byte, chunkRoom, chunkRoom+len(b)+len(crlf)), b...)
+			if err := sendChunk(o.conn, big); err != nil {
 				return 0, err
 			}
 			return len(b), nil
@@ -386,20 +386,25 @@ func (o *connOut) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// writeChunk writes what the buffer holds as one chunk, in one write, and
-// empties it.
+// writeChunk writes what the buffer holds as one chunk and empties it.
 func (o *connOut) writeChunk() error {
 	b := *o.buf
 	*o.buf = b[:chunkRoom]
-	n := len(b) - chunkRoom
-	if n == 0 {
+	if len(b) == chunkRoom {
 		return nil
 	}
+	return sendChunk(o.conn, b)
+}
+
+// sendChunk writes b[chunkRoom:] to conn as one HTTP/1.1 chunk in one
+// write: its size line goes in the room before the data, its CRLF after
+// (b has the capacity for it).
+func sendChunk(conn net.Conn, b []byte) error {
 	var size [chunkRoom]byte
-	line := append(strconv.AppendInt(size[:0], int64(n), 16), crlf...)
+	line := append(strconv.AppendInt(size[:0], int64(len(b)-chunkRoom), 16), crlf...)
 	start := chunkRoom - len(line)
 	copy(b[start:], line)
-	_, err := o.conn.Write(append(b, crlf...)[start:])
+	_, err := conn.Write(append(b, crlf...)[start:])
 	return err
 }
 

@@ -50,8 +50,13 @@ func TestStreamChunkInOneWrite(t *testing.T) {
 	if err := o.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	// Each chunk in one write: what came before, the large one, the end.
+	if len(conn.writes) != 3 {
+		t.Errorf("a large event took %d writes, want 3 chunks of one write each", len(conn.writes))
+	}
 	var all []byte
 	for _, w := range conn.writes {
+		unchunk(t, w) // each write is a whole chunk
 		all = append(all, w...)
 	}
 	want = append(append([]byte("id: 3\n"), large...), "\n\n"...)
