@@ -93,7 +93,6 @@ func chaosBody(seq int) string {
 // target exactly as posted, in order, once; the non-2xx answers are
 // counted and their time around the failover logged.
 func TestChaosSentinelFailover(t *testing.T) {
-	const total, killRedisAt, killRelayAt = 400, 100, 250
 	primary := redistest.Start(t)
 	primary.StartReplica(t)
 	primary.StartReplica(t)
@@ -119,6 +118,35 @@ func TestChaosSentinelFailover(t *testing.T) {
 		rc.Close()
 	}
 	url := fmt.Sprintf("redis://%s?master_name=hl&addr=%s&addr=%s", sentinels[0].Addr(), sentinels[1].Addr(), sentinels[2].Addr())
+	testChaos(t, url, primary.Kill)
+}
+
+// TestChaosClusterFailover is TestChaosSentinelFailover on a Redis Cluster
+// of three primaries, each with a replica: the primary of the channel's
+// shard is killed, and its replica takes over. The new primary has no
+// replica then, and each append waits for one (the default: one when Redis
+// has replicas), so POSTs to that shard are answered 503 until the killed
+// machine is replaced: it is started again, as an orchestrator would, once
+// the failover is done, and joins as the new primary's replica.
+func TestChaosClusterFailover(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	const key = "hookline:{chaos}:m"
+	testChaos(t, c.URL(), func() {
+		dead := c.PrimaryOf(key)
+		dead.Kill()
+		go func() {
+			for c.PrimaryOf(key) == nil {
+				time.Sleep(50 * time.Millisecond) // the cluster tells no one: look again
+			}
+			dead.Restart()
+		}()
+	})
+}
+
+// testChaos runs the chaos test on the Redis of url: killRedis kills the
+// primary that holds the channel.
+func testChaos(t *testing.T, url string, killRedis func()) {
+	const total, killRedisAt, killRelayAt = 400, 100, 250
 	relays := make([]*replica, 3)
 	for i := range relays {
 		relays[i] = newReplicaWith(t, url, redisstore.Options{AckTimeout: 5 * time.Second}, relay.Options{})
@@ -189,7 +217,7 @@ func TestChaosSentinelFailover(t *testing.T) {
 		}
 		switch len(acked) {
 		case killRedisAt:
-			primary.Kill()
+			killRedis()
 			killedAt = time.Now()
 		case killRelayAt:
 			killedMu.Lock()

@@ -128,13 +128,13 @@ func serveCommand(s *streams) *ucli.Command {
 			&ucli.StringFlag{
 				Name:        "redis-url",
 				Destination: &f.redisURL,
-				Usage:       "`URL` of a Redis (7.0+) that keeps the history, shared by every relay using it: redis://[user:password@]host:port[/db], rediss:// for TLS; a primary Redis Sentinel watches: redis://[user:password@]sentinel:port?master_name=NAME&addr=sentinel2:port (default: no Redis)",
+				Usage:       "`URL` of a Redis (7.0+) that keeps the history, shared by every relay using it: redis://[user:password@]host:port[/db], rediss:// for TLS; a primary Redis Sentinel watches: redis://[user:password@]sentinel:port?master_name=NAME&addr=sentinel2:port; a Redis Cluster: any node's address, or redis://[user:password@]node:port?addr=node2:port (default: no Redis)",
 				EnvVars:     []string{"HOOKLINE_REDIS_URL"},
 			},
 			&ucli.IntFlag{
 				Name:        "redis-min-replicas",
 				Destination: &f.minReplicas,
-				Usage:       "with --redis-url, answer a POST 2xx only once `N` of the Redis primary's replicas have its delivery (WAIT); 0: do not wait (default: 1 when the primary has a replica)",
+				Usage:       "with --redis-url, answer a POST 2xx only once `N` of the Redis primary's replicas have its delivery (WAIT; in a Cluster, the replicas of the channel's shard); 0: do not wait (default: 1 when the primary has a replica, when every primary has one in a Cluster)",
 			},
 			&ucli.DurationFlag{
 				Name:        "redis-ack-timeout",

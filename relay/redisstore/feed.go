@@ -20,42 +20,57 @@ const feedTimeout = 15 * time.Second
 
 // feed reports the deliveries of the watched channels (those with
 // subscribers on this relay), whichever relay appended them, to handle.
-// It owns one pub/sub connection, which go-redis reopens and resubscribes
-// after a failure; each (re)subscription is reported too, as handle(name,
-// nil), so that the Server reads what it may have missed from the stream.
+//
+// It subscribes through pub/sub connections (subs): on one Redis one
+// connection for every channel (SUBSCRIBE); in a Cluster one per primary
+// that holds a watched channel, each channel asked on its own (SSUBSCRIBE
+// takes the channels of one hash slot at a time), so that a delivery
+// reaches only the relays that watch its channel, from its own shard. A
+// connection that fails is dropped with its channels, which are asked
+// again on a new one (from the primary that holds them now, after a
+// failover), never resubscribed by go-redis on the old one; each
+// (re)subscription is reported as handle(name, nil), so that the Server
+// reads what it may have missed from the stream.
 type feed struct {
 	s      *Store
 	handle func(channel string, d *relay.Entry)
 
-	psMu sync.Mutex // held while ps is used by reconcile, and to replace it
-	ps   *redis.PubSub
-
-	mu         sync.Mutex
-	want       map[string]bool // channels to watch
-	subscribed map[string]bool // channels asked of ps
+	mu     sync.Mutex
+	want   map[string]bool // channels to watch
+	on     map[string]*sub // channels asked, and on which connection
+	subs   map[string]*sub // connections, by primary address ("" on one Redis)
+	broken bool            // a connection failed, and none has subscribed since
+	retry  time.Duration   // the pause after a failure before asking again
 
 	wake chan struct{} // capacity 1: want changed
+	lost chan struct{} // capacity 1: a connection failed
 	done chan struct{}
 	wg   sync.WaitGroup
+}
+
+// sub is one pub/sub connection.
+type sub struct {
+	addr string
+	ps   *redis.PubSub
 }
 
 // StartFeed starts reporting deliveries of watched channels to handle (see
 // relay.SharedStore).
 func (s *Store) StartFeed(handle func(channel string, d *relay.Entry)) {
 	f := &feed{
-		s:          s,
-		handle:     handle,
-		ps:         s.rdb.Subscribe(s.ctx),
-		want:       map[string]bool{},
-		subscribed: map[string]bool{},
-		wake:       make(chan struct{}, 1),
-		done:       make(chan struct{}),
+		s:      s,
+		handle: handle,
+		want:   map[string]bool{},
+		on:     map[string]*sub{},
+		subs:   map[string]*sub{},
+		wake:   make(chan struct{}, 1),
+		lost:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
 	}
 	s.mu.Lock()
 	s.feed = f
 	s.mu.Unlock()
-	f.wg.Add(2)
-	go f.receive()
+	f.wg.Add(1)
 	go f.reconcile()
 }
 
@@ -76,6 +91,10 @@ func (s *Store) Watch(channel string, on bool) {
 		delete(f.want, channel)
 	}
 	f.mu.Unlock()
+	f.poke()
+}
+
+func (f *feed) poke() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -86,68 +105,156 @@ func (s *Store) Watch(channel string, on bool) {
 func (f *feed) stop() {
 	close(f.done)
 	f.s.cancel() // ends calls to Redis in progress
-	f.psMu.Lock()
-	f.ps.Close() // ends a blocked receive
-	f.psMu.Unlock()
+	f.mu.Lock()
+	for _, c := range f.subs {
+		c.ps.Close() // ends a blocked receive
+	}
+	f.mu.Unlock()
 	f.wg.Wait()
 }
 
-// reconcile subscribes and unsubscribes as want changes, and keeps the
-// presence keys of the watched channels alive.
+// reconcile subscribes and unsubscribes as want changes and as
+// connections fail, and keeps the presence keys of the watched channels
+// alive.
 func (f *feed) reconcile() {
 	defer f.wg.Done()
 	refresh := time.NewTicker(presenceTTL / 3)
 	defer refresh.Stop()
+	var again <-chan time.Time // after a failure: when to ask again
 	for {
 		var all bool
 		select {
 		case <-f.done:
 			return
 		case <-f.wake:
+		case <-f.lost:
+			// Wait a moment before asking again, so that a Redis that is
+			// down is not asked in a loop.
+			if again == nil {
+				f.mu.Lock()
+				again = time.After(f.retry)
+				f.mu.Unlock()
+			}
+			continue
+		case <-again:
+			again = nil
 		case <-refresh.C:
 			all = true
 		}
 		f.mu.Lock()
-		var add, del, present []string
+		var add, present, del []string
+		var from []*sub // the connection of each of del
 		for c := range f.want {
-			if !f.subscribed[c] {
+			if f.on[c] == nil {
 				add = append(add, c)
-				f.subscribed[c] = true
 			}
 			if all {
 				present = append(present, c)
 			}
 		}
-		for c := range f.subscribed {
+		for c, on := range f.on {
 			if !f.want[c] {
-				del = append(del, c)
-				delete(f.subscribed, c)
+				del, from = append(del, c), append(from, on)
+				delete(f.on, c)
 			}
 		}
 		f.mu.Unlock()
+		// Asked to stop; Redis may send a little more, which receive
+		// leaves out (wanted).
+		for j, c := range del {
+			if f.s.cluster != nil {
+				from[j].ps.SUnsubscribe(f.s.ctx, f.s.feedChannel(c))
+			} else {
+				from[j].ps.Unsubscribe(f.s.ctx, f.s.feedChannel(c))
+			}
+		}
 		if !all {
 			present = add
 		}
-		f.psMu.Lock()
-		// go-redis keeps the channels of a failed SUBSCRIBE and subscribes
-		// again once it reconnects: errors here only delay.
-		if len(add) > 0 {
-			f.ps.Subscribe(f.s.ctx, f.feedChannels(add)...)
+		for _, c := range add {
+			f.subscribe(c)
 		}
-		if len(del) > 0 {
-			f.ps.Unsubscribe(f.s.ctx, f.feedChannels(del)...)
-		}
-		f.psMu.Unlock()
 		f.markPresent(present)
 	}
 }
 
-func (f *feed) feedChannels(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = f.s.feedChannel(n)
+// subscribe asks for channel on the connection to the primary that holds
+// it, opening that connection first if there is none.
+func (f *feed) subscribe(channel string) {
+	ch := f.s.feedChannel(channel)
+	addr, open := "", func() *redis.PubSub { return f.s.rdb.Subscribe(f.s.ctx) }
+	if f.s.cluster != nil {
+		ctx, cancel := context.WithTimeout(f.s.ctx, redisTimeout)
+		primary, err := f.s.cluster.MasterForKey(ctx, ch)
+		cancel()
+		if err != nil {
+			f.failed(nil, err)
+			return
+		}
+		addr, open = primary.Options().Addr, func() *redis.PubSub { return primary.SSubscribe(f.s.ctx) }
 	}
-	return out
+	f.mu.Lock()
+	c := f.subs[addr]
+	if c == nil {
+		c = &sub{addr: addr, ps: open()}
+		f.subs[addr] = c
+		f.wg.Add(1)
+		go f.receive(c)
+	}
+	f.mu.Unlock()
+	var err error
+	if f.s.cluster != nil {
+		err = c.ps.SSubscribe(f.s.ctx, ch)
+	} else {
+		err = c.ps.Subscribe(f.s.ctx, ch)
+	}
+	f.mu.Lock()
+	alive := f.subs[addr] == c
+	if err == nil && alive {
+		f.on[channel] = c
+	}
+	f.mu.Unlock()
+	switch {
+	case err != nil:
+		f.failed(c, err)
+	case !alive: // it failed meanwhile
+		f.failed(nil, errors.New("the connection closed"))
+	}
+}
+
+// failed drops connection c (nil: none was opened) after err: its
+// channels are asked again, on a new connection, after a pause that
+// doubles with each failure (to a second) until a subscription succeeds.
+func (f *feed) failed(c *sub, err error) {
+	f.mu.Lock()
+	if c != nil && f.subs[c.addr] == c {
+		delete(f.subs, c.addr)
+		for name, on := range f.on {
+			if on == c {
+				delete(f.on, name)
+			}
+		}
+	}
+	first := !f.broken
+	f.broken = true
+	f.retry = min(max(2*f.retry, 50*time.Millisecond), time.Second)
+	f.mu.Unlock()
+	if c != nil {
+		c.ps.Close()
+	}
+	f.s.reloadSlots()
+	select {
+	case <-f.done:
+		return
+	default:
+	}
+	if first {
+		f.s.log.Warn("lost the Redis pub/sub connection; streams stay open and catch up when it is back", "redis", f.s.where, "err", err)
+	}
+	select {
+	case f.lost <- struct{}{}:
+	default:
+	}
 }
 
 // markPresent sets (or refreshes) the presence keys of channels.
@@ -166,18 +273,13 @@ func (f *feed) markPresent(channels []string) {
 	})
 }
 
-// receive reads the pub/sub connection and reports what it gets, until
-// stop.
-func (f *feed) receive() {
+// receive reads connection c and reports what it gets, until it fails or
+// the feed stops.
+func (f *feed) receive(c *sub) {
 	defer f.wg.Done()
-	prefix := f.s.prefix + "feed:"
-	backoff := 50 * time.Millisecond
-	pinged, broken := false, false
+	pinged := false
 	for {
-		f.psMu.Lock()
-		ps := f.ps
-		f.psMu.Unlock()
-		msg, err := ps.ReceiveTimeout(f.s.ctx, feedTimeout)
+		msg, err := c.ps.ReceiveTimeout(f.s.ctx, feedTimeout)
 		select {
 		case <-f.done:
 			return
@@ -185,45 +287,47 @@ func (f *feed) receive() {
 		}
 		if err != nil {
 			var ne net.Error
-			switch {
-			case errors.As(err, &ne) && ne.Timeout() && !pinged:
+			if errors.As(err, &ne) && ne.Timeout() && !pinged {
 				pinged = true
-				ps.Ping(f.s.ctx)
-				continue
-			case errors.As(err, &ne) && ne.Timeout():
-				f.s.log.Warn("Redis pub/sub did not answer a ping; reconnecting", "redis", f.s.where)
-				f.replace()
-				pinged = false
+				c.ps.Ping(f.s.ctx)
 				continue
 			}
-			if !broken {
-				broken = true
-				f.s.log.Warn("lost the Redis pub/sub connection; streams stay open and catch up when it is back", "redis", f.s.where, "err", err)
+			if errors.As(err, &ne) && ne.Timeout() {
+				err = errors.New("Redis pub/sub did not answer a ping")
 			}
-			select {
-			case <-f.done:
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, time.Second)
-			continue
+			f.failed(c, err)
+			return
 		}
 		pinged = false
-		backoff = 50 * time.Millisecond
-		if broken {
-			broken = false
-			f.s.log.Info("the Redis pub/sub connection is back", "redis", f.s.where)
-		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if name := strings.TrimPrefix(m.Channel, prefix); m.Kind == "subscribe" && f.wanted(name) {
+			name, _ := f.s.channelOf(m.Channel)
+			switch {
+			case (m.Kind == "subscribe" || m.Kind == "ssubscribe") && f.wanted(name):
+				f.back()
 				f.handle(name, nil)
+			case m.Kind == "sunsubscribe" && f.wanted(name):
+				// Not asked: the channel's slot moved to another
+				// primary (a failover, a resharding).
+				f.failed(c, errors.New("Redis moved channel "+name+" to another node"))
+				return
 			}
 		case *redis.Message:
-			if name := strings.TrimPrefix(m.Channel, prefix); f.wanted(name) {
+			if name, _ := f.s.channelOf(m.Channel); f.wanted(name) {
 				f.handle(name, f.decode(name, m.Payload))
 			}
 		}
+	}
+}
+
+// back notes a subscription made: after a failure, that the feed is back.
+func (f *feed) back() {
+	f.mu.Lock()
+	was := f.broken
+	f.broken, f.retry = false, 0
+	f.mu.Unlock()
+	if was {
+		f.s.log.Info("the Redis pub/sub connection is back", "redis", f.s.where)
 	}
 }
 
@@ -250,19 +354,4 @@ func (f *feed) decode(channel, payload string) *relay.Entry {
 		return nil
 	}
 	return d
-}
-
-// replace closes the pub/sub connection and opens another with the same
-// subscriptions.
-func (f *feed) replace() {
-	f.mu.Lock()
-	names := make([]string, 0, len(f.subscribed))
-	for c := range f.subscribed {
-		names = append(names, c)
-	}
-	f.mu.Unlock()
-	f.psMu.Lock()
-	defer f.psMu.Unlock()
-	f.ps.Close()
-	f.ps = f.s.rdb.Subscribe(f.s.ctx, f.feedChannels(names)...)
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -71,9 +72,28 @@ import (
 //	P:lru    sorted set: channel -> seq of its last append
 //	P:feed:C pub/sub: every append publishes "<n>" or "<n> <record>"
 //
-// The braces are Redis Cluster hash tags, but the append script evicts from
-// other channels (the total limit), so the store needs one Redis primary,
-// not a cluster.
+// In a Redis Cluster the braces are hash tags: a channel's keys are in one
+// hash slot, so its scripts run on the one shard that holds it, and
+// channels spread over the shards. What differs there:
+//
+//   - The keys all channels share are P{.}g, P{.}lru, P{.}private,
+//     P{.}fresh, P{.}used and P{.}nets (one slot, no channel's: names have
+//     no dot), and a private channel's record is P{.}a:C, with them, so
+//     that the private-channel scripts touch one slot.
+//   - The feed is on sharded pub/sub: each append SPUBLISHes on P{C}:feed,
+//     in the channel's slot, and a replica SSUBSCRIBEs on the primary of
+//     each shard that holds a channel it watches (see feed).
+//   - The append script cannot reach P{.}g: it keeps the channel's own
+//     limits, and the total limit is kept after it (keepTotal, not atomic
+//     with the append; see there). The epoch is read from P{.}g then, so
+//     a shard that loses its data without the one holding P{.}g is not
+//     seen as a loss (gaps say "evicted", not "lost").
+//   - An ack waits (WAIT) on the primary of the channel's shard, for that
+//     shard's replicas; the default is one when every primary has one.
+//
+// The relay never follows a Cluster redirection itself (as it never
+// retries): a POST that meets a slot moved gets 503, the client reloads
+// the slots' owners, and the sender's retry goes to the new primary.
 //
 // Every append is one Lua script (appendScript), atomic in Redis: it takes
 // the next id (one more than the larger of the channel's last id and the
@@ -134,7 +154,8 @@ var _ relay.SharedStore = (*Store)(nil)
 
 // appendScript appends a delivery (see Store.Append and the layout above).
 //
-//	KEYS: m s i k h g lru
+//	KEYS: m s i k h, and on one Redis g lru (in a Cluster, the total limit
+//	      is kept by keepTotal after the append, not here)
 //	ARGV: 1 channel, 2 prefix, 3 after, 4 size, 5 received ms, 6 key ("" if
 //	      none), 7 body SHA-256 hex, 8 record, 9 chanCount, 10 chanBytes,
 //	      11 totalBytes, 12 age in ms (0: none), 13 1 to publish the record
@@ -142,25 +163,24 @@ var _ relay.SharedStore = (*Store)(nil)
 //	      redelivery: the id it repeats (else 0), 16 its reference record,
 //	      stored instead of the record while that id is stored, 17 1 for a
 //	      POST (an Idempotency-Key stored meanwhile is not appended
-//	      again), 18 1 to hold the delivery (see revealScript)
+//	      again), 18 1 to hold the delivery (see revealScript), 19 the feed
+//	      channel, 20 the command that publishes on it
 //
-// It returns {id, epoch}, or {0, epoch, the key's entry, the visible id}. The evictions are worked out before the first write,
-// and the shebang makes Redis refuse the whole script when it is out of
-// memory (maxmemory with noeviction), so a failed append writes nothing.
-var appendScript = redis.NewScript(`#!lua` + revealLua + `
+// It returns {id, epoch, bytes retained more, deliveries retained more}
+// (epoch "" without P:g), or {0, epoch, the key's entry, the visible id}.
+// The evictions are worked out before the first write, and the shebang
+// makes Redis refuse the whole script when it is out of memory (maxmemory
+// with noeviction), so a failed append writes nothing.
+var appendScript = redis.NewScript(`#!lua` + revealLua + dropLua + `
 local M, S, I, K, H, G, LRU = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local name, prefix = ARGV[1], ARGV[2]
 local after, size, recv = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local key, sum, rec = ARGV[6], ARGV[7], ARGV[8]
 local maxCount, maxBytes, maxTotal, age = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
 if maxCount <= 0 then maxCount = math.huge end -- no count limit: the bytes bound the history
-
--- Numbers are Lua doubles: written as integers, never as 1e+15.
-local function fmt(x) return string.format('%d', x) end
-
-local function parse(m)
-  local id, sz, rv, k = string.match(m, '^(%d+) (%d+) (%-?%d+) (.*)$')
-  return tonumber(id), tonumber(sz), tonumber(rv), k
+local function epoch()
+  if G then return redis.call('HGET', G, 'epoch') or '' end
+  return ''
 end
 
 -- For a POST (ARGV[17]): an Idempotency-Key another relay stored since
@@ -168,7 +188,7 @@ end
 -- nothing is appended.
 if key ~= '' and ARGV[17] == '1' then
   local prev = redis.call('HGET', K, key)
-  if prev then return {0, redis.call('HGET', G, 'epoch') or '', prev, tonumber(redis.call('HGET', M, 'vis') or 0)} end
+  if prev then return {0, epoch(), prev, tonumber(redis.call('HGET', M, 'vis') or 0)} end
 end
 
 local last = tonumber(redis.call('HGET', M, 'last') or 0)
@@ -201,11 +221,13 @@ end
 local ownDropped = 0
 for j = 1, k do ownDropped = ownDropped + own[j].size end
 
--- The total: channels appended to least recently first.
-local total = tonumber(redis.call('HGET', G, 'bytes') or 0) - ownDropped + size
+-- The total: channels appended to least recently first (on one Redis;
+-- keepTotal does it in a Cluster).
+local total = 0
+if G then total = tonumber(redis.call('HGET', G, 'bytes') or 0) - ownDropped + size end
 local others = {}
 local from = 0
-while total > maxTotal do
+while G and total > maxTotal do
   local names = redis.call('ZRANGE', LRU, from, from + 99)
   if #names == 0 then break end
   from = from + #names
@@ -214,25 +236,25 @@ while total > maxTotal do
     if oc ~= name then
       local oi = prefix .. '{' .. oc .. '}:i'
       local ms = redis.call('ZRANGE', oi, 0, -1)
-      local drop = {name = oc, members = {}, bytes = 0, all = false}
+      local d = {name = oc, members = {}, bytes = 0, all = false}
       for _, m in ipairs(ms) do
         if total <= maxTotal then break end
         local mid, msz, mrv, mkey = parse(m)
-        drop.members[#drop.members + 1] = {m = m, id = mid, key = mkey}
-        drop.bytes = drop.bytes + msz
+        d.members[#d.members + 1] = {m = m, id = mid, key = mkey}
+        d.bytes = d.bytes + msz
         total = total - msz
       end
-      if #drop.members > 0 then
-        drop.all = #drop.members == #ms
-        if not drop.all then
-          drop.first = parse(ms[#drop.members + 1])
+      if #d.members > 0 then
+        d.all = #d.members == #ms
+        if not d.all then
+          d.first = parse(ms[#d.members + 1])
         end
-        others[#others + 1] = drop
+        others[#others + 1] = d
       end
     end
   end
 end
-while total > maxTotal and n - k > 1 do
+while G and total > maxTotal and n - k > 1 do
   total = total - ownAt(k).size
   ownDropped = ownDropped + ownAt(k).size
   cbytes = cbytes - ownAt(k).size
@@ -253,6 +275,57 @@ if of > 0 and (#redis.call('XRANGE', S, fmt(of) .. '-0', fmt(of) .. '-0') > 0 or
   redis.call('HINCRBY', base0 .. 'c', of, 1)
   redis.call('HSET', base0 .. 'o', id, of)
 end
+local droppedCount = k
+local droppedBytes = ownDropped
+for _, d in ipairs(others) do
+  droppedCount = droppedCount + #d.members
+  droppedBytes = droppedBytes + d.bytes
+  drop(prefix, d)
+  if d.all then redis.call('ZREM', LRU, d.name) end
+end
+if k > 0 then
+  -- The new delivery stays: never all of the channel (M's bytes are set below).
+  local d = {name = name, members = {}, bytes = 0, all = false, first = firstKept}
+  for j = 1, k do
+    d.members[j] = own[j]
+    d.bytes = d.bytes + own[j].size
+  end
+  drop(prefix, d)
+end
+redis.call('XADD', S, fmt(id) .. '-0', 'r', rec)
+redis.call('ZADD', I, id, fmt(id) .. ' ' .. fmt(size) .. ' ' .. fmt(recv) .. ' ' .. key)
+if key ~= '' then redis.call('HSET', K, key, fmt(id) .. ' ' .. sum) end
+redis.call('HSET', M, 'last', id, 'bytes', cbytes)
+if G then
+  redis.call('HINCRBY', G, 'bytes', size - droppedBytes)
+  redis.call('HINCRBY', G, 'retained', 1 - droppedCount)
+  redis.call('ZADD', LRU, redis.call('HINCRBY', G, 'seq', 1), name)
+  redis.call('HSETNX', G, 'epoch', ARGV[14])
+end
+-- Held (ARGV[18]): invisible to readers and not published until the
+-- caller has Redis's replicas confirm it (revealScript).
+if ARGV[18] ~= '1' then
+  local inlined
+  if ARGV[13] == '1' then inlined = rec end
+  reveal(M, ARGV[20], ARGV[19], id, inlined)
+end
+return {id, epoch(), size - droppedBytes, 1 - droppedCount}
+`)
+
+// dropLua drops the oldest deliveries of a channel (d: name, members, the
+// oldest first, each {m, id, key}; bytes, their size; all, whether they
+// are all it has; first, the first id kept when not): its Idempotency-Keys
+// and references go with them, and a delivery references still need is
+// held. parse reads an index member, fmt writes a number.
+const dropLua = `
+-- Numbers are Lua doubles: written as integers, never as 1e+15.
+local function fmt(x) return string.format('%d', x) end
+
+local function parse(m)
+  local id, sz, rv, k = string.match(m, '^(%d+) (%d+) (%-?%d+) (.*)$')
+  return tonumber(id), tonumber(sz), tonumber(rv), k
+end
+
 -- Dropped references let go of what they refer to; dropped deliveries
 -- that references still need are held.
 local function unref(base, members)
@@ -283,12 +356,8 @@ local function forgetKeys(kh, members)
     end
   end
 end
-local droppedCount = k
-local droppedBytes = ownDropped
-for _, d in ipairs(others) do
+local function drop(prefix, d)
   local base = prefix .. '{' .. d.name .. '}:'
-  droppedCount = droppedCount + #d.members
-  droppedBytes = droppedBytes + d.bytes
   if d.all then
     redis.call('DEL', base .. 's', base .. 'i', base .. 'k', base .. 'o', base .. 'c', base .. 'held')
     if redis.call('EXISTS', base .. 'h') == 1 then
@@ -296,54 +365,84 @@ for _, d in ipairs(others) do
     else
       redis.call('DEL', base .. 'm')
     end
-    redis.call('ZREM', LRU, d.name)
   else
     forgetKeys(base .. 'k', d.members)
     unref(base, d.members)
     redis.call('ZREMRANGEBYRANK', base .. 'i', 0, #d.members - 1)
     redis.call('XTRIM', base .. 's', 'MINID', fmt(d.first) .. '-0')
-    redis.call('HINCRBY', base .. 'm', 'bytes', -d.bytes)
+    redis.call('HINCRBY', base .. 'm', 'bytes', fmt(-d.bytes))
   end
 end
-if k > 0 then
-  local dropped = {}
-  for j = 1, k do dropped[j] = own[j] end
-  forgetKeys(K, dropped)
-  unref(base0, dropped)
-  redis.call('ZREMRANGEBYRANK', I, 0, k - 1)
-  redis.call('XTRIM', S, 'MINID', fmt(firstKept) .. '-0')
+`
+
+// trimScript drops a channel's oldest deliveries until bytes are freed, for
+// the total limit in a Cluster (keepTotal), keeping its newest keep ones.
+//
+//	KEYS: i
+//	ARGV: 1 channel, 2 prefix, 3 bytes to free, 4 newest to keep
+//
+// It returns {bytes freed, deliveries dropped, 1 if the channel has none
+// left}.
+var trimScript = redis.NewScript(`#!lua` + dropLua + `
+local want, keep = tonumber(ARGV[3]), tonumber(ARGV[4])
+local ms = redis.call('ZRANGE', KEYS[1], 0, -1)
+local d = {name = ARGV[1], members = {}, bytes = 0}
+for _, m in ipairs(ms) do
+  if d.bytes >= want or #ms - #d.members <= keep then break end
+  local mid, msz, mrv, mkey = parse(m)
+  d.members[#d.members + 1] = {m = m, id = mid, key = mkey}
+  d.bytes = d.bytes + msz
 end
-redis.call('XADD', S, fmt(id) .. '-0', 'r', rec)
-redis.call('ZADD', I, id, fmt(id) .. ' ' .. fmt(size) .. ' ' .. fmt(recv) .. ' ' .. key)
-if key ~= '' then redis.call('HSET', K, key, fmt(id) .. ' ' .. sum) end
-redis.call('HSET', M, 'last', id, 'bytes', cbytes)
-redis.call('HINCRBY', G, 'bytes', size - droppedBytes)
-redis.call('HINCRBY', G, 'retained', 1 - droppedCount)
-redis.call('ZADD', LRU, redis.call('HINCRBY', G, 'seq', 1), name)
-redis.call('HSETNX', G, 'epoch', ARGV[14])
--- Held (ARGV[18]): invisible to readers and not published until the
--- caller has Redis's replicas confirm it (revealScript).
-if ARGV[18] ~= '1' then
-  local inlined
-  if ARGV[13] == '1' then inlined = rec end
-  reveal(M, prefix .. 'feed:' .. name, id, inlined)
+d.all = #d.members == #ms
+if #d.members == 0 then
+  if d.all then return {0, 0, 1} end
+  return {0, 0, 0}
 end
-return {id, redis.call('HGET', G, 'epoch')}
+if not d.all then d.first = parse(ms[#d.members + 1]) end
+drop(ARGV[2], d)
+if d.all then return {d.bytes, #d.members, 1} end
+return {d.bytes, #d.members, 0}
+`)
+
+// accountScript counts a change of a channel's history in the totals of a
+// Cluster (keepTotal), where the append script cannot reach P:g and P:lru.
+//
+//	KEYS: g lru
+//	ARGV: 1 channel, 2 bytes retained more, 3 deliveries retained more, 4
+//	      "append" (the channel was appended to now), "empty" (it has no
+//	      delivery left) or "", 5 totalBytes, 6 a new epoch, set if P:g has
+//	      none
+//
+// It returns {epoch, total bytes}, and when that is over totalBytes the
+// channels appended to least recently, the least first (up to 100).
+var accountScript = redis.NewScript(`#!lua
+local G, LRU, name = KEYS[1], KEYS[2], ARGV[1]
+redis.call('HINCRBY', G, 'retained', ARGV[3])
+local total = redis.call('HINCRBY', G, 'bytes', ARGV[2])
+if ARGV[4] == 'append' then
+  redis.call('ZADD', LRU, redis.call('HINCRBY', G, 'seq', 1), name)
+  redis.call('HSETNX', G, 'epoch', ARGV[6])
+elseif ARGV[4] == 'empty' then
+  redis.call('ZREM', LRU, name)
+end
+local epoch = redis.call('HGET', G, 'epoch') or ''
+if total <= tonumber(ARGV[5]) then return {epoch, total} end
+return {epoch, total, redis.call('ZRANGE', LRU, 0, 99)}
 `)
 
 // revealLua makes delivery id of the channel whose hash is M visible to
-// readers (its "vis" id, where reads stop) and publishes it on feed:
-// "<id> <record>" when rec is given, else "<id>" (the record is read from
-// the stream).
+// readers (its "vis" id, where reads stop) and publishes it on feed with
+// publish (PUBLISH, or SPUBLISH in a Cluster): "<id> <record>" when rec is
+// given, else "<id>" (the record is read from the stream).
 const revealLua = `
-local function reveal(M, feed, id, rec)
+local function reveal(M, publish, feed, id, rec)
   id = tonumber(id)
   if id > tonumber(redis.call('HGET', M, 'vis') or 0) then
     redis.call('HSET', M, 'vis', id)
   end
   local msg = string.format('%d', id)
   if rec then msg = msg .. ' ' .. rec end
-  redis.call('PUBLISH', feed, msg)
+  redis.call(publish, feed, msg)
 end
 `
 
@@ -351,27 +450,29 @@ end
 // publishes it, once replicas confirmed it (Store.confirm).
 //
 //	KEYS: m s
-//	ARGV: 1 id, 2 the feed channel, 3 1 to publish the record with the id
+//	ARGV: 1 id, 2 the feed channel, 3 1 to publish the record with the id,
+//	      4 the command that publishes
 var revealScript = redis.NewScript(`#!lua` + revealLua + `
 local rec
 if ARGV[3] == '1' then
   local e = redis.call('XRANGE', KEYS[2], ARGV[1] .. '-0', ARGV[1] .. '-0')[1]
   if e then rec = e[2][2] end
 end
-reveal(KEYS[1], ARGV[2], ARGV[1], rec)
+reveal(KEYS[1], ARGV[4], ARGV[2], ARGV[1], rec)
 return 1
 `)
 
 // sinceScript reads a page of a channel's history (see Store.Since).
 //
-//	KEYS: m s i g
+//	KEYS: m s i, and on one Redis g
 //	ARGV: 1 after, 2 maxBytes, 3 most deliveries to read
 //
 // It returns {first, last, epoch} or {first, last, epoch, XRANGE entries},
-// from one atomic view (epoch "" when P:g has none).
+// from one atomic view (epoch "" when P:g has none or is not given).
 var sinceScript = redis.NewScript(`#!lua flags=no-writes
 local M, S, I = KEYS[1], KEYS[2], KEYS[3]
-local epoch = redis.call('HGET', KEYS[4], 'epoch') or ''
+local epoch = ''
+if KEYS[4] then epoch = redis.call('HGET', KEYS[4], 'epoch') or '' end
 local maxBytes = tonumber(ARGV[2])
 local last = tonumber(redis.call('HGET', M, 'last') or 0)
 -- Held deliveries (not confirmed by replicas yet) are not read.
@@ -434,18 +535,20 @@ func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
 // same Redis (see the layout above): a relay.SharedStore. It keeps nothing
 // in memory but the set of channels it watches for its subscribers.
 type Store struct {
-	rdb    *redis.Client
-	where  string // the URL without its password, for messages
-	kind   string // "Redis", or "Redis Sentinel (primary NAME)"
-	prefix string
-	lim    relay.Limits
-	log    *slog.Logger
+	rdb     redis.UniversalClient
+	cluster *redis.ClusterClient // rdb, when Redis is a Cluster; else nil
+	where   string               // the URL without its password, for messages
+	kind    string               // "Redis", "Redis Sentinel (primary NAME)" or "Redis Cluster"
+	prefix  string
+	lim     relay.Limits
+	log     *slog.Logger
 
 	acks         int           // replicas each append waits for (WAIT); 0: none
 	ackTimeout   time.Duration // how long it waits
 	unreplicated atomic.Int64  // appends the primary took that too few replicas confirmed
 	connected    atomic.Int64  // replicas the primary had at the last look
 	ackRefusals  loglimit.Limit
+	totalErrors  loglimit.Limit // keepTotal's failures (a Cluster)
 
 	mu     sync.Mutex
 	closed bool
@@ -519,7 +622,7 @@ func Opener(rawURL string, o Options) relay.OpenStore {
 }
 
 // urlForms is how a Redis URL is written, for messages.
-const urlForms = "redis://[user:password@]host:port[/db], rediss:// for TLS, unix:///path/to/redis.sock, or for Redis Sentinel redis://[user:password@]sentinel:port[/db]?master_name=NAME&addr=sentinel2:port"
+const urlForms = "redis://[user:password@]host:port[/db], rediss:// for TLS, unix:///path/to/redis.sock, for Redis Sentinel redis://[user:password@]sentinel:port[/db]?master_name=NAME&addr=sentinel2:port, or for Redis Cluster redis://[user:password@]node:port?addr=node2:port"
 
 // Open connects to the Redis at rawURL, checks that it answers and is
 // recent enough, and returns the store applying lim at every append and o
@@ -530,13 +633,21 @@ const urlForms = "redis://[user:password@]host:port[/db], rediss:// for TLS, uni
 // Sentinels' addresses (host:port, then ?addr= for each other one) and
 // ?master_name= the name they watch; the user and password are the
 // Sentinels' and, unless ?password= is given, the primary's too. A Redis
-// that does not answer gives an error wrapping relay.ErrStoreUnavailable.
-// The connections stay open until Close.
+// Cluster is found by itself from the address of any of its nodes (INFO
+// says cluster_enabled), or named by several (?addr= for each other one,
+// go-redis's cluster form); see the package doc for what changes in a
+// Cluster. A Redis that does not answer gives an error wrapping
+// relay.ErrStoreUnavailable. The connections stay open until Close.
 func Open(rawURL string, o Options, lim relay.Limits, log *slog.Logger) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rdb, kind, err := newClient(rawURL)
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("relay: the Redis URL %q is not valid (%v); write it as %s", httpx.RedactURL(rawURL), err, urlForms)
+	}
+	clusterURL := u.Query().Has("addr") && !u.Query().Has("master_name")
+	rdb, kind, err := newClient(rawURL, clusterURL)
 	if err != nil {
 		return nil, fmt.Errorf("relay: the Redis URL %q is not valid (%v); write it as %s", httpx.RedactURL(rawURL), err, urlForms)
 	}
@@ -552,12 +663,25 @@ func Open(rawURL string, o Options, lim relay.Limits, log *slog.Logger) (*Store,
 		cancel:      cancel,
 		ackTimeout:  cmp.Or(o.AckTimeout, DefaultAckTimeout),
 		ackRefusals: loglimit.Limit{Burst: 1, Window: 10 * time.Second},
+		totalErrors: loglimit.Limit{Burst: 1, Window: 10 * time.Second},
 	}
-	if err := s.checkServer(); err != nil {
+	clustered, err := s.checkServer()
+	if err == nil && clustered && !clusterURL {
+		// The address of one node of a Cluster: the others are found
+		// from it.
+		s.rdb.Close()
+		if s.rdb, s.kind, err = newClient(rawURL, true); err != nil {
+			cancel()
+			return nil, fmt.Errorf("relay: the Redis URL %q is not valid for a Redis Cluster (%v); write it as %s", httpx.RedactURL(rawURL), err, urlForms)
+		}
+		_, err = s.checkServer()
+	}
+	if err != nil {
 		s.rdb.Close()
 		cancel()
 		return nil, err
 	}
+	s.cluster, _ = s.rdb.(*redis.ClusterClient)
 	switch connected := s.replicas(); {
 	case o.MinReplicas > 0:
 		s.acks = o.MinReplicas
@@ -569,7 +693,7 @@ func Open(rawURL string, o Options, lim relay.Limits, log *slog.Logger) (*Store,
 	}
 	ectx, ecancel := context.WithTimeout(ctx, redisTimeout)
 	defer ecancel()
-	g := s.prefix + "g"
+	g := s.global("g")
 	if err := s.rdb.HSetNX(ectx, g, "epoch", newEpoch()).Err(); err != nil {
 		s.rdb.Close()
 		cancel()
@@ -585,14 +709,17 @@ func Open(rawURL string, o Options, lim relay.Limits, log *slog.Logger) (*Store,
 	return s, nil
 }
 
-// newClient returns the client of rawURL: one Redis, or the primary that
-// the Sentinels of a URL with ?master_name= name; and what it is, for
-// messages.
-func newClient(rawURL string) (*redis.Client, string, error) {
+// newClient returns the client of rawURL: one Redis, the primary that the
+// Sentinels of a URL with ?master_name= name, or (cluster) a Redis
+// Cluster; and what it is, for messages.
+func newClient(rawURL string, cluster bool) (redis.UniversalClient, string, error) {
 	// The relay never retries a command itself: a retried append could be
 	// stored twice. A POST that fails gets 503 and the sender retries.
 	// Every call fails fast (the caller answers 503) and is bounded by its
-	// context (/healthz: 2 s).
+	// context (/healthz: 2 s). In a Cluster that holds for redirections
+	// too: go-redis retries a command that failed on the connection with
+	// them, so none is followed; the client reloads the slots' owners and
+	// the sender's retry goes to the new one.
 	tune := func(maxRetries, dialerRetries, protocol *int, timeouts []*time.Duration, clientName *string) {
 		*maxRetries = -1
 		if *dialerRetries == 0 {
@@ -609,6 +736,16 @@ func newClient(rawURL string) (*redis.Client, string, error) {
 		if *clientName == "" {
 			*clientName = "hookline-relay"
 		}
+	}
+	if cluster {
+		co, err := redis.ParseClusterURL(rawURL)
+		if err != nil {
+			return nil, "", err
+		}
+		tune(&co.MaxRetries, &co.DialerRetries, &co.Protocol, []*time.Duration{&co.DialTimeout, &co.ReadTimeout, &co.WriteTimeout}, &co.ClientName)
+		co.MaxRedirects = -1
+		co.DisableIdentity, co.ContextTimeoutEnabled = true, true
+		return redis.NewClusterClient(co), "Redis Cluster", nil
 	}
 	if u, err := url.Parse(rawURL); err == nil && u.Query().Has("master_name") {
 		fo, err := redis.ParseFailoverURL(rawURL)
@@ -633,42 +770,64 @@ func newClient(rawURL string) (*redis.Client, string, error) {
 
 // replicas returns how many replicas the primary has connected (0 when
 // it cannot tell), and keeps it for Stats.
+// In a Cluster, the fewest any primary has.
 func (s *Store) replicas() int64 {
 	ctx, cancel := context.WithTimeout(s.ctx, redisTimeout)
 	defer cancel()
-	info, err := s.rdb.Info(ctx, "replication").Result()
-	if err != nil {
-		return s.connected.Load()
+	count := func(c *redis.Client) (int64, error) {
+		info, err := c.Info(ctx, "replication").Result()
+		var n int64
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+				n, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		return n, err
 	}
 	var n int64
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
-			n, _ = strconv.ParseInt(v, 10, 64)
-		}
+	var err error
+	if s.cluster != nil {
+		var mu sync.Mutex
+		n = math.MaxInt64
+		err = s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			m, err := count(c)
+			mu.Lock()
+			n = min(n, m)
+			mu.Unlock()
+			return err
+		})
+	} else {
+		n, err = count(s.rdb.(*redis.Client))
+	}
+	if err != nil {
+		return s.connected.Load()
 	}
 	s.connected.Store(n)
 	return n
 }
 
-// checkServer pings Redis and checks its version.
-func (s *Store) checkServer() error {
+// checkServer pings Redis, checks its version and reports whether it is
+// a node of a Cluster.
+func (s *Store) checkServer() (cluster bool, err error) {
 	ctx, cancel := context.WithTimeout(s.ctx, 2*redisTimeout)
 	defer cancel()
-	info, err := s.rdb.Info(ctx, "server").Result()
+	info, err := s.rdb.Info(ctx, "server", "cluster").Result()
 	if err != nil {
-		return s.wrap("connecting to", err)
+		return false, s.wrap("connecting to", err)
 	}
 	version := ""
 	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
 			version = v
 		}
+		cluster = cluster || line == "cluster_enabled:1"
 	}
 	major, _, _ := strings.Cut(version, ".")
 	if n, err := strconv.Atoi(major); err != nil || n < minRedisVersion {
-		return fmt.Errorf("relay: the Redis at %s is version %q; the relay needs Redis %d.0 or later", s.where, version, minRedisVersion)
+		return false, fmt.Errorf("relay: the Redis at %s is version %q; the relay needs Redis %d.0 or later", s.where, version, minRedisVersion)
 	}
-	return nil
+	return cluster, nil
 }
 
 // wrap makes a Redis error a relay error: relay.ErrStoreClosed after close,
@@ -682,10 +841,11 @@ func (s *Store) wrap(doing string, err error) error {
 		msg := err.Error()
 		code, _, _ := strings.Cut(msg, " ")
 		switch code {
-		case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY":
+		case "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "MOVED", "ASK":
 			// Redis is starting (loading its data) or busy, or a failover
-			// is under way (the old primary is a replica now): it will
-			// answer.
+			// is under way (the old primary is a replica now, or another
+			// node serves the channel's slot): it will answer.
+			s.reloadSlots()
 		case "OOM":
 			return fmt.Errorf("relay: %s Redis at %s: Redis is full (it reached maxmemory; raise it or lower the history limits): %w", doing, s.where, err)
 		default:
@@ -693,7 +853,19 @@ func (s *Store) wrap(doing string, err error) error {
 			return fmt.Errorf("relay: %s Redis at %s: %w", doing, s.where, err)
 		}
 	}
+	s.reloadSlots() // a node of a Cluster may be down: which serves its slots now?
 	return fmt.Errorf("relay: %s Redis at %s: %w: %w", doing, s.where, errUnavailable, err)
+}
+
+// reloadSlots has the Cluster client ask again, in the background, which
+// primaries serve which slots (go-redis asks at most every 200 ms): after a
+// failover, the commands sent to a primary of its own (WAIT's connection,
+// the feed's) go to the new one. go-redis asks by itself only every ten
+// seconds, or when a command it routes is redirected. Nothing on one Redis.
+func (s *Store) reloadSlots() {
+	if s.cluster != nil {
+		s.cluster.ReloadState(s.ctx)
+	}
 }
 
 func (s *Store) isClosed() bool {
@@ -708,10 +880,47 @@ func (s *Store) keys(name string) (m, st, i, k, h string) {
 	return base + "m", base + "s", base + "i", base + "k", base + "h"
 }
 
-func (s *Store) feedChannel(name string) string { return s.prefix + "feed:" + name }
+// global returns the key of name, one of the keys all channels share (g,
+// lru, private, fresh, used, nets): P+name; in a Cluster P+"{.}"+name, all
+// in one hash slot (a script may touch several), which no channel's keys
+// share (channel names have no dot).
+func (s *Store) global(name string) string {
+	if s.cluster != nil {
+		return s.prefix + "{.}" + name
+	}
+	return s.prefix + name
+}
 
-// String names the store's server in the relay's messages: "Redis", or
-// "Redis Sentinel (primary NAME)".
+// feedChannel returns channel name's pub/sub channel, P:feed:C; in a
+// Cluster the shard channel P{C}:feed, in the hash slot of the channel's
+// keys (SPUBLISH reaches only the nodes of that shard).
+func (s *Store) feedChannel(name string) string {
+	if s.cluster != nil {
+		return s.prefix + "{" + name + "}:feed"
+	}
+	return s.prefix + "feed:" + name
+}
+
+// channelOf returns the channel of a pub/sub channel feedChannel made.
+func (s *Store) channelOf(feed string) (string, bool) {
+	if s.cluster != nil {
+		name, ok := strings.CutPrefix(feed, s.prefix+"{")
+		name, ok2 := strings.CutSuffix(name, "}:feed")
+		return name, ok && ok2
+	}
+	return strings.CutPrefix(feed, s.prefix+"feed:")
+}
+
+// publish is the command that publishes on a feed channel.
+func (s *Store) publish() string {
+	if s.cluster != nil {
+		return "SPUBLISH"
+	}
+	return "PUBLISH"
+}
+
+// String names the store's server in the relay's messages: "Redis",
+// "Redis Sentinel (primary NAME)" or "Redis Cluster".
 func (s *Store) String() string { return s.kind }
 
 // Append stores d (see relay.Store).
@@ -733,24 +942,38 @@ func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, afte
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout+time.Duration(len(rec)>>20)*time.Second+s.ackTimeout)
 	defer cancel()
-	// With acks, the append and the WAIT share one connection: WAIT
-	// counts the replicas that have this connection's writes.
+	// With acks, the append and the WAIT share one connection (to the
+	// primary of the channel's shard in a Cluster): WAIT counts the
+	// replicas that have this connection's writes.
 	var c redis.Scripter = s.rdb
 	hold := "0"
 	if s.acks > 0 {
-		conn := s.rdb.Conn()
+		primary, err := s.primary(ctx, m)
+		if err != nil {
+			return 0, s.wrap("storing the delivery in", err)
+		}
+		conn := primary.Conn()
 		defer conn.Close()
 		c, hold = conn, "1"
 	}
-	v, err := appendScript.Run(ctx, c,
-		[]string{m, st, i, k, h, s.prefix + "g", s.prefix + "lru"},
+	keys := []string{m, st, i, k, h, s.global("g"), s.global("lru")}
+	if s.cluster != nil {
+		keys = keys[:5] // the total: keepTotal, after
+	}
+	v, err := appendScript.Run(ctx, c, keys,
 		channel, s.prefix, after, d.Size(), d.Received().UnixMilli(), key, hex.EncodeToString(sum[:]), rec,
 		s.lim.ChanCount, s.lim.ChanBytes, s.lim.TotalBytes, s.lim.Age.Milliseconds(), inline, newEpoch(),
-		d.Of(), ref, dedup, hold,
+		d.Of(), ref, dedup, hold, s.feedChannel(channel), s.publish(),
 	).Slice()
-	var id int64
+	var id, more, moreCount int64
+	if err == nil && len(v) != 4 {
+		err = fmt.Errorf("an answer of %d values", len(v))
+	}
+	if err == nil {
+		id, _ = v[0].(int64)
+	}
 	switch {
-	case err == nil && len(v) == 4: // the key was stored meanwhile
+	case err == nil && id == 0: // the key was stored meanwhile
 		entry, _ := v[2].(string)
 		id, sum, perr := parseKeyEntry(entry)
 		if perr != nil {
@@ -764,12 +987,12 @@ func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, afte
 			}
 		}
 		return 0, &relay.KeyStoredError{ID: id, Sum: sum}
-	case err == nil && len(v) == 2:
-		id, _ = v[0].(int64)
-		epoch, _ := v[1].(string)
-		s.sawEpoch(epoch)
 	case err == nil:
-		err = fmt.Errorf("an answer of %d values", len(v))
+		more, _ = v[2].(int64)
+		moreCount, _ = v[3].(int64)
+		if epoch, _ := v[1].(string); s.cluster == nil {
+			s.sawEpoch(epoch)
+		}
 	}
 	if err != nil {
 		err = s.wrap("storing the delivery in", err)
@@ -783,7 +1006,86 @@ func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, afte
 			return 0, err
 		}
 	}
+	if s.cluster != nil {
+		s.keepTotal(ctx, channel, more, moreCount)
+	}
 	return id, nil
+}
+
+// primary returns the client of the primary that holds key: the one
+// Redis, or in a Cluster the primary of key's shard.
+func (s *Store) primary(ctx context.Context, key string) (*redis.Client, error) {
+	if s.cluster != nil {
+		return s.cluster.MasterForKey(ctx, key)
+	}
+	return s.rdb.(*redis.Client), nil
+}
+
+// keepTotal keeps the total limit in a Cluster, after an append to
+// channel that retained more bytes and moreCount deliveries more: it counts
+// them in P:g (accountScript), then drops the oldest deliveries of the
+// channels appended to least recently, as the append script does on one
+// Redis, and the oldest of channel itself last (its newest stays). A
+// channel's keys and P:g are on different shards, so this is not atomic
+// with the append: two relays over the limit at once may both drop some,
+// and a relay that stops between the two leaves the total counted short
+// of what the append added (Stats and the limit are off by that much until
+// the channel's deliveries go). The POST is answered either way: the
+// delivery is stored.
+func (s *Store) keepTotal(ctx context.Context, channel string, more, moreCount int64) {
+	g := []string{s.global("g"), s.global("lru")}
+	account := func(name string, more, count int64, what string) (int64, []string, error) {
+		v, err := accountScript.Run(ctx, s.rdb, g, name, more, count, what, s.lim.TotalBytes, newEpoch()).Slice()
+		if err == nil && len(v) < 2 {
+			err = fmt.Errorf("an answer of %d values", len(v))
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		epoch, _ := v[0].(string)
+		s.sawEpoch(epoch)
+		total, _ := v[1].(int64)
+		var names []string
+		if len(v) > 2 {
+			list, _ := v[2].([]any)
+			for _, n := range list {
+				if n, ok := n.(string); ok && n != channel {
+					names = append(names, n)
+				}
+			}
+		}
+		return total, names, nil
+	}
+	total, names, err := account(channel, more, moreCount, "append")
+	// Each round drops from one channel; a channel left with nothing
+	// leaves the list, so rounds are bounded by the channels it names.
+	for round := 0; err == nil && total > s.lim.TotalBytes && round < 1000; round++ {
+		victim, keep := channel, 1
+		if len(names) > 0 {
+			victim, keep = names[0], 0
+		}
+		_, _, i, _, _ := s.keys(victim)
+		var v []int64
+		v, err = trimScript.Run(ctx, s.rdb, []string{i}, victim, s.prefix, total-s.lim.TotalBytes, keep).Int64Slice()
+		if err == nil && len(v) != 3 {
+			err = fmt.Errorf("an answer of %d values", len(v))
+		}
+		if err != nil {
+			break
+		}
+		what := ""
+		if v[2] == 1 {
+			what = "empty"
+		} else if v[1] == 0 {
+			break // channel itself, down to its newest
+		}
+		total, names, err = account(victim, -v[0], -v[1], what)
+	}
+	if err != nil {
+		if ok, hidden := s.totalErrors.Allow(time.Now()); ok {
+			s.log.Warn("could not keep the total history limit in the Redis Cluster after an append (the delivery is stored); the next append tries again", "redis", s.where, "channel", channel, "err", s.wrap("counting the history in", err), "alikeNotLogged", hidden)
+		}
+	}
 }
 
 // confirm waits until s.acks replicas have conn's writes (WAIT), then
@@ -809,7 +1111,7 @@ func (s *Store) confirm(ctx context.Context, conn *redis.Conn, channel string, i
 		}
 		return &notReplicated{confirmed: n, want: s.acks, connected: connected, timeout: s.ackTimeout}
 	}
-	if err := revealScript.Run(ctx, conn, []string{m, st}, id, s.feedChannel(channel), inline).Err(); err != nil {
+	if err := revealScript.Run(ctx, conn, []string{m, st}, id, s.feedChannel(channel), inline, s.publish()).Err(); err != nil {
 		return fmt.Errorf("%w (%w)", s.wrap("publishing the delivery in", err), relay.ErrStoreUncertain)
 	}
 	return nil
@@ -847,7 +1149,11 @@ func (s *Store) Since(ctx context.Context, channel string, after, maxBytes int64
 	most := maxBytes/relay.MinEntrySize + 1 // every delivery counts at least that
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout+time.Duration(maxBytes>>20)*time.Second)
 	defer cancel()
-	v, err := sinceScript.Run(ctx, s.rdb, []string{m, st, i, s.prefix + "g"}, after, maxBytes, most).Slice()
+	keys := []string{m, st, i, s.global("g")}
+	if s.cluster != nil {
+		keys = keys[:3] // P:g is on another shard: Append sees its epoch
+	}
+	v, err := sinceScript.Run(ctx, s.rdb, keys, after, maxBytes, most).Slice()
 	if err != nil {
 		return nil, 0, 0, s.wrap("reading the history from", err)
 	}
@@ -856,8 +1162,9 @@ func (s *Store) Since(ctx context.Context, channel string, after, maxBytes int64
 	}
 	first, _ := v[0].(int64)
 	last, _ := v[1].(int64)
-	epoch, _ := v[2].(string)
-	s.sawEpoch(epoch)
+	if epoch, _ := v[2].(string); s.cluster == nil {
+		s.sawEpoch(epoch)
+	}
 	if len(v) == 3 {
 		return nil, first, last, nil
 	}
@@ -972,12 +1279,13 @@ func parseKeyEntry(v string) (int64, [sha256.Size]byte, error) {
 	return id, sum, nil
 }
 
-// removeAccessLua removes private channel name (prefix and the keys
-// P:private, P:fresh, P:used, P:nets given) in a script: its record, its
-// place in the sorted sets and its network's count.
+// removeAccessLua removes private channel name (the keys P:private,
+// P:fresh, P:used, P:nets given, and the record's key pre .. name .. suf)
+// in a script: its record, its place in the sorted sets and its network's
+// count.
 const removeAccessLua = `
-local function removeAccess(prefix, private, fresh, used, nets, name)
-  local key = prefix .. '{' .. name .. '}:a'
+local function removeAccess(pre, suf, private, fresh, used, nets, name)
+  local key = pre .. name .. suf
   local rec = redis.call('GET', key)
   if rec then
     local ok, a = pcall(cjson.decode, rec)
@@ -991,10 +1299,11 @@ local function removeAccess(prefix, private, fresh, used, nets, name)
 end
 `
 
-// createAccessScript makes a channel private: KEYS 1 P{C}:a, 2 P:private,
-// 3 P:fresh, 4 P:used, 5 P:nets; ARGV 1 the record, 2 the limit, 3 the
-// limit per network (0: none), 4 the network, 5 ms made, 6 C, 7 the
-// prefix. When the limit is reached, the channel made first of those
+// createAccessScript makes a channel private: KEYS 1 its record's key
+// (accessKey), 2 P:private, 3 P:fresh, 4 P:used, 5 P:nets; ARGV 1 the
+// record, 2 the limit, 3 the limit per network (0: none), 4 the network, 5
+// ms made, 6 C, 7 and 8 what comes before and after a channel's name in
+// its record's key. When the limit is reached, the channel made first of those
 // never used goes. It returns 0 (made), 1 (the channel is private
 // already), 2 (the limit is reached, every channel used) or 3 (the
 // network's share is).
@@ -1005,7 +1314,7 @@ if net ~= '' and tonumber(ARGV[3]) > 0 and tonumber(redis.call('HGET', KEYS[5], 
 if tonumber(redis.call('GET', KEYS[2]) or '0') >= tonumber(ARGV[2]) then
   local oldest = redis.call('ZRANGE', KEYS[3], 0, 0)
   if #oldest == 0 then return 2 end
-  removeAccess(ARGV[7], KEYS[2], KEYS[3], KEYS[4], KEYS[5], oldest[1])
+  removeAccess(ARGV[7], ARGV[8], KEYS[2], KEYS[3], KEYS[4], KEYS[5], oldest[1])
 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('INCR', KEYS[2])
@@ -1015,7 +1324,7 @@ return 0
 `)
 
 // replaceAccessScript replaces a private channel's record, keeping its
-// network: KEYS 1 P{C}:a; ARGV 1 the record. It returns 0 when the channel
+// network: KEYS 1 accessKey; ARGV 1 the record. It returns 0 when the channel
 // is not private.
 var replaceAccessScript = redis.NewScript(`#!lua
 local old = redis.call('GET', KEYS[1])
@@ -1027,7 +1336,7 @@ redis.call('SET', KEYS[1], cjson.encode(n))
 return 1
 `)
 
-// touchAccessScript records a use: KEYS 1 P{C}:a, 2 P:fresh, 3 P:used;
+// touchAccessScript records a use: KEYS 1 accessKey, 2 P:fresh, 3 P:used;
 // ARGV 1 ms, 2 C.
 var touchAccessScript = redis.NewScript(`#!lua
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -1038,19 +1347,35 @@ return 1
 
 // expireAccessScript removes up to ARGV 3 private channels last used (or
 // made, never used) before ARGV 1 ms: KEYS 1 P:private, 2 P:fresh, 3
-// P:used, 4 P:nets; ARGV 2 the prefix. It returns their names.
+// P:used, 4 P:nets; ARGV 2 and 4 what comes before and after a channel's
+// name in its record's key. It returns their names.
 var expireAccessScript = redis.NewScript(`#!lua` + removeAccessLua + `
 local gone = {}
 for _, z in ipairs({KEYS[2], KEYS[3]}) do
   for _, name in ipairs(redis.call('ZRANGEBYSCORE', z, '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]) - #gone)) do
-    removeAccess(ARGV[2], KEYS[1], KEYS[2], KEYS[3], KEYS[4], name)
+    removeAccess(ARGV[2], ARGV[4], KEYS[1], KEYS[2], KEYS[3], KEYS[4], name)
     table.insert(gone, name)
   end
 end
 return gone
 `)
 
-func (s *Store) accessKey(channel string) string { return s.prefix + "{" + channel + "}:a" }
+// accessKey returns the key of a private channel's record: P{C}:a; in a
+// Cluster P{.}a:C, in the hash slot of the keys every private channel
+// shares (accessKeys), which the scripts touch with it.
+func (s *Store) accessKey(channel string) string {
+	pre, suf := s.accessKeyParts()
+	return pre + channel + suf
+}
+
+// accessKeyParts returns what comes before and after the channel's name
+// in accessKey, for the scripts.
+func (s *Store) accessKeyParts() (string, string) {
+	if s.cluster != nil {
+		return s.global("a:"), ""
+	}
+	return s.prefix + "{", "}:a"
+}
 
 // Access returns a private channel's record (see relay.Store), with its
 // last use, in one round trip.
@@ -1064,7 +1389,7 @@ func (s *Store) Access(ctx context.Context, channel string) (*relay.Access, erro
 	var used *redis.FloatCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		rec = p.Get(ctx, s.accessKey(channel))
-		used = p.ZScore(ctx, s.prefix+"used", channel)
+		used = p.ZScore(ctx, s.global("used"), channel)
 		return nil
 	})
 	v, gerr := rec.Bytes()
@@ -1089,7 +1414,7 @@ func (s *Store) Access(ctx context.Context, channel string) (*relay.Access, erro
 // accessKeys are the keys every private channel's script shares: P:private,
 // P:fresh, P:used, P:nets.
 func (s *Store) accessKeys() []string {
-	return []string{s.prefix + "private", s.prefix + "fresh", s.prefix + "used", s.prefix + "nets"}
+	return []string{s.global("private"), s.global("fresh"), s.global("used"), s.global("nets")}
 }
 
 // PutAccess stores a private channel's record (see relay.Store).
@@ -1115,7 +1440,8 @@ func (s *Store) PutAccess(ctx context.Context, channel string, a relay.Access, c
 		return nil
 	}
 	keys := append([]string{s.accessKey(channel)}, s.accessKeys()...)
-	n, err := createAccessScript.Run(ctx, s.rdb, keys, v, s.lim.PrivateChannels, s.lim.PrivatePerNetwork, a.Network, a.Created.UnixMilli(), channel, s.prefix).Int()
+	pre, suf := s.accessKeyParts()
+	n, err := createAccessScript.Run(ctx, s.rdb, keys, v, s.lim.PrivateChannels, s.lim.PrivatePerNetwork, a.Network, a.Created.UnixMilli(), channel, pre, suf).Int()
 	switch {
 	case err != nil:
 		return s.wrap("storing a private channel in", err)
@@ -1155,7 +1481,8 @@ func (s *Store) ExpireAccess(ctx context.Context, idle time.Time) ([]string, err
 			return gone, relay.ErrStoreClosed
 		}
 		tctx, cancel := context.WithTimeout(ctx, redisTimeout)
-		names, err := expireAccessScript.Run(tctx, s.rdb, s.accessKeys(), idle.UnixMilli(), s.prefix, expireBatch).StringSlice()
+		pre, suf := s.accessKeyParts()
+		names, err := expireAccessScript.Run(tctx, s.rdb, s.accessKeys(), idle.UnixMilli(), pre, expireBatch, suf).StringSlice()
 		cancel()
 		if err != nil {
 			return gone, s.wrap("removing unused private channels from", err)
@@ -1207,8 +1534,8 @@ func (s *Store) Stats(ctx context.Context) relay.StoreStats {
 	var n *redis.IntCmd
 	acks := relay.StoreStats{AckReplicas: s.acks, Replicas: int(s.connected.Load()), Unreplicated: s.unreplicated.Load()}
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		g = p.HMGet(ctx, s.prefix+"g", "retained", "bytes")
-		n = p.ZCard(ctx, s.prefix+"lru")
+		g = p.HMGet(ctx, s.global("g"), "retained", "bytes")
+		n = p.ZCard(ctx, s.global("lru"))
 		return nil
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +28,53 @@ func TestContract(t *testing.T) {
 			return storedBytes(t, s.(*Store), channel)
 		},
 	})
+}
+
+// In a Redis Cluster (three primaries, real redis-server processes) the
+// store passes the same contract: a channel's keys and feed are in its
+// shard, the total limit is kept after each append (keepTotal), and a
+// private channel's record is with the keys all channels share.
+func TestContractCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	storetest.Run(t, storetest.Engine{
+		Open: func(t *testing.T, l relay.Limits) (relay.Store, func() relay.Store) {
+			c.Flush()
+			s := openTestRedis(t, c.URL(), l)
+			if s.String() != "Redis Cluster" {
+				t.Fatalf("the store on %s is a %s, want a Redis Cluster", c.URL(), s)
+			}
+			return s, func() relay.Store { return openTestRedis(t, c.URL(), l) }
+		},
+		Stored: func(t *testing.T, s relay.Store, channel string) (int, int) {
+			return storedBytes(t, s.(*Store), channel)
+		},
+	})
+}
+
+// Given the address of one node, the store finds the Cluster and its other
+// nodes; the channels' keys spread over the shards.
+func TestClusterFromOneNode(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	s := openTestRedis(t, c.Nodes[1].URL(), storetest.Roomy)
+	if s.String() != "Redis Cluster" {
+		t.Fatalf("the store on %s is a %s, want a Redis Cluster", c.Nodes[1].URL(), s)
+	}
+	nodes := map[string]bool{}
+	for i := range 30 {
+		name := fmt.Sprintf("c%d", i)
+		storetest.MustAppend(t, s, name, storetest.Delivery(i, 10), 0)
+		m, _, _, _, _ := s.keys(name)
+		nodes[c.PrimaryOf(m).Addr()] = true
+		if ids, _, _ := storetest.IDs(t, s, name, 0); !slices.Equal(ids, []int64{1}) {
+			t.Errorf("channel %s holds %v, want [1]", name, ids)
+		}
+	}
+	if len(nodes) != 3 {
+		t.Errorf("30 channels are on %d primaries, want all 3", len(nodes))
+	}
+	if st := s.Stats(t.Context()); st.Channels != 30 || st.Retained != 30 {
+		t.Errorf("stats = %+v, want 30 deliveries in 30 channels", st)
+	}
 }
 
 // openTestRedis opens a Redis store on url, closed at the end of the test.
@@ -116,7 +164,13 @@ func TestRedisPresenceKeepsIDs(t *testing.T) {
 // it: small ones with the delivery, large ones by id (nil, to read), and
 // after each subscription a nil (to catch up).
 func TestRedisFeed(t *testing.T) {
-	url := redistest.Start(t).URL()
+	t.Run("one Redis", func(t *testing.T) { testFeed(t, redistest.Start(t).URL()) })
+	// In a Cluster, on sharded pub/sub: one connection per primary that
+	// holds a watched channel.
+	t.Run("Cluster", func(t *testing.T) { testFeed(t, redistest.StartCluster(t, 3, 0).URL()) })
+}
+
+func testFeed(t *testing.T, url string) {
 	a, b := openTestRedis(t, url, storetest.Roomy), openTestRedis(t, url, storetest.Roomy)
 	type report struct {
 		channel string

@@ -302,3 +302,220 @@ func (s *Server) Info(t testing.TB, section string) string {
 
 // Port returns the server's port.
 func (s *Server) Port() int { return s.port }
+
+// Cluster is a Redis Cluster of redis-server processes on loopback:
+// primaries, each with its replicas, the 16384 hash slots shared evenly by
+// the primaries. A node silent for a second is failed, and one of its
+// replicas takes its slots (cluster-node-timeout 1000).
+type Cluster struct {
+	t     testing.TB
+	Nodes []*Server // the primaries first, then the replicas
+	ids   []string  // each node's cluster id
+}
+
+// StartCluster starts primaries × (1 + replicas) redis-servers in cluster
+// mode (with Start's persistence), joins them, gives each primary its
+// share of the slots and its replicas, and waits until every node says the
+// cluster is ok and every replica's link is up. It ends the test
+// (testenv.Missing) if redis-server is not installed; the servers stop at
+// the end of the test.
+func StartCluster(t testing.TB, primaries, replicas int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t}
+	n := primaries * (1 + replicas)
+	var buses []string
+	for range n {
+		// The cluster bus's port, by default the node's + 10000, may be
+		// over 65535 or taken: one of its own.
+		bus, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		buses = append(buses, strconv.Itoa(bus))
+		// A replica may take over whatever its lag
+		// (replica-validity-factor 0); the shards that live serve while
+		// one has no primary (require-full-coverage no).
+		c.Nodes = append(c.Nodes, Start(t, "--cluster-enabled", "yes", "--cluster-port", buses[len(buses)-1],
+			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage", "no"))
+	}
+	for _, s := range c.Nodes {
+		c.ids = append(c.ids, strings.TrimSpace(s.Do(t, "CLUSTER", "MYID")))
+	}
+	for j, s := range c.Nodes[1:] {
+		c.Nodes[0].Do(t, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(s.port), buses[j+1])
+	}
+	const slots = 16384
+	for i := range primaries {
+		c.Nodes[i].Do(t, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(i*slots/primaries), strconv.Itoa((i+1)*slots/primaries-1))
+	}
+	// A node must know the primary it replicates: wait until each knows
+	// every other.
+	c.wait("every node to know the others", func(s *Server) bool {
+		return strings.Count(s.Do(t, "CLUSTER", "NODES"), "\n") >= n
+	})
+	for j, s := range c.Nodes[primaries:] {
+		s.Do(t, "CLUSTER", "REPLICATE", c.ids[j%primaries])
+	}
+	c.wait("the cluster to be ok and every replica linked", func(s *Server) bool {
+		if !strings.Contains(s.Do(t, "CLUSTER", "INFO"), "cluster_state:ok") {
+			return false
+		}
+		info := s.Info(t, "replication")
+		return strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up")
+	})
+	return c
+}
+
+// wait waits until cond holds for every node.
+func (c *Cluster) wait(what string, cond func(*Server) bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	for _, s := range c.Nodes {
+		for !cond(s) {
+			if time.Now().After(deadline) {
+				c.t.Fatalf("waited %s for %s: node %s is not there:\n%s", startTimeout, what, s.Addr(), s.Do(c.t, "CLUSTER", "NODES"))
+			}
+			time.Sleep(20 * time.Millisecond) // a cluster tells no one when it is ready: look again
+		}
+	}
+}
+
+// URL returns the cluster's redis:// URL, naming every primary.
+func (c *Cluster) URL() string {
+	u := "redis://" + c.Nodes[0].Addr() + "?"
+	for _, s := range c.Nodes[1:] {
+		u += "addr=" + s.Addr() + "&"
+	}
+	return strings.TrimSuffix(u, "&")
+}
+
+// PrimaryOf returns the live node that serves key now as a primary (nil
+// while none does: during a failover).
+func (c *Cluster) PrimaryOf(key string) *Server {
+	c.t.Helper()
+	slot := -1
+	for _, s := range c.Nodes {
+		if s.running() {
+			n, err := strconv.Atoi(strings.TrimPrefix(s.Do(c.t, "CLUSTER", "KEYSLOT", key), ":"))
+			if err != nil {
+				c.t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
+			}
+			slot = n
+			break
+		}
+	}
+	for _, s := range c.Nodes {
+		if s.running() && strings.Contains(s.Info(c.t, "replication"), "role:master") && c.owns(s, slot) {
+			return s
+		}
+	}
+	return nil
+}
+
+// owns reports whether s's own line of CLUSTER NODES lists slot.
+func (c *Cluster) owns(s *Server, slot int) bool {
+	for _, line := range strings.Split(s.Do(c.t, "CLUSTER", "NODES"), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || !strings.Contains(f[2], "myself") {
+			continue
+		}
+		for _, r := range f[8:] {
+			lo, hi, _ := strings.Cut(r, "-")
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if hi == "" {
+				b, err2 = a, nil
+			}
+			if err1 == nil && err2 == nil && a <= slot && slot <= b {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Flush empties every primary (FLUSHALL; replicas follow).
+func (c *Cluster) Flush() {
+	for _, s := range c.Nodes {
+		if s.running() && strings.Contains(s.Info(c.t, "replication"), "role:master") {
+			s.Do(c.t, "FLUSHALL")
+		}
+	}
+}
+
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// Do sends one command and returns its answer as text: a simple or bulk
+// string, an integer as ":n", an array's elements one per line; an error
+// answer ends the test.
+func (s *Server) Do(t testing.TB, args ...string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write(b.Bytes()); err != nil {
+		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+	}
+	out, err := readReply(bufio.NewReader(c))
+	if err != nil {
+		t.Fatalf("%s on %s: %v", strings.Join(args, " "), s.Addr(), err)
+	}
+	return out
+}
+
+// readReply reads one RESP2 answer as text (see Do).
+func readReply(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	if line == "" {
+		return "", fmt.Errorf("an empty answer")
+	}
+	switch line[0] {
+	case '+':
+		return line[1:], nil
+	case ':':
+		return line, nil
+	case '-':
+		return "", fmt.Errorf("redis: %s", line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || n < 0 {
+			return "", err
+		}
+		body := make([]byte, n+2)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return "", err
+		}
+		return string(body[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil {
+			return "", err
+		}
+		var out []string
+		for range n {
+			e, err := readReply(r)
+			if err != nil {
+				return "", err
+			}
+			out = append(out, e)
+		}
+		return strings.Join(out, "\n"), nil
+	}
+	return "", fmt.Errorf("an answer %q", line)
+}
