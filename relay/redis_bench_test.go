@@ -3,12 +3,14 @@ package relay_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -135,4 +137,131 @@ func BenchmarkReplicasFanOutLatency(b *testing.B) {
 			fanOutLatency(b, bases, n)
 		})
 	}
+}
+
+// BenchmarkRedisScale compares two relays on one Redis with two relays on a
+// Redis Cluster of three primaries (every redis-server with appendonly yes
+// and appendfsync everysec), on this machine: 4 senders POST 4 KiB
+// deliveries round robin over 30 channels and both relays, to 500
+// subscribers (each on one channel and one relay, 16 or 17 a channel).
+// It reports the POSTs answered a second (ingest), the deliveries the
+// subscribers got a second (fan-out), and per POST the CPU of this process
+// (the relays, and the senders and subscribers, which are the same in
+// both) and of the redis-servers. Run it with:
+//
+//	go test -run '^$' -bench 'RedisScale' -benchtime 3000x -count 5 ./relay/
+//
+// On one machine every shard shares the same cores: this measures what the
+// Cluster costs, not what it gains on machines of their own.
+func BenchmarkRedisScale(b *testing.B) {
+	const channels, subscribers = 30, 500
+	body := `{"action":"opened","pad":"` + strings.Repeat("x", 4096-len(`{"action":"opened","pad":""}`)) + `"}`
+	for _, setup := range []string{"redis-1", "cluster-3"} {
+		b.Run(setup, func(b *testing.B) {
+			var redisURL string
+			var servers []*redistest.Server
+			if setup == "redis-1" {
+				rs := redistest.Start(b, "--appendfsync", "everysec")
+				redisURL, servers = rs.URL(), []*redistest.Server{rs}
+			} else {
+				c := redistest.StartCluster(b, 3, 0, "--appendfsync", "everysec")
+				redisURL, servers = c.URL(), c.Nodes
+			}
+			opts := relay.Options{MaxSubscribers: subscribers, MaxSubscribersPerIP: subscribers, MaxStreams: subscribers, MaxStreamsPerIP: subscribers,
+				SubscriberQueue: 1 << 20, HistoryCount: 1 << 20, HistoryBytes: 1 << 40, TotalHistoryBytes: 1 << 40}
+			o := redisstore.Options{MinReplicas: redisstore.NoReplicas}
+			bases := []string{newReplicaWith(b, redisURL, o, opts).ts.URL, newReplicaWith(b, redisURL, o, opts).ts.URL}
+			var got atomic.Int64
+			for i := range subscribers {
+				u, _ := url.Parse(bases[i%len(bases)])
+				conn, err := dialStream(u.Host, fmt.Sprintf("/scale%d", i%channels))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { conn.Close() })
+				go func() {
+					br := bufio.NewReaderSize(conn, 64<<10)
+					for {
+						line, err := br.ReadSlice('\n')
+						if err != nil && err != bufio.ErrBufferFull {
+							return
+						}
+						if bytes.HasPrefix(line, []byte("id: ")) {
+							got.Add(1)
+						}
+					}
+				}()
+			}
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			post := func(i int) error {
+				resp, err := client.Post(fmt.Sprintf("%s/scale%d", bases[i%len(bases)], i%channels), "application/json", strings.NewReader(body))
+				if err != nil {
+					return err
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					return fmt.Errorf("POST = %d", resp.StatusCode)
+				}
+				return nil
+			}
+			// One delivery on each channel before measuring, waited for at
+			// its subscribers: every stream has joined and every relay's
+			// feed subscription is up.
+			for i := range channels {
+				if err := post(i); err != nil {
+					b.Fatal(err)
+				}
+			}
+			testenv.Poll(b, "the warm-up deliveries at the subscribers", time.Millisecond, func() bool { return got.Load() == subscribers })
+			got.Store(0)
+			redisCPU := func() (d time.Duration) {
+				for _, s := range servers {
+					d += s.CPU()
+				}
+				return d
+			}
+			var n atomic.Int64
+			b.SetBytes(int64(len(body)))
+			b.SetParallelism(2) // 4 senders on 2 cores
+			cpu0, redis0 := processCPU(), redisCPU()
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := post(int(n.Add(1))); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			ingest := time.Since(start)
+			// Each channel has 16 or 17 subscribers: count what each POST
+			// owes them.
+			want := int64(0)
+			for i := 1; i <= b.N; i++ {
+				want += int64(subscribers/channels + min(1, max(0, subscribers%channels-i%channels)))
+			}
+			deadline := time.Now().Add(wait)
+			for got.Load() < want {
+				if time.Now().After(deadline) {
+					b.Fatalf("the subscribers got %d of %d deliveries", got.Load(), want)
+				}
+				time.Sleep(time.Millisecond) // a benchmark's wait: no test depends on its length
+			}
+			all := time.Since(start)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/ingest.Seconds(), "POST/s")
+			b.ReportMetric(float64(want)/all.Seconds(), "out/s")
+			b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/POST")
+			b.ReportMetric(float64((redisCPU()-redis0).Microseconds())/float64(b.N), "redis-cpu-µs/POST")
+		})
+	}
+}
+
+// processCPU returns the CPU time (user + system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -314,12 +314,12 @@ type Cluster struct {
 }
 
 // StartCluster starts primaries × (1 + replicas) redis-servers in cluster
-// mode (with Start's persistence), joins them, gives each primary its
+// mode (with Start's persistence, and args as Start's), joins them, gives each primary its
 // share of the slots and its replicas, and waits until every node says the
 // cluster is ok and every replica's link is up. It ends the test
 // (testenv.Missing) if redis-server is not installed; the servers stop at
 // the end of the test.
-func StartCluster(t testing.TB, primaries, replicas int) *Cluster {
+func StartCluster(t testing.TB, primaries, replicas int, args ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	n := primaries * (1 + replicas)
@@ -335,8 +335,8 @@ func StartCluster(t testing.TB, primaries, replicas int) *Cluster {
 		// A replica may take over whatever its lag
 		// (replica-validity-factor 0); the shards that live serve while
 		// one has no primary (require-full-coverage no).
-		c.Nodes = append(c.Nodes, Start(t, "--cluster-enabled", "yes", "--cluster-port", buses[len(buses)-1],
-			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage", "no"))
+		c.Nodes = append(c.Nodes, Start(t, append([]string{"--cluster-enabled", "yes", "--cluster-port", buses[len(buses)-1],
+			"--cluster-node-timeout", "1000", "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage", "no"}, args...)...))
 	}
 	for _, s := range c.Nodes {
 		c.ids = append(c.ids, strings.TrimSpace(s.Do(t, "CLUSTER", "MYID")))
@@ -518,4 +518,30 @@ func readReply(r *bufio.Reader) (string, error) {
 		return strings.Join(out, "\n"), nil
 	}
 	return "", fmt.Errorf("an answer %q", line)
+}
+
+// CPU returns the CPU time (user + system) the server has used, from
+// /proc (0 where there is none, or after Kill).
+func (s *Server) CPU() time.Duration {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which is in parentheses:
+	// utime and stime are the 12th and 13th, in clock ticks (100 a second
+	// on Linux).
+	_, rest, _ := bytes.Cut(b, []byte(") "))
+	f := strings.Fields(string(rest))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
 }
