@@ -356,8 +356,12 @@ func StartCluster(t testing.TB, primaries, replicas int, args ...string) *Cluste
 	for j, s := range c.Nodes[primaries:] {
 		s.Do(t, "CLUSTER", "REPLICATE", c.ids[j%primaries])
 	}
-	c.wait("the cluster to be ok and every replica linked", func(s *Server) bool {
-		if !strings.Contains(s.Do(t, "CLUSTER", "INFO"), "cluster_state:ok") {
+	c.wait("every node to know every slot's primary, and every replica linked", func(s *Server) bool {
+		// cluster_state:ok alone is not enough: with
+		// require-full-coverage no, a node says ok before it has heard of
+		// every slot's primary (a client that asked it then would send
+		// commands to nodes that answer MOVED).
+		if info := s.Do(t, "CLUSTER", "INFO"); !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_ok:16384") {
 			return false
 		}
 		info := s.Info(t, "replication")
