@@ -293,7 +293,7 @@ func (f *feed) receive(c *sub) {
 				continue
 			}
 			if errors.As(err, &ne) && ne.Timeout() {
-				err = errors.New("Redis pub/sub did not answer a ping")
+				err = errors.New("no answer to a ping")
 			}
 			f.failed(c, err)
 			return
