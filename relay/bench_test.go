@@ -117,19 +117,7 @@ func BenchmarkIngestToSubscriber(b *testing.B) {
 			}
 			defer resp.Body.Close()
 			var got atomic.Int64
-			go func() {
-				// Through net/http's reader: the stream is chunked.
-				br := bufio.NewReaderSize(resp.Body, 64<<10)
-				for {
-					line, err := br.ReadSlice('\n')
-					if err != nil && err != bufio.ErrBufferFull {
-						return
-					}
-					if bytes.HasPrefix(line, []byte("id: ")) {
-						got.Add(1)
-					}
-				}
-			}()
+			go countEvents(resp.Body, &got) // through net/http's reader: the stream is chunked
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 			send := func() {
 				resp, err := client.Post(ts.URL+"/bench", "application/json", strings.NewReader(body))
@@ -280,4 +268,19 @@ func fanOutLatency(b *testing.B, bases []string, n int) {
 	}
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// countEvents counts the events of the stream r (their id lines) into got,
+// until r ends.
+func countEvents(r io.Reader, got *atomic.Int64) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull {
+			return
+		}
+		if bytes.HasPrefix(line, []byte("id: ")) {
+			got.Add(1)
+		}
+	}
 }

@@ -1,8 +1,6 @@
 package relay_test
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -66,18 +64,7 @@ func BenchmarkReplicasIngest(b *testing.B) {
 			}
 			defer conn.Close()
 			var got atomic.Int64
-			go func() {
-				br := bufio.NewReaderSize(conn, 64<<10)
-				for {
-					line, err := br.ReadSlice('\n')
-					if err != nil && err != bufio.ErrBufferFull {
-						return
-					}
-					if bytes.HasPrefix(line, []byte("id: ")) {
-						got.Add(1)
-					}
-				}
-			}()
+			go countEvents(conn, &got)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 			// One delivery through each relay before measuring, waited for
 			// at the subscriber: the stream has joined and every replica's
@@ -179,18 +166,7 @@ func BenchmarkRedisScale(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { conn.Close() })
-				go func() {
-					br := bufio.NewReaderSize(conn, 64<<10)
-					for {
-						line, err := br.ReadSlice('\n')
-						if err != nil && err != bufio.ErrBufferFull {
-							return
-						}
-						if bytes.HasPrefix(line, []byte("id: ")) {
-							got.Add(1)
-						}
-					}
-				}()
+				go countEvents(conn, &got)
 			}
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 			post := func(i int) error {
