@@ -215,9 +215,9 @@ func (f *feed) subscribe(channel string) {
 	}
 	f.mu.Unlock()
 	switch {
-	case err != nil:
+	case err != nil && alive:
 		f.failed(c, err)
-	case !alive: // it failed meanwhile
+	case !alive: // it failed meanwhile: ask again on another
 		f.failed(nil, errors.New("the connection closed"))
 	}
 }
@@ -227,7 +227,11 @@ func (f *feed) subscribe(channel string) {
 // doubles with each failure (to a second) until a subscription succeeds.
 func (f *feed) failed(c *sub, err error) {
 	f.mu.Lock()
-	if c != nil && f.subs[c.addr] == c {
+	if c != nil && f.subs[c.addr] != c {
+		f.mu.Unlock()
+		return // dropped already: its receive ends on the closed connection
+	}
+	if c != nil {
 		delete(f.subs, c.addr)
 		for name, on := range f.on {
 			if on == c {
