@@ -500,26 +500,35 @@ func (s *Server) URL() string {
 	return ""
 }
 
+// sharedName names the server of a shared store ("" for none).
+func sharedName(st SharedStore) string {
+	if st == nil {
+		return ""
+	}
+	return st.String()
+}
+
 // Stats is a snapshot of a Server's counters, as /healthz reports them.
 type Stats struct {
-	Channels         int   `json:"channels"`                   // channels with a subscriber (on this relay) or a retained delivery
-	Subscribers      int   `json:"subscribers"`                // open streams (on this relay)
-	Persistent       bool  `json:"persistent"`                 // the history outlives the process (Options.DataDir, or a persistent Options.Store)
-	Shared           bool  `json:"shared"`                     // the history is in Redis, shared with other relays (a SharedStore)
-	Deliveries       int64 `json:"deliveries"`                 // deliveries received since New (redeliveries included; by this relay), the canary's apart
-	CanaryDeliveries int64 `json:"canaryDeliveries,omitempty"` // the canary's deliveries (Options.CanaryChannel)
-	Sent             int64 `json:"sent"`                       // deliveries written to streams since New (one per subscriber; replays of the history included)
-	Retained         int   `json:"retained"`                   // deliveries held in histories (restored ones, and other relays' in Redis, included)
-	HistoryBytes     int64 `json:"historyBytes"`               // their counted size
-	AckReplicas      int   `json:"ackReplicas,omitempty"`      // the replicas of the shared store's server each POST's append waits for
-	Replicas         int   `json:"replicas,omitempty"`         // the replicas its primary had connected at the last look
-	Unreplicated     int64 `json:"unreplicated,omitempty"`     // appends its primary took but too few replicas confirmed (answered 503)
-	CutOff           int64 `json:"cutOff"`                     // slow subscribers cut off since New
-	PinnedBytes      int64 `json:"pinnedBytes"`                // counted size of deliveries only streams hold (queued, being written), beyond the history
-	UploadBytes      int64 `json:"uploadBytes"`                // bytes reserved by the POST bodies being received
-	Connections      int64 `json:"connections"`                // connections Serve holds (streams included)
-	FetchBytes       int64 `json:"fetchBytes"`                 // bodies being written to fetches of links
-	ConnsRefused     int64 `json:"connsRefused"`               // connections closed at once since New, beyond MaxConns or MaxConnsPerIP
+	Channels         int    `json:"channels"`                   // channels with a subscriber (on this relay) or a retained delivery
+	Subscribers      int    `json:"subscribers"`                // open streams (on this relay)
+	Persistent       bool   `json:"persistent"`                 // the history outlives the process (Options.DataDir, or a persistent Options.Store)
+	Shared           bool   `json:"shared"`                     // the history is in Redis, shared with other relays (a SharedStore)
+	Store            string `json:"store,omitempty"`            // the shared store's server: "Redis", "Redis Sentinel (primary NAME)", "Redis Cluster"
+	Deliveries       int64  `json:"deliveries"`                 // deliveries received since New (redeliveries included; by this relay), the canary's apart
+	CanaryDeliveries int64  `json:"canaryDeliveries,omitempty"` // the canary's deliveries (Options.CanaryChannel)
+	Sent             int64  `json:"sent"`                       // deliveries written to streams since New (one per subscriber; replays of the history included)
+	Retained         int    `json:"retained"`                   // deliveries held in histories (restored ones, and other relays' in Redis, included)
+	HistoryBytes     int64  `json:"historyBytes"`               // their counted size
+	AckReplicas      int    `json:"ackReplicas,omitempty"`      // the replicas of the shared store's server each POST's append waits for
+	Replicas         int    `json:"replicas,omitempty"`         // the replicas its primary had connected at the last look
+	Unreplicated     int64  `json:"unreplicated,omitempty"`     // appends its primary took but too few replicas confirmed (answered 503)
+	CutOff           int64  `json:"cutOff"`                     // slow subscribers cut off since New
+	PinnedBytes      int64  `json:"pinnedBytes"`                // counted size of deliveries only streams hold (queued, being written), beyond the history
+	UploadBytes      int64  `json:"uploadBytes"`                // bytes reserved by the POST bodies being received
+	Connections      int64  `json:"connections"`                // connections Serve holds (streams included)
+	FetchBytes       int64  `json:"fetchBytes"`                 // bodies being written to fetches of links
+	ConnsRefused     int64  `json:"connsRefused"`               // connections closed at once since New, beyond MaxConns or MaxConnsPerIP
 	// Refused counts, since New, what each other limit refused: uploads
 	// (the upload budget, in total or per address), streams (MaxStreams,
 	// per address or network), redeliveries (RedeliveriesPerMinute),
@@ -601,6 +610,7 @@ func (s *Server) stats(ctx context.Context, withStore bool) Stats {
 		Subscribers:      int(s.subscribers.Load()),
 		Persistent:       !inMemory,
 		Shared:           s.shared != nil,
+		Store:            sharedName(s.shared),
 		Deliveries:       s.deliveries.Load(),
 		CanaryDeliveries: s.canaryDeliveries.Load(),
 		Sent:             s.sent.Load(),

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -301,7 +303,9 @@ func TestServeRedisReplicas(t *testing.T) {
 	t.Setenv("HOOKLINE_REDIS_URL", rs.URL())
 	baseB, _, stopB := startServe(t, "--addr", "127.0.0.1:0")
 
-	req, _ := http.NewRequest(http.MethodGet, baseB+"/shared", nil)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // a hang guard, not a speed
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, baseB+"/shared", nil)
 	req.Header.Set("Accept", "text/event-stream")
 	stream, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -319,9 +323,19 @@ func TestServeRedisReplicas(t *testing.T) {
 			t.Errorf("POST to serve %d = %q, want %q", i+1, answer, want)
 		}
 	}
+	// Both reach B's stream (through Redis's pub/sub, or read from Redis
+	// once B's subscription is up): wait for the second, then stop.
+	var b []byte
+	br := bufio.NewReader(stream.Body)
+	for !bytes.Contains(b, []byte(`"body":{"n":2}`)) {
+		line, err := br.ReadBytes('\n')
+		b = append(b, line...)
+		if err != nil {
+			break
+		}
+	}
 	codeA, outA, errA := stopA()
 	codeB, outB, errB := stopB()
-	b, _ := io.ReadAll(stream.Body)
 	if !regexp.MustCompile(`(?s)event: ready\n.*\nid: 1\ndata: \{.*"body":\{"n":1\}.*\nid: 2\ndata: \{.*"body":\{"n":2\}`).Match(b) {
 		t.Errorf("stream on serve B:\n%s\nwant deliveries 1 (POSTed to A) and 2", b)
 	}
@@ -379,5 +393,18 @@ func TestServeRedisAcksLine(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "serve", "--redis-min-replicas", "1"); code != ExitUsage || !strings.Contains(errOut, "--redis-min-replicas and --redis-ack-timeout go with --redis-url") {
 		t.Errorf("serve --redis-min-replicas without --redis-url: exit %d, %q", code, errOut)
+	}
+}
+
+// Given one node of a Redis Cluster whose primaries have a replica each,
+// serve says it found a Cluster and that each POST waits for a replica of
+// its channel's primary.
+func TestServeRedisClusterLines(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	_, _, stop := startServe(t, "--addr", "127.0.0.1:0", "--redis-url", c.Nodes[2].URL())
+	code, out, errOut := stop()
+	if code != ExitOK || !strings.Contains(out, "history:     Redis Cluster at "+c.Nodes[2].URL()+", shared with every relay using it (") ||
+		!strings.Contains(out, "acks:        a POST is answered once 1 of the replicas of its channel's primary (each primary has 1 or more) has its delivery") {
+		t.Errorf("serve on a Redis Cluster: exit %d, output:\n%s%s", code, out, errOut)
 	}
 }

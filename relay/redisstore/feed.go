@@ -72,6 +72,13 @@ func (s *Store) StartFeed(handle func(channel string, d *relay.Entry)) {
 	s.mu.Unlock()
 	f.wg.Add(1)
 	go f.reconcile()
+	if s.cluster == nil {
+		// The one connection, opened now: the first stream's subscription
+		// then costs one command, not a connection too.
+		f.mu.Lock()
+		f.open("", s.rdb.Subscribe(s.ctx))
+		f.mu.Unlock()
+	}
 }
 
 // Watch sets whether channel is watched. It does not wait for Redis: the
@@ -182,7 +189,7 @@ func (f *feed) reconcile() {
 // it, opening that connection first if there is none.
 func (f *feed) subscribe(channel string) {
 	ch := f.s.feedChannel(channel)
-	addr, open := "", func() *redis.PubSub { return f.s.rdb.Subscribe(f.s.ctx) }
+	addr, newPS := "", func() *redis.PubSub { return f.s.rdb.Subscribe(f.s.ctx) }
 	if f.s.cluster != nil {
 		ctx, cancel := context.WithTimeout(f.s.ctx, redisTimeout)
 		primary, err := f.s.cluster.MasterForKey(ctx, ch)
@@ -191,15 +198,12 @@ func (f *feed) subscribe(channel string) {
 			f.failed(nil, err)
 			return
 		}
-		addr, open = primary.Options().Addr, func() *redis.PubSub { return primary.SSubscribe(f.s.ctx) }
+		addr, newPS = primary.Options().Addr, func() *redis.PubSub { return primary.SSubscribe(f.s.ctx) }
 	}
 	f.mu.Lock()
 	c := f.subs[addr]
 	if c == nil {
-		c = &sub{addr: addr, ps: open()}
-		f.subs[addr] = c
-		f.wg.Add(1)
-		go f.receive(c)
+		c = f.open(addr, newPS())
 	}
 	f.mu.Unlock()
 	var err error
@@ -220,6 +224,16 @@ func (f *feed) subscribe(channel string) {
 	case !alive: // it failed meanwhile: ask again on another
 		f.failed(nil, errors.New("the connection closed"))
 	}
+}
+
+// open starts using ps, a pub/sub connection to addr ("" on one Redis),
+// and its receive (f.mu held).
+func (f *feed) open(addr string, ps *redis.PubSub) *sub {
+	c := &sub{addr: addr, ps: ps}
+	f.subs[addr] = c
+	f.wg.Add(1)
+	go f.receive(c)
+	return c
 }
 
 // failed drops connection c (nil: none was opened) after err: its
