@@ -35,12 +35,13 @@ type feed struct {
 	s      *Store
 	handle func(channel string, d *relay.Entry)
 
-	mu     sync.Mutex
-	want   map[string]bool // channels to watch
-	on     map[string]*sub // channels asked, and on which connection
-	subs   map[string]*sub // connections, by primary address ("" on one Redis)
-	broken bool            // a connection failed, and none has subscribed since
-	retry  time.Duration   // the pause after a failure before asking again
+	mu      sync.Mutex
+	want    map[string]bool // channels to watch
+	on      map[string]*sub // channels asked, and on which connection
+	subs    map[string]*sub // connections, by primary address ("" on one Redis)
+	stopped bool            // stop has begun: no connection opens
+	broken  bool            // a connection failed, and none has subscribed since
+	retry   time.Duration   // the pause after a failure before asking again
 
 	wake chan struct{} // capacity 1: want changed
 	lost chan struct{} // capacity 1: a connection failed
@@ -113,6 +114,7 @@ func (f *feed) stop() {
 	close(f.done)
 	f.s.cancel() // ends calls to Redis in progress
 	f.mu.Lock()
+	f.stopped = true // no receive starts from now on
 	for _, c := range f.subs {
 		c.ps.Close() // ends a blocked receive
 	}
@@ -230,6 +232,10 @@ func (f *feed) subscribe(channel string) {
 // and its receive (f.mu held).
 func (f *feed) open(addr string, ps *redis.PubSub) *sub {
 	c := &sub{addr: addr, ps: ps}
+	if f.stopped {
+		ps.Close() // its use fails, and nothing waits for it
+		return c
+	}
 	f.subs[addr] = c
 	f.wg.Add(1)
 	go f.receive(c)
