@@ -314,9 +314,9 @@ type Cluster struct {
 }
 
 // StartCluster starts primaries × (1 + replicas) redis-servers in cluster
-// mode (with Start's persistence, and args as Start's), joins them, gives each primary its
-// share of the slots and its replicas, and waits until every node says the
-// cluster is ok and every replica's link is up. It ends the test
+// mode (with Start's persistence; args as Start's), joins them, gives each
+// primary its share of the slots and its replicas, and waits until every
+// node says the cluster is ok and every replica's link is up. It ends the test
 // (testenv.Missing) if redis-server is not installed; the servers stop at
 // the end of the test.
 func StartCluster(t testing.TB, primaries, replicas int, args ...string) *Cluster {
@@ -348,10 +348,17 @@ func StartCluster(t testing.TB, primaries, replicas int, args ...string) *Cluste
 	for i := range primaries {
 		c.Nodes[i].Do(t, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(i*slots/primaries), strconv.Itoa((i+1)*slots/primaries-1))
 	}
-	// A node must know the primary it replicates: wait until each knows
-	// every other.
+	// A node must know the primary it replicates by its id: wait until
+	// each knows every other's (a node still in the handshake is listed
+	// under an id of its own).
 	c.wait("every node to know the others", func(s *Server) bool {
-		return strings.Count(s.Do(t, "CLUSTER", "NODES"), "\n") >= n
+		nodes := s.Do(t, "CLUSTER", "NODES")
+		for _, id := range c.ids {
+			if !strings.Contains(nodes, id) {
+				return false
+			}
+		}
+		return !strings.Contains(nodes, "handshake")
 	})
 	for j, s := range c.Nodes[primaries:] {
 		s.Do(t, "CLUSTER", "REPLICATE", c.ids[j%primaries])
