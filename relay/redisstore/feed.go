@@ -51,8 +51,9 @@ type feed struct {
 
 // sub is one pub/sub connection.
 type sub struct {
-	addr string
-	ps   *redis.PubSub
+	addr      string
+	ps        *redis.PubSub
+	ask, drop func(context.Context, ...string) error // SUBSCRIBE and UNSUBSCRIBE, or in a Cluster SSUBSCRIBE and SUNSUBSCRIBE
 }
 
 // StartFeed starts reporting deliveries of watched channels to handle (see
@@ -171,11 +172,7 @@ func (f *feed) reconcile() {
 		// Asked to stop; Redis may send a little more, which receive
 		// leaves out (wanted).
 		for j, c := range del {
-			if f.s.cluster != nil {
-				from[j].ps.SUnsubscribe(f.s.ctx, f.s.feedChannel(c))
-			} else {
-				from[j].ps.Unsubscribe(f.s.ctx, f.s.feedChannel(c))
-			}
+			from[j].drop(f.s.ctx, f.s.feedChannel(c))
 		}
 		if !all {
 			present = add
@@ -208,12 +205,7 @@ func (f *feed) subscribe(channel string) {
 		c = f.open(addr, newPS())
 	}
 	f.mu.Unlock()
-	var err error
-	if f.s.cluster != nil {
-		err = c.ps.SSubscribe(f.s.ctx, ch)
-	} else {
-		err = c.ps.Subscribe(f.s.ctx, ch)
-	}
+	err := c.ask(f.s.ctx, ch)
 	f.mu.Lock()
 	alive := f.subs[addr] == c
 	if err == nil && alive {
@@ -231,7 +223,10 @@ func (f *feed) subscribe(channel string) {
 // open starts using ps, a pub/sub connection to addr ("" on one Redis),
 // and its receive (f.mu held).
 func (f *feed) open(addr string, ps *redis.PubSub) *sub {
-	c := &sub{addr: addr, ps: ps}
+	c := &sub{addr: addr, ps: ps, ask: ps.Subscribe, drop: ps.Unsubscribe}
+	if f.s.cluster != nil {
+		c.ask, c.drop = ps.SSubscribe, ps.SUnsubscribe // shard channels, one at a time
+	}
 	if f.stopped {
 		ps.Close() // its use fails, and nothing waits for it
 		return c

@@ -537,6 +537,7 @@ func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
 type Store struct {
 	rdb     redis.UniversalClient
 	cluster *redis.ClusterClient // rdb, when Redis is a Cluster; else nil
+	l       layout               // the names that depend on which
 	where   string               // the URL without its password, for messages
 	kind    string               // "Redis", "Redis Sentinel (primary NAME)" or "Redis Cluster"
 	prefix  string
@@ -682,6 +683,7 @@ func Open(rawURL string, o Options, lim relay.Limits, log *slog.Logger) (*Store,
 		return nil, err
 	}
 	s.cluster, _ = s.rdb.(*redis.ClusterClient)
+	s.l = newLayout(s.prefix, s.cluster != nil)
 	switch connected := s.replicas(); {
 	case o.MinReplicas > 0:
 		s.acks = o.MinReplicas
@@ -880,43 +882,41 @@ func (s *Store) keys(name string) (m, st, i, k, h string) {
 	return base + "m", base + "s", base + "i", base + "k", base + "h"
 }
 
-// global returns the key of name, one of the keys all channels share (g,
-// lru, private, fresh, used, nets): P+name; in a Cluster P+"{.}"+name, all
-// in one hash slot (a script may touch several), which no channel's keys
-// share (channel names have no dot).
-func (s *Store) global(name string) string {
-	if s.cluster != nil {
-		return s.prefix + "{.}" + name
-	}
-	return s.prefix + name
+// layout is how the store names what is not a channel's own key: the keys
+// all channels share, a channel's feed and the command that publishes on
+// it, a private channel's record. One Redis's and a Cluster's differ only
+// in these strings (see the package doc); Open sets it.
+type layout struct {
+	global               string // before the name of a key all channels share (g, lru, private, fresh, used, nets)
+	feedPre, feedSuf     string // around a channel's name in its feed's name
+	publish              string // the command that publishes on a feed
+	accessPre, accessSuf string // around a channel's name in its private record's key
 }
 
-// feedChannel returns channel name's pub/sub channel, P:feed:C; in a
-// Cluster the shard channel P{C}:feed, in the hash slot of the channel's
-// keys (SPUBLISH reaches only the nodes of that shard).
-func (s *Store) feedChannel(name string) string {
-	if s.cluster != nil {
-		return s.prefix + "{" + name + "}:feed"
+// newLayout returns the layout under prefix P: on one Redis P+name, P:feed:C
+// with PUBLISH, P{C}:a; in a Cluster P{.}name (one hash slot, which a
+// script touching several may need and no channel shares: channel names
+// have no dot), the shard channel P{C}:feed in the slot of the channel's
+// keys with SPUBLISH (it reaches only that shard's nodes), and P{.}a:C,
+// with the keys the private-channel scripts touch with it.
+func newLayout(prefix string, cluster bool) layout {
+	if cluster {
+		return layout{global: prefix + "{.}", feedPre: prefix + "{", feedSuf: "}:feed", publish: "SPUBLISH", accessPre: prefix + "{.}a:"}
 	}
-	return s.prefix + "feed:" + name
+	return layout{global: prefix, feedPre: prefix + "feed:", publish: "PUBLISH", accessPre: prefix + "{", accessSuf: "}:a"}
 }
+
+// global returns the key of name, one of the keys all channels share.
+func (s *Store) global(name string) string { return s.l.global + name }
+
+// feedChannel returns channel name's pub/sub channel.
+func (s *Store) feedChannel(name string) string { return s.l.feedPre + name + s.l.feedSuf }
 
 // channelOf returns the channel of a pub/sub channel feedChannel made.
 func (s *Store) channelOf(feed string) (string, bool) {
-	if s.cluster != nil {
-		name, ok := strings.CutPrefix(feed, s.prefix+"{")
-		name, ok2 := strings.CutSuffix(name, "}:feed")
-		return name, ok && ok2
-	}
-	return strings.CutPrefix(feed, s.prefix+"feed:")
-}
-
-// publish is the command that publishes on a feed channel.
-func (s *Store) publish() string {
-	if s.cluster != nil {
-		return "SPUBLISH"
-	}
-	return "PUBLISH"
+	name, ok := strings.CutPrefix(feed, s.l.feedPre)
+	name, ok2 := strings.CutSuffix(name, s.l.feedSuf)
+	return name, ok && ok2
 }
 
 // String names the store's server in the relay's messages: "Redis",
@@ -963,7 +963,7 @@ func (s *Store) Append(ctx context.Context, channel string, d *relay.Entry, afte
 	v, err := appendScript.Run(ctx, c, keys,
 		channel, s.prefix, after, d.Size(), d.Received().UnixMilli(), key, hex.EncodeToString(sum[:]), rec,
 		s.lim.ChanCount, s.lim.ChanBytes, s.lim.TotalBytes, s.lim.Age.Milliseconds(), inline, newEpoch(),
-		d.Of(), ref, dedup, hold, s.feedChannel(channel), s.publish(),
+		d.Of(), ref, dedup, hold, s.feedChannel(channel), s.l.publish,
 	).Slice()
 	var id, more, moreCount int64
 	if err == nil && len(v) != 4 {
@@ -1111,7 +1111,7 @@ func (s *Store) confirm(ctx context.Context, conn *redis.Conn, channel string, i
 		}
 		return &notReplicated{confirmed: n, want: s.acks, connected: connected, timeout: s.ackTimeout}
 	}
-	if err := revealScript.Run(ctx, conn, []string{m, st}, id, s.feedChannel(channel), inline, s.publish()).Err(); err != nil {
+	if err := revealScript.Run(ctx, conn, []string{m, st}, id, s.feedChannel(channel), inline, s.l.publish).Err(); err != nil {
 		return fmt.Errorf("%w (%w)", s.wrap("publishing the delivery in", err), relay.ErrStoreUncertain)
 	}
 	return nil
@@ -1360,22 +1360,8 @@ end
 return gone
 `)
 
-// accessKey returns the key of a private channel's record: P{C}:a; in a
-// Cluster P{.}a:C, in the hash slot of the keys every private channel
-// shares (accessKeys), which the scripts touch with it.
-func (s *Store) accessKey(channel string) string {
-	pre, suf := s.accessKeyParts()
-	return pre + channel + suf
-}
-
-// accessKeyParts returns what comes before and after the channel's name
-// in accessKey, for the scripts.
-func (s *Store) accessKeyParts() (string, string) {
-	if s.cluster != nil {
-		return s.global("a:"), ""
-	}
-	return s.prefix + "{", "}:a"
-}
+// accessKey returns the key of a private channel's record (see layout).
+func (s *Store) accessKey(channel string) string { return s.l.accessPre + channel + s.l.accessSuf }
 
 // Access returns a private channel's record (see relay.Store), with its
 // last use, in one round trip.
@@ -1440,8 +1426,7 @@ func (s *Store) PutAccess(ctx context.Context, channel string, a relay.Access, c
 		return nil
 	}
 	keys := append([]string{s.accessKey(channel)}, s.accessKeys()...)
-	pre, suf := s.accessKeyParts()
-	n, err := createAccessScript.Run(ctx, s.rdb, keys, v, s.lim.PrivateChannels, s.lim.PrivatePerNetwork, a.Network, a.Created.UnixMilli(), channel, pre, suf).Int()
+	n, err := createAccessScript.Run(ctx, s.rdb, keys, v, s.lim.PrivateChannels, s.lim.PrivatePerNetwork, a.Network, a.Created.UnixMilli(), channel, s.l.accessPre, s.l.accessSuf).Int()
 	switch {
 	case err != nil:
 		return s.wrap("storing a private channel in", err)
@@ -1481,8 +1466,7 @@ func (s *Store) ExpireAccess(ctx context.Context, idle time.Time) ([]string, err
 			return gone, relay.ErrStoreClosed
 		}
 		tctx, cancel := context.WithTimeout(ctx, redisTimeout)
-		pre, suf := s.accessKeyParts()
-		names, err := expireAccessScript.Run(tctx, s.rdb, s.accessKeys(), idle.UnixMilli(), pre, expireBatch, suf).StringSlice()
+		names, err := expireAccessScript.Run(tctx, s.rdb, s.accessKeys(), idle.UnixMilli(), s.l.accessPre, expireBatch, s.l.accessSuf).StringSlice()
 		cancel()
 		if err != nil {
 			return gone, s.wrap("removing unused private channels from", err)
