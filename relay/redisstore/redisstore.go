@@ -235,22 +235,9 @@ while G and total > maxTotal do
     if total <= maxTotal then break end
     if oc ~= name then
       local oi = prefix .. '{' .. oc .. '}:i'
-      local ms = redis.call('ZRANGE', oi, 0, -1)
-      local d = {name = oc, members = {}, bytes = 0, all = false}
-      for _, m in ipairs(ms) do
-        if total <= maxTotal then break end
-        local mid, msz, mrv, mkey = parse(m)
-        d.members[#d.members + 1] = {m = m, id = mid, key = mkey}
-        d.bytes = d.bytes + msz
-        total = total - msz
-      end
-      if #d.members > 0 then
-        d.all = #d.members == #ms
-        if not d.all then
-          d.first = parse(ms[#d.members + 1])
-        end
-        others[#others + 1] = d
-      end
+      local d = pick(oc, redis.call('ZRANGE', oi, 0, -1), total - maxTotal, 0)
+      total = total - d.bytes
+      if #d.members > 0 then others[#others + 1] = d end
     end
   end
 end
@@ -316,7 +303,8 @@ return {id, epoch(), size - droppedBytes, 1 - droppedCount}
 // oldest first, each {m, id, key}; bytes, their size; all, whether they
 // are all it has; first, the first id kept when not): its Idempotency-Keys
 // and references go with them, and a delivery references still need is
-// held. parse reads an index member, fmt writes a number.
+// held. pick chooses them, parse reads an index member, fmt writes a
+// number.
 const dropLua = `
 -- Numbers are Lua doubles: written as integers, never as 1e+15.
 local function fmt(x) return string.format('%d', x) end
@@ -324,6 +312,22 @@ local function fmt(x) return string.format('%d', x) end
 local function parse(m)
   local id, sz, rv, k = string.match(m, '^(%d+) (%d+) (%-?%d+) (.*)$')
   return tonumber(id), tonumber(sz), tonumber(rv), k
+end
+
+-- pick chooses the oldest deliveries of channel name (ms: its index, the
+-- oldest first) to drop to free want bytes, keeping its newest keep: a d
+-- for drop.
+local function pick(name, ms, want, keep)
+  local d = {name = name, members = {}, bytes = 0}
+  for _, m in ipairs(ms) do
+    if d.bytes >= want or #ms - #d.members <= keep then break end
+    local mid, msz, mrv, mkey = parse(m)
+    d.members[#d.members + 1] = {m = m, id = mid, key = mkey}
+    d.bytes = d.bytes + msz
+  end
+  d.all = #d.members == #ms
+  if not d.all then d.first = parse(ms[#d.members + 1]) end
+  return d
 end
 
 -- Dropped references let go of what they refer to; dropped deliveries
@@ -384,22 +388,8 @@ end
 // It returns {bytes freed, deliveries dropped, 1 if the channel has none
 // left}.
 var trimScript = redis.NewScript(`#!lua` + dropLua + `
-local want, keep = tonumber(ARGV[3]), tonumber(ARGV[4])
-local ms = redis.call('ZRANGE', KEYS[1], 0, -1)
-local d = {name = ARGV[1], members = {}, bytes = 0}
-for _, m in ipairs(ms) do
-  if d.bytes >= want or #ms - #d.members <= keep then break end
-  local mid, msz, mrv, mkey = parse(m)
-  d.members[#d.members + 1] = {m = m, id = mid, key = mkey}
-  d.bytes = d.bytes + msz
-end
-d.all = #d.members == #ms
-if #d.members == 0 then
-  if d.all then return {0, 0, 1} end
-  return {0, 0, 0}
-end
-if not d.all then d.first = parse(ms[#d.members + 1]) end
-drop(ARGV[2], d)
+local d = pick(ARGV[1], redis.call('ZRANGE', KEYS[1], 0, -1), tonumber(ARGV[3]), tonumber(ARGV[4]))
+if #d.members > 0 then drop(ARGV[2], d) end
 if d.all then return {d.bytes, #d.members, 1} end
 return {d.bytes, #d.members, 0}
 `)
