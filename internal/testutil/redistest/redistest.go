@@ -147,25 +147,13 @@ func (s *Server) start() error {
 	return nil
 }
 
-// ping sends PING and expects +PONG (not -LOADING while the AOF loads).
+// ping sends PING and expects PONG (not -LOADING while the AOF loads).
 func (s *Server) ping() error {
-	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
-	if err != nil {
-		return err
+	pong, err := s.do("PING")
+	if err == nil && pong != "PONG" {
+		err = fmt.Errorf("PING answered %q", pong)
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
-	}
-	return nil
+	return err
 }
 
 // Addr returns host:port.
@@ -277,27 +265,12 @@ func StartSentinel(t testing.TB, name string, primary *Server, quorum int) *Serv
 	return nil
 }
 
-// Info returns the INFO section of the server (or Sentinel).
+// Info returns the INFO section of the server (or Sentinel); "" if it
+// does not answer.
 func (s *Server) Info(t testing.TB, section string) string {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
-	if err != nil {
-		return ""
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
-	fmt.Fprintf(c, "INFO %s\r\n", section)
-	r := bufio.NewReader(c)
-	head, err := r.ReadString('\n')
-	n, perr := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
-	if err != nil || perr != nil || !strings.HasPrefix(head, "$") {
-		return ""
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		return ""
-	}
-	return string(body)
+	info, _ := s.do("INFO", section)
+	return info
 }
 
 // Port returns the server's port.
@@ -462,28 +435,34 @@ func (s *Server) running() bool {
 
 // Do sends one command and returns its answer as text: a simple or bulk
 // string, an integer as ":n", an array's elements one per line; an error
-// answer ends the test.
+// answer, or none, ends the test.
 func (s *Server) Do(t testing.TB, args ...string) string {
 	t.Helper()
+	out, err := s.do(args...)
+	if err != nil {
+		t.Fatalf("%s on %s: %v", strings.Join(args, " "), s.Addr(), err)
+	}
+	return out
+}
+
+// do sends one command on a connection of its own and returns its answer
+// (see Do).
+func (s *Server) do(args ...string) (string, error) {
 	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
 	if err != nil {
-		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+		return "", err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c.SetDeadline(time.Now().Add(2 * time.Second))
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
 		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
 	}
 	if _, err := c.Write(b.Bytes()); err != nil {
-		t.Fatalf("%s: %v", strings.Join(args, " "), err)
+		return "", err
 	}
-	out, err := readReply(bufio.NewReader(c))
-	if err != nil {
-		t.Fatalf("%s on %s: %v", strings.Join(args, " "), s.Addr(), err)
-	}
-	return out
+	return readReply(bufio.NewReader(c))
 }
 
 // readReply reads one RESP2 answer as text (see Do).
