@@ -521,7 +521,7 @@ type Stats struct {
 	Retained         int    `json:"retained"`                   // deliveries held in histories (restored ones, and other relays' in Redis, included)
 	HistoryBytes     int64  `json:"historyBytes"`               // their counted size
 	AckReplicas      int    `json:"ackReplicas,omitempty"`      // the replicas of the shared store's server each POST's append waits for
-	Replicas         int    `json:"replicas,omitempty"`         // the replicas its primary had connected at the last look
+	Replicas         int    `json:"replicas,omitempty"`         // the replicas its primary had connected at the last look (in a Redis Cluster, the fewest any primary had)
 	Unreplicated     int64  `json:"unreplicated,omitempty"`     // appends its primary took but too few replicas confirmed (answered 503)
 	CutOff           int64  `json:"cutOff"`                     // slow subscribers cut off since New
 	PinnedBytes      int64  `json:"pinnedBytes"`                // counted size of deliveries only streams hold (queued, being written), beyond the history

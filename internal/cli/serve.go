@@ -507,14 +507,10 @@ func runServe(ctx context.Context, opts serveOptions, s *streams) error {
 	case opts.redisURL != "":
 		st := srv.Stats()
 		fmt.Fprintf(s.out, "history:     %s at %s, shared with every relay using it (%s in %s)\n", st.Store, httpx.RedactURL(opts.redisURL), plural(st.Retained, "delivery", "deliveries"), plural(st.Channels, "channel", "channels"))
-		whose, connected := "the Redis primary's replicas", fmt.Sprintf("%d connected", st.Replicas)
-		if st.Store == "Redis Cluster" {
-			whose, connected = "the replicas of its channel's primary", fmt.Sprintf("each primary has %d or more", st.Replicas)
-		}
 		switch replicas := plural(st.Replicas, "replica", "replicas"); {
 		case st.AckReplicas > 0:
-			fmt.Fprintf(s.out, "acks:        a POST is answered once %d of %s (%s) %s its delivery (up to %s, then 503; --redis-min-replicas)\n",
-				st.AckReplicas, whose, connected, map[bool]string{true: "has", false: "have"}[st.AckReplicas == 1], opts.redisAcks.AckTimeout)
+			fmt.Fprintf(s.out, "acks:        a POST is answered once %d of the replicas of its channel's Redis primary (%d connected) %s its delivery (up to %s, then 503; --redis-min-replicas)\n",
+				st.AckReplicas, st.Replicas, map[bool]string{true: "has", false: "have"}[st.AckReplicas == 1], opts.redisAcks.AckTimeout)
 		case st.Replicas > 0:
 			fmt.Fprintf(s.out, "acks:        not replicated (--redis-min-replicas 0): a delivery the primary has not yet copied to its %s is lost if it fails\n", replicas)
 		default:

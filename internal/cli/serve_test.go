@@ -384,7 +384,7 @@ func TestServeRedisAcksLine(t *testing.T) {
 	rs := redistest.Start(t)
 	rs.StartReplica(t)
 	_, _, stop := startServe(t, "--addr", "127.0.0.1:0", "--redis-url", rs.URL())
-	if code, out, errOut := stop(); code != ExitOK || !strings.Contains(out, "acks:        a POST is answered once 1 of the Redis primary's replicas (1 connected) has its delivery (up to 2s, then 503; --redis-min-replicas)") {
+	if code, out, errOut := stop(); code != ExitOK || !strings.Contains(out, "acks:        a POST is answered once 1 of the replicas of its channel's Redis primary (1 connected) has its delivery (up to 2s, then 503; --redis-min-replicas)") {
 		t.Errorf("serve on a Redis with a replica: exit %d, output:\n%s%s", code, out, errOut)
 	}
 	_, _, stop = startServe(t, "--addr", "127.0.0.1:0", "--redis-url", rs.URL(), "--redis-min-replicas", "0")
@@ -404,7 +404,7 @@ func TestServeRedisClusterLines(t *testing.T) {
 	_, _, stop := startServe(t, "--addr", "127.0.0.1:0", "--redis-url", c.Nodes[2].URL())
 	code, out, errOut := stop()
 	if code != ExitOK || !strings.Contains(out, "history:     Redis Cluster at "+c.Nodes[2].URL()+", shared with every relay using it (") ||
-		!strings.Contains(out, "acks:        a POST is answered once 1 of the replicas of its channel's primary (each primary has 1 or more) has its delivery") {
+		!strings.Contains(out, "acks:        a POST is answered once 1 of the replicas of its channel's Redis primary (1 connected) has its delivery") {
 		t.Errorf("serve on a Redis Cluster: exit %d, output:\n%s%s", code, out, errOut)
 	}
 }
