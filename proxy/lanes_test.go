@@ -451,3 +451,61 @@ func TestInOrderWhetherApartOrInABurst(t *testing.T) {
 		}
 	})
 }
+
+// With Concurrency above one, a delivery that came after a quiet spell and
+// is slow at the target does not hold back the ones after it: they are at
+// the target at the same time (a delivery handled on the stream reader's
+// goroutine would keep it from reading them until the slow one is done).
+// Simulated time: d1 comes and is answered, d2 comes a second later and is
+// held, then d3 and d4.
+func TestConcurrentAfterAQuietSpell(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := handedStream{next: make(chan struct{})}
+		for i := 1; i <= 4; i++ {
+			data := fmt.Sprintf(`{"x-github-delivery":"d%d","x-github-event":"push","content-type":"application/json","body":{"n":%d}}`, i, i)
+			s.events = append(s.events, sse.Event{ID: fmt.Sprint(i), Data: []byte(data)})
+		}
+		target := &heldTarget{release: make(chan struct{})}
+		res := newResults()
+		c, err := proxy.New(proxy.WithStream(proxy.Options{
+			URL: "http://relay.test/chan", Targets: []proxy.Target{{URL: "http://target.test/"}}, Concurrency: 3,
+			HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: target}},
+			OnResult:   res.add, Logger: slog.New(slog.DiscardHandler),
+		}, s, sse.Options{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, stop := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- c.Run(ctx) }()
+		held := func() int {
+			synctest.Wait()
+			target.mu.Lock()
+			defer target.mu.Unlock()
+			return target.held
+		}
+		time.Sleep(time.Second) // simulated: the stream is quiet
+		s.next <- struct{}{}
+		if n := held(); n != 1 {
+			t.Fatalf("the target holds %d requests, want d1", n)
+		}
+		target.release <- struct{}{}
+		time.Sleep(time.Second)
+		s.next <- struct{}{} // d2, held
+		go func() {
+			s.next <- struct{}{}
+			s.next <- struct{}{}
+		}()
+		if n := held(); n != 3 {
+			t.Errorf("the target holds %d requests (got %v), want d2, d3 and d4 at once", n, target.got)
+		}
+		for range 3 {
+			target.release <- struct{}{}
+		}
+		res.wait(t, 4)
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+}

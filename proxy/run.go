@@ -128,7 +128,10 @@ const quietGap = 2 * time.Millisecond
 // no idle thread is woken for a hand-off. Deliveries that come close
 // together go to the workers, so that each is prepared while the one
 // before it is at the target. Order is kept either way: one handled here
-// is the only one in flight.
+// is the only one in flight. Only in order (Concurrency one), where the
+// deliveries after a slow one wait for it whoever handles it: with more,
+// the workers would handle them meanwhile, and the reader must go on
+// reading them (TestConcurrentAfterAQuietSpell).
 func (c *Client) receive(ctx context.Context, ev sse.Event, rd *reader) error {
 	quiet := time.Since(rd.idle) >= quietGap
 	defer func() { rd.idle = time.Now() }()
@@ -167,7 +170,7 @@ func (c *Client) receive(ctx context.Context, ev sse.Event, rd *reader) error {
 	// before it (in order, the one at the target).
 	it.pre = c.prepare(d, it.duplicate)
 	// Only this goroutine adds to inFlight: none in flight stays so.
-	if quiet && c.stats.inFlight.Load() == 0 && ctx.Err() == nil {
+	if quiet && c.opts.Concurrency <= 1 && c.stats.inFlight.Load() == 0 && ctx.Err() == nil {
 		c.stats.inFlight.Add(1)
 		c.handle(rd.work, it)
 		return nil
