@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookline/hookline/internal/testutil/redistest"
 	"github.com/hookline/hookline/internal/testutil/relaytest"
+	"github.com/hookline/hookline/internal/testutil/testenv"
 )
 
 // docs/DEPLOY.md's replica runs as written: its redis.conf block configures
@@ -71,7 +72,7 @@ func TestDeployCommands(t *testing.T) {
 		}
 	}
 	var out relaytest.Buffer
-	cmd := exec.Command(buildBinary(t), args...)
+	cmd := exec.Command(testenv.BuildHookline(t), args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

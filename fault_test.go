@@ -91,7 +91,7 @@ func TestForwardSurvivesSIGKILL(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGKILL and SIGINT cannot be sent on Windows")
 	}
-	bin := buildBinary(t)
+	bin := testenv.BuildHookline(t)
 
 	// The relay keeps running in this process: it holds the history the
 	// restarted forwarder resumes from.

@@ -7,50 +7,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hookline/hookline/internal/testutil/testenv"
 )
-
-// built is the hookline binary this package's tests share: linked once
-// (a link of the whole binary is seconds of CPU), not once per test.
-var built struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
-
-// TestMain removes the shared binary when the tests end.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
-}
-
-// buildBinary returns the path of hookline built as a release is, once for
-// the package's tests. A test must not change the file.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "hookline-test-"); built.err == nil {
-			built.path, built.err = testenv.BuildHooklineIn(built.dir)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.path
-}
 
 // forwardProc is a running `hookline forward` with its embedded relay,
 // whose stderr is read line by line.
@@ -155,7 +121,7 @@ func TestForwardDrainsOnSIGINT(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("SIGINT cannot be sent to a process on Windows")
 	}
-	bin := buildBinary(t)
+	bin := testenv.BuildHookline(t)
 	arrived, signalled := make(chan struct{}, 1), make(chan struct{})
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		arrived <- struct{}{}
@@ -194,7 +160,7 @@ func TestForwardSecondCtrlCQuits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds and signals the binary")
 	}
-	bin := buildBinary(t)
+	bin := testenv.BuildHookline(t)
 	arrived := make(chan struct{}, 1)
 	hang := make(chan struct{})
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

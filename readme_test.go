@@ -232,7 +232,7 @@ func readHelp(t *testing.T, bin string) cliHelp {
 // names a real command and only its flags, every --flag in their prose is a
 // flag of some command, and every command has an example.
 func TestReadmeCommandsAndFlagsExist(t *testing.T) {
-	help := readHelp(t, buildBinary(t))
+	help := readHelp(t, testenv.BuildHookline(t))
 	blocks, prose := docsBlocks(t)
 	shown := map[string]bool{}
 	for _, b := range blocks {
@@ -306,7 +306,7 @@ func TestReadmeCommandsAndFlagsExist(t *testing.T) {
 // environment, HOOKLINE_SECRET, and switches of documented test runs such
 // as HOOKLINE_SOAK).
 func TestReadmeEnvironmentVariables(t *testing.T) {
-	help := readHelp(t, buildBinary(t))
+	help := readHelp(t, testenv.BuildHookline(t))
 	_, prose := docsBlocks(t)
 	var source strings.Builder
 	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
@@ -558,7 +558,7 @@ func TestReadmeQuickStart(t *testing.T) {
 		return out
 	}
 
-	bin := buildBinary(t)
+	bin := testenv.BuildHookline(t)
 	args := append(substitute(forward.words, ""), "--listen", "127.0.0.1:0")
 	cmd := exec.Command(bin, args...)
 	cmd.Env = cleanEnv()

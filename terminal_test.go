@@ -25,7 +25,7 @@ func TestForwardInATerminal(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		testenv.Missing(t, "tmux", "install it with: sh internal/testutil/testenv/install.sh tmux")
 	}
-	bin := buildBinary(t)
+	bin := testenv.BuildHookline(t)
 	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	t.Cleanup(target.Close)
 	dir := t.TempDir()

@@ -25,12 +25,6 @@ import (
 	"github.com/hookline/hookline/proxy"
 )
 
-// buildHookline builds the hookline binary into a temporary directory.
-func buildHookline(t *testing.T) string {
-	t.Helper()
-	return testenv.BuildHookline(t)
-}
-
 // relayProcess is `hookline serve` running as a child process.
 type relayProcess struct {
 	t    *testing.T
@@ -149,7 +143,7 @@ func TestFaultRelayKilledMidStream(t *testing.T) {
 	const stallAfter = 60 * time.Second
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	bin := buildHookline(t)
+	bin := testenv.BuildHookline(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

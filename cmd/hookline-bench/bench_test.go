@@ -41,6 +41,7 @@ func TestQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.workDir = t.TempDir()
+	o.hookline = testenv.BuildHookline(t) // the build the other packages' tests share
 	var progress bytes.Buffer
 	rep, err := measure(t.Context(), o, &progress)
 	if err != nil {

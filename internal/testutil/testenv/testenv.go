@@ -14,6 +14,9 @@
 package testenv
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +24,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -152,39 +156,96 @@ func Polled(interval time.Duration, cond func() bool) bool {
 	return true
 }
 
-// BuildHookline builds the hookline command into the test's temporary
-// directory and returns its path. It is built as a release is
-// (CGO_ENABLED=0, a static binary: .goreleaser.yaml), whatever the test
-// binary was built with, so every test that runs the binary (and the
-// image test, which needs it static) shares one build configuration, and
-// `go vet` (run with CGO_ENABLED=0 by make check) has compiled its
-// packages already.
+// BuildHookline returns the path of the hookline command built as a
+// release is (CGO_ENABLED=0, a static binary: .goreleaser.yaml), whatever
+// the test binary was built with, so every test that runs the binary (and
+// the image test, which needs it static) shares one build configuration,
+// and `go vet` (run with CGO_ENABLED=0 by make check) has compiled its
+// packages already. A test must not change the file.
+//
+// The binary is linked once for every test package of a run: it is kept in
+// the temporary directory under the main package's build ID (which changes
+// with any of its sources) and the build flags, and a package whose tests
+// find it there uses it. go test does not keep what go build links, and
+// the five packages whose tests run the binary each linked it (2.6 s of CPU
+// each). Builds of other sources are removed after a day.
 func BuildHookline(t testing.TB) string {
 	t.Helper()
-	bin, err := BuildHooklineIn(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	hooklineBuild.once.Do(func() { hooklineBuild.path, hooklineBuild.err = buildShared() })
+	if hooklineBuild.err != nil {
+		t.Fatal(hooklineBuild.err)
 	}
-	return bin
+	return hooklineBuild.path
 }
 
-// BuildHooklineIn is BuildHookline into dir, for a package whose tests
-// share one binary (built once, removed by its TestMain).
-func BuildHooklineIn(dir string) (string, error) {
+var hooklineBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func buildShared() (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
+	list := GoCommand("list", "-export", "-f", "{{.BuildID}}", ".")
+	list.Dir = root
+	id, err := list.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list -export: %v%s", err, stderrOf(err))
+	}
+	sum := sha256.Sum256(append(id, os.Getenv("GOFLAGS")+"\x00"+runtime.GOOS+"/"+runtime.GOARCH...))
+	cache := filepath.Join(os.TempDir(), fmt.Sprintf("hookline-test-bin-%d", os.Getuid()))
+	dir := filepath.Join(cache, hex.EncodeToString(sum[:12]))
 	bin := filepath.Join(dir, "hookline")
 	if runtime.GOOS == "windows" {
 		bin += ".exe"
 	}
-	cmd := GoCommand("build", "-o", bin, ".")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if _, err := os.Stat(bin); err == nil {
+		now := time.Now()
+		os.Chtimes(dir, now, now) // in use: not pruned
+		return bin, nil
+	}
+	tmp := fmt.Sprintf("%s.%d.partial", bin, os.Getpid())
+	cmd := GoCommand("build", "-o", tmp, ".")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
+	if err := os.Rename(tmp, bin); err != nil {
+		return "", err
+	}
+	pruneBuilds(cache, dir)
 	return bin, nil
+}
+
+// pruneBuilds removes the builds in cache other than keep that no test has
+// used for a day.
+func pruneBuilds(cache, keep string) {
+	entries, _ := os.ReadDir(cache)
+	for _, e := range entries {
+		dir := filepath.Join(cache, e.Name())
+		if info, err := e.Info(); err == nil && dir != keep && time.Since(info.ModTime()) > 24*time.Hour {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+func stderrOf(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		return "\n" + string(ee.Stderr)
+	}
+	return ""
 }
 
 // GoCommand is a go command a test runs (a build, go vet, go run), without
