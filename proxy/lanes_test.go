@@ -360,6 +360,10 @@ func (s handedStream) Subscribe(ctx context.Context, _ sse.Request, fn func(sse.
 	return ctx.Err()
 }
 
+// quietSpell lets a second of simulated time pass (in a synctest bubble):
+// the stream is quiet, and the next delivery comes apart from the last.
+func quietSpell() { time.Sleep(time.Second) }
+
 // heldTarget holds each request until the test releases it, and records
 // the order and how many it holds.
 type heldTarget struct {
@@ -425,7 +429,7 @@ func TestInOrderWhetherApartOrInABurst(t *testing.T) {
 			synctest.Wait()
 		}
 		apart := func() {
-			time.Sleep(time.Second) // simulated: the stream is quiet
+			quietSpell()
 			s.next <- struct{}{}
 			answer()
 		}
@@ -484,13 +488,13 @@ func TestConcurrentAfterAQuietSpell(t *testing.T) {
 			defer target.mu.Unlock()
 			return target.held
 		}
-		time.Sleep(time.Second) // simulated: the stream is quiet
+		quietSpell()
 		s.next <- struct{}{}
 		if n := held(); n != 1 {
 			t.Fatalf("the target holds %d requests, want d1", n)
 		}
 		target.release <- struct{}{}
-		time.Sleep(time.Second)
+		quietSpell()
 		s.next <- struct{}{} // d2, held
 		go func() {
 			s.next <- struct{}{}
