@@ -386,6 +386,55 @@ func (h *heldTarget) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
 }
 
+// heldRun is a Client, inside a synctest bubble, reading n deliveries
+// (d1...dn) from a handedStream and sending them to a heldTarget.
+type heldRun struct {
+	s      handedStream
+	target *heldTarget
+	res    *results
+	c      *proxy.Client
+	ids    []string // d1...dn
+	stop   func()   // ends Run and fails the test if it returned an error
+}
+
+func startHeld(t *testing.T, n, concurrency int) *heldRun {
+	h := &heldRun{s: handedStream{next: make(chan struct{})}, target: &heldTarget{release: make(chan struct{})}, res: newResults()}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("d%d", i)
+		h.ids = append(h.ids, id)
+		data := fmt.Sprintf(`{"x-github-delivery":%q,"x-github-event":"push","content-type":"application/json","body":{"n":%d}}`, id, i)
+		h.s.events = append(h.s.events, sse.Event{ID: fmt.Sprint(i), Data: []byte(data)})
+	}
+	c, err := proxy.New(proxy.WithStream(proxy.Options{
+		URL: "http://relay.test/chan", Targets: []proxy.Target{{URL: "http://target.test/"}}, Concurrency: concurrency,
+		HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: h.target}},
+		OnResult:   h.res.add, Logger: slog.New(slog.DiscardHandler),
+	}, h.s, sse.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c = c
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	h.stop = func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	return h
+}
+
+// held is how many requests the target holds once everything else in the
+// bubble is blocked.
+func (h *heldRun) held() int {
+	synctest.Wait()
+	h.target.mu.Lock()
+	defer h.target.mu.Unlock()
+	return h.target.held
+}
+
 // Deliveries that come apart are handled on the reader's goroutine, and
 // those that come close together by the worker (Run's receive): either
 // way the target gets them in order, one at a time, each once. Simulated
@@ -394,64 +443,37 @@ func (h *heldTarget) RoundTrip(req *http.Request) (*http.Response, error) {
 // that a second request sent meanwhile would be seen.
 func TestInOrderWhetherApartOrInABurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := handedStream{next: make(chan struct{})}
-		var want []string
-		for i := 1; i <= 9; i++ {
-			id := fmt.Sprintf("d%d", i)
-			want = append(want, id)
-			data := fmt.Sprintf(`{"x-github-delivery":%q,"x-github-event":"push","content-type":"application/json","body":{"n":%d}}`, id, i)
-			s.events = append(s.events, sse.Event{ID: fmt.Sprint(i), Data: []byte(data)})
-		}
-		target := &heldTarget{release: make(chan struct{})}
-		res := newResults()
-		c, err := proxy.New(proxy.WithStream(proxy.Options{
-			URL: "http://relay.test/chan", Targets: []proxy.Target{{URL: "http://target.test/"}},
-			HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: target}},
-			OnResult:   res.add, Logger: slog.New(slog.DiscardHandler),
-		}, s, sse.Options{}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, stop := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- c.Run(ctx) }()
+		h := startHeld(t, 9, 0)
 		// answer lets the target answer the one request it holds.
 		answer := func() {
 			t.Helper()
-			synctest.Wait()
-			target.mu.Lock()
-			held := target.held
-			target.mu.Unlock()
-			if held != 1 {
-				t.Fatalf("the target holds %d requests, want 1 (got %v)", held, target.got)
+			if n := h.held(); n != 1 {
+				t.Fatalf("the target holds %d requests, want 1 (got %v)", n, h.target.got)
 			}
-			target.release <- struct{}{}
+			h.target.release <- struct{}{}
 			synctest.Wait()
 		}
 		apart := func() {
 			quietSpell()
-			s.next <- struct{}{}
+			h.s.next <- struct{}{}
 			answer()
 		}
 		apart()
 		apart()
 		for range 6 {
-			s.next <- struct{}{}
+			h.s.next <- struct{}{}
 		}
 		for range 6 {
 			answer()
 		}
 		apart()
-		res.wait(t, len(want))
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
+		h.res.wait(t, len(h.ids))
+		h.stop()
+		if !slices.Equal(h.target.got, h.ids) {
+			t.Errorf("the target got %v, want %v", h.target.got, h.ids)
 		}
-		if !slices.Equal(target.got, want) {
-			t.Errorf("the target got %v, want %v", target.got, want)
-		}
-		if st := c.Stats(); st.InFlight != 0 || st.Forwarded != int64(len(want)) {
-			t.Errorf("stats %+v: want %d forwarded, none in flight", st, len(want))
+		if st := h.c.Stats(); st.InFlight != 0 || st.Forwarded != int64(len(h.ids)) {
+			t.Errorf("stats %+v: want %d forwarded, none in flight", st, len(h.ids))
 		}
 	})
 }
@@ -464,52 +486,26 @@ func TestInOrderWhetherApartOrInABurst(t *testing.T) {
 // held, then d3 and d4.
 func TestConcurrentAfterAQuietSpell(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := handedStream{next: make(chan struct{})}
-		for i := 1; i <= 4; i++ {
-			data := fmt.Sprintf(`{"x-github-delivery":"d%d","x-github-event":"push","content-type":"application/json","body":{"n":%d}}`, i, i)
-			s.events = append(s.events, sse.Event{ID: fmt.Sprint(i), Data: []byte(data)})
-		}
-		target := &heldTarget{release: make(chan struct{})}
-		res := newResults()
-		c, err := proxy.New(proxy.WithStream(proxy.Options{
-			URL: "http://relay.test/chan", Targets: []proxy.Target{{URL: "http://target.test/"}}, Concurrency: 3,
-			HTTPClient: &rest.Client{HTTPClient: &http.Client{Transport: target}},
-			OnResult:   res.add, Logger: slog.New(slog.DiscardHandler),
-		}, s, sse.Options{}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, stop := context.WithCancel(t.Context())
-		done := make(chan error)
-		go func() { done <- c.Run(ctx) }()
-		held := func() int {
-			synctest.Wait()
-			target.mu.Lock()
-			defer target.mu.Unlock()
-			return target.held
-		}
+		h := startHeld(t, 4, 3)
 		quietSpell()
-		s.next <- struct{}{}
-		if n := held(); n != 1 {
+		h.s.next <- struct{}{}
+		if n := h.held(); n != 1 {
 			t.Fatalf("the target holds %d requests, want d1", n)
 		}
-		target.release <- struct{}{}
+		h.target.release <- struct{}{}
 		quietSpell()
-		s.next <- struct{}{} // d2, held
+		h.s.next <- struct{}{} // d2, held
 		go func() {
-			s.next <- struct{}{}
-			s.next <- struct{}{}
+			h.s.next <- struct{}{}
+			h.s.next <- struct{}{}
 		}()
-		if n := held(); n != 3 {
-			t.Errorf("the target holds %d requests (got %v), want d2, d3 and d4 at once", n, target.got)
+		if n := h.held(); n != 3 {
+			t.Errorf("the target holds %d requests (got %v), want d2, d3 and d4 at once", n, h.target.got)
 		}
 		for range 3 {
-			target.release <- struct{}{}
+			h.target.release <- struct{}{}
 		}
-		res.wait(t, 4)
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
+		h.res.wait(t, len(h.ids))
+		h.stop()
 	})
 }
