@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,9 +32,7 @@ func TestQuick(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		testenv.Missing(t, "node", "install Node.js 20+, then run `npm ci --prefix interop`")
 	}
-	if _, err := os.Stat(filepath.Join("..", "..", "interop", "node_modules", "smee-client", "bin", "smee.js")); err != nil {
-		testenv.Missing(t, "smee-client", "run `npm ci --prefix interop`")
-	}
+	testenv.NodePackage(t, "smee-client")
 	o, err := parseOptions([]string{"--quick", "--tools", "direct,floor,hookline,smee"}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)

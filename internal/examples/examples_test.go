@@ -130,10 +130,7 @@ func TestPayloadUnknown(t *testing.T) {
 // octokit.json.gz is what genexamples makes of the pinned
 // @octokit/webhooks-examples (go generate ./internal/examples/).
 func TestOctokitExamplesAreGenerated(t *testing.T) {
-	in := filepath.Join("..", "..", "interop", "node_modules", "@octokit", "webhooks-examples")
-	if _, err := os.Stat(in); err != nil {
-		testenv.Missing(t, "@octokit/webhooks-examples", "run `make interop-deps`")
-	}
+	in := testenv.NodePackage(t, "@octokit/webhooks-examples")
 	out := filepath.Join(t.TempDir(), "octokit.json.gz")
 	cmd := testenv.GoCommand("run", "./genexamples", "-in", in, "-out", out)
 	if b, err := cmd.CombinedOutput(); err != nil {

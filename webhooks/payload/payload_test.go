@@ -3,7 +3,6 @@ package payload_test
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -21,25 +20,20 @@ import (
 )
 
 // description is the pinned description the package is generated from.
-var description = filepath.Join("..", "..", "interop", "node_modules", "@octokit", "openapi-webhooks", "generated", "api.github.com.json")
-
-func readOrSkip(t *testing.T, path string) []byte {
+func description(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		testenv.Missing(t, path, "install it with `make interop-deps`")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return filepath.Join(testenv.NodePackage(t, "@octokit/openapi-webhooks"), "generated", "api.github.com.json")
 }
 
 // TestGeneratedUpToDate fails when payload_gen.go is not what `go generate
 // ./webhooks/payload/` makes of the pinned description.
 func TestGeneratedUpToDate(t *testing.T) {
-	src := readOrSkip(t, description)
-	source, err := payloadgen.Describe(description)
+	path := description(t)
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	source, err := payloadgen.Describe(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +101,7 @@ func (e example) String() string { return fmt.Sprintf("%s %s #%d", e.dir, e.name
 
 func examples(t *testing.T) []example {
 	t.Helper()
-	root := filepath.Join("..", "..", "interop", "node_modules", "@octokit", "webhooks-examples")
-	readOrSkip(t, filepath.Join(root, "package.json"))
+	root := testenv.NodePackage(t, "@octokit/webhooks-examples")
 	paths, err := filepath.Glob(filepath.Join(root, "*", "index.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +112,11 @@ func examples(t *testing.T) []example {
 			Name     string            `json:"name"`
 			Examples []json.RawMessage `json:"examples"`
 		}
-		if err := json.Unmarshal(readOrSkip(t, path), &events); err != nil {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &events); err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		for _, ev := range events {

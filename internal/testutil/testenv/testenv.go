@@ -248,6 +248,22 @@ func stderrOf(err error) string {
 	return ""
 }
 
+// NodePackage returns the directory of the npm package name as `make
+// interop-deps` installs it (interop/node_modules/NAME), or ends the test
+// (Missing) when it is not installed: one line per missing package.
+func NodePackage(t testing.TB, name string) string {
+	t.Helper()
+	root, err := ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "interop", "node_modules", filepath.FromSlash(name))
+	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
+		Missing(t, "the npm package "+name, "run `make interop-deps`")
+	}
+	return dir
+}
+
 // GoCommand is a go command a test runs (a build, go vet, go run), without
 // cgo: as a release is built (.goreleaser.yaml), and as make check builds
 // everything but the race run, so that it reuses that build instead of
