@@ -2,7 +2,6 @@ package interop
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,10 +24,7 @@ func githubExamples(t testing.TB) []githubExample {
 		Name     string            `json:"name"`
 		Examples []json.RawMessage `json:"examples"`
 	}
-	path := filepath.Join("node_modules", "@octokit", "webhooks-examples", "api.github.com", "index.json")
-	if _, err := os.Stat(path); err != nil {
-		testenv.Missing(t, "the npm package @octokit/webhooks-examples", "run `"+npmInstall+"`")
-	}
+	path := filepath.Join(testenv.NodePackage(t, "@octokit/webhooks-examples"), "api.github.com", "index.json")
 	readJSON(t, path, &events)
 	var out []githubExample
 	for _, ev := range events {
