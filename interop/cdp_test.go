@@ -28,7 +28,6 @@ import (
 // the test ends; one process instead of one per test saves its start (about
 // 1.7 s of CPU each).
 type chromium struct {
-	cmd  *exec.Cmd
 	w    io.WriteCloser
 	mu   sync.Mutex
 	next int
@@ -142,7 +141,7 @@ func startChromium(path string) (*chromium, error) {
 		"about:blank")
 	cmd.ExtraFiles = []*os.File{toChrome, fromChrome} // fds 3 and 4
 	c := &chromium{
-		cmd: cmd, w: ourWriter,
+		w:      ourWriter,
 		wait:   map[int]chan cdpReply{},
 		events: make(chan cdpEvent, 1024),
 		done:   make(chan struct{}),

@@ -304,6 +304,10 @@ func (c *Client) fanOut(ctx context.Context, d *delivery.Delivery, r Result, it 
 	finish()
 }
 
+// inOrder reports whether deliveries are handled one at a time, in the
+// order they were read (Options.Concurrency zero or one).
+func (c *Client) inOrder() bool { return c.opts.Concurrency <= 1 }
+
 // errNotSent is a TargetResult's Err for a delivery whose turn in its lane
 // came after the run ended (the drain's end, Stop, Replay's context): it
 // was not sent (TargetResult.Interrupted, no Attempts).
@@ -314,7 +318,7 @@ var errNotSent = errors.New("not sent: the run ended before its turn")
 // the deliveries before it, when deliveries are handled in order
 // (Concurrency one): the results come in the order the deliveries were read.
 func (c *Client) behindLanes(ctx context.Context, r Result, then func(Result)) {
-	if len(c.lanes) == 0 || c.opts.Concurrency > 1 {
+	if len(c.lanes) == 0 || !c.inOrder() {
 		then(r)
 		return
 	}

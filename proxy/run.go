@@ -170,7 +170,7 @@ func (c *Client) receive(ctx context.Context, ev sse.Event, rd *reader) error {
 	// before it (in order, the one at the target).
 	it.pre = c.prepare(d, it.duplicate)
 	// Only this goroutine adds to inFlight: none in flight stays so.
-	if quiet && c.opts.Concurrency <= 1 && c.stats.inFlight.Load() == 0 && ctx.Err() == nil {
+	if quiet && c.inOrder() && c.stats.inFlight.Load() == 0 && ctx.Err() == nil {
 		c.stats.inFlight.Add(1)
 		c.handle(rd.work, it)
 		return nil
