@@ -3,9 +3,10 @@
 // HOOKLINE_REQUIRE_ALL=1 the test fails loudly, because those runs promise
 // every peer; on a contributor's machine it is skipped with one line naming
 // the tool and the command that installs it (`make test` installs them all).
-// It also holds what tests need around those peers: Poll, for a state a
-// test can only look at, and BuildHookline, the one build of the binary
-// that tests run.
+// It also holds what tests need around those peers: NodePackage, which
+// finds an npm package of interop/ or skips; Poll, for a state a test can
+// only look at; BuildHookline, the one build of the binary that tests run;
+// and Race, for a test whose data is smaller under the race detector.
 //
 //	bin, err := exec.LookPath("redis-server")
 //	if err != nil {
