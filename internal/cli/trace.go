@@ -35,7 +35,7 @@ type tracer struct {
 	out     io.Writer // the trace: buf, when there is one
 	buf     *bufio.Writer
 	flushAt *time.Timer // set while buf holds lines
-	flushed time.Time   // when buf was last written out
+	last    time.Time   // when the last line was written to out
 	info    io.Writer   // state changes and the summary
 	json    bool
 	verbose bool
@@ -69,21 +69,30 @@ type tracer struct {
 }
 
 // traceFlushDelay is the longest a trace line waits in the buffer when
-// the trace goes to a file or a pipe: a busy forwarder then makes one write
-// a burst rather than one a delivery, and a reader of the pipe still sees
-// each line within a tenth of a second. The first line after a quiet
-// spell goes out at once: at a user's rate each line is one write, and no
-// timer wakes the process a tenth of a second after each delivery.
+// the trace goes to a file or a pipe: a burst of deliveries then makes one
+// write a tenth of a second rather than one a delivery, and a reader of
+// the pipe still sees each line within a tenth of a second.
 const traceFlushDelay = 100 * time.Millisecond
+
+// traceBurstGap tells a burst from a user's rate: a line that comes at
+// least this long after the one before it is written at once, with what
+// is buffered. Below a thousand lines a second a write per line costs
+// less than the timer it saves: at 20 deliveries a second that timer woke
+// the forwarder ten times a second, one wake-up for two deliveries, and
+// took 8 % of its CPU (cmd/hookline-bench, docs/PERFORMANCE.md).
+const traceBurstGap = time.Millisecond
 
 // written arranges for what was just written to t.out to be flushed. The
 // caller holds t.mu.
 func (t *tracer) written() {
+	now := time.Now()
+	alone := now.Sub(t.last) >= traceBurstGap
+	t.last = now
 	switch {
-	case t.buf == nil || t.flushAt != nil:
-	case time.Since(t.flushed) >= traceFlushDelay:
-		t.flushLocked()
-	default:
+	case t.buf == nil:
+	case alone:
+		t.flushLocked() // and what a burst before it left
+	case t.flushAt == nil:
 		t.flushAt = time.AfterFunc(traceFlushDelay, t.flush)
 	}
 }
@@ -112,7 +121,6 @@ func (t *tracer) flushLocked() {
 	}
 	if t.buf != nil && t.buf.Buffered() > 0 {
 		t.buf.Flush()
-		t.flushed = time.Now()
 	}
 }
 

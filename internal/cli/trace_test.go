@@ -311,10 +311,10 @@ func BenchmarkTraceToFile(b *testing.B) {
 	tr.flush()
 }
 
-// A trace to a file or a pipe is written line by line after a quiet spell,
-// and buffered while lines come close together: those reach it at the
-// latest traceFlushDelay after the line before, or when the command
-// flushes it.
+// A trace to a file or a pipe is written line by line at a user's rate,
+// and buffered while lines come close together (a burst): those reach it
+// at the latest traceFlushDelay after the first, with the next line that
+// comes alone, or when the command flushes it.
 func TestTraceBufferedToFile(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f, err := os.CreateTemp(t.TempDir(), "trace")
@@ -346,14 +346,25 @@ func TestTraceBufferedToFile(t *testing.T) {
 		if n := size(); n != 3*line {
 			t.Fatalf("%d bytes written %s after the lines, want all three (%d)", n, traceFlushDelay, 3*line)
 		}
-		tr.result(traceResults()[0]) // after the quiet spell: at once
-		if n := size(); n != 4*line {
-			t.Errorf("%d bytes after a line that came after a quiet spell, want %d", n, 4*line)
+		// At 20 deliveries a second, each line at once: no timer wakes
+		// the process between them.
+		for i := 4; i <= 6; i++ {
+			time.Sleep(50 * time.Millisecond) // simulated (synctest)
+			tr.result(traceResults()[0])
+			if n := size(); n != int64(i)*line {
+				t.Errorf("%d bytes after line %d, 50 ms after the one before it; want %d", n, i, int64(i)*line)
+			}
+		}
+		tr.result(traceResults()[0]) // a burst again: buffered
+		time.Sleep(traceBurstGap)    // simulated (synctest)
+		tr.result(traceResults()[0]) // alone: written with the one before it
+		if n := size(); n != 8*line {
+			t.Errorf("%d bytes after a burst's line and one %s after it, want %d", n, traceBurstGap, 8*line)
 		}
 		tr.result(traceResults()[0])
 		tr.flush()
-		if n := size(); n != 5*line {
-			t.Errorf("flush wrote %d bytes in all, want %d", n, 5*line)
+		if n := size(); n != 9*line {
+			t.Errorf("flush wrote %d bytes in all, want %d", n, 9*line)
 		}
 	})
 }
