@@ -227,6 +227,9 @@ func (c *Client) Checkpoint() string { return c.state.Mark() }
 func (c *Client) loadState() error {
 	path := c.opts.StateFile
 	c.state = newCheckpoint(path, c.streamURL, time.Now, c.stateWriteErr)
+	if c.opts.stateInterval > 0 {
+		c.state.interval = c.opts.stateInterval
+	}
 	if path != "" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return fmt.Errorf("%w: state file: %v", ErrInvalidOptions, err)

@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"time"
+
 	"github.com/hookline/hookline/capture"
 	"github.com/hookline/hookline/delivery"
 	"github.com/hookline/hookline/internal/sse"
@@ -17,6 +19,14 @@ func SetCaptureWriter(c *Client, write func(dir string, d capture.File) (string,
 // default) and loop options replaced.
 func WithStream(o Options, t sse.Transport, so sse.Options) Options {
 	o.transport, o.stream = t, so
+	return o
+}
+
+// WithStateWriteInterval returns o with the state file written at most
+// once every d instead of every stateWriteInterval: for tests that wait
+// for the file to hold a position, not for its pace.
+func WithStateWriteInterval(o Options, d time.Duration) Options {
+	o.stateInterval = d
 	return o
 }
 

@@ -193,7 +193,7 @@ func TestTargetsStateFileResumesEachLane(t *testing.T) {
 	targets := []proxy.Target{{Name: "healthy", URL: healthyURL}, {Name: "flaky", URL: flaky.url()}}
 	res1 := newResults()
 	cw := newConnWatch()
-	_, stop, wait := startClient(t, proxy.Options{URL: relay.URL + "/c", StateFile: state, Targets: targets, OnState: cw.on, OnResult: res1.add, DrainTimeout: 50 * time.Millisecond})
+	_, stop, wait := startClient(t, proxy.WithStateWriteInterval(proxy.Options{URL: relay.URL + "/c", StateFile: state, Targets: targets, OnState: cw.on, OnResult: res1.add, DrainTimeout: 50 * time.Millisecond}, 10*time.Millisecond))
 	cw.waitConnected(t)
 	for i := 1; i <= 3; i++ {
 		relay.push(i, githubHeaders(fmt.Sprintf("d%d", i), "push", "", []byte(`{}`)), nil, []byte(`{}`))

@@ -197,9 +197,11 @@ type Options struct {
 	Logger *slog.Logger
 
 	// Test seams (export_test.go): the transport (nil: an
-	// sse.HTTPTransport on RelayClient) and the reconnect loop's options.
-	transport sse.Transport
-	stream    sse.Options
+	// sse.HTTPTransport on RelayClient), the reconnect loop's options, and
+	// the state file's pause between writes (0: stateWriteInterval).
+	transport     sse.Transport
+	stream        sse.Options
+	stateInterval time.Duration
 }
 
 // StateChange reports one change of the subscription's state

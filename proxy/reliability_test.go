@@ -742,7 +742,7 @@ func TestStateFileWatermarkWithConcurrency(t *testing.T) {
 	body := func(n int) []byte { return relaytest.Body(n, 10) }
 	cw := newConnWatch()
 	res := newResults()
-	c, cancel, wait := startClient(t, proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, StateFile: state, Concurrency: 3, OnState: cw.on, OnResult: res.add})
+	c, cancel, wait := startClient(t, proxy.WithStateWriteInterval(proxy.Options{URL: rl.Channel, Targets: []proxy.Target{{URL: ts}}, StateFile: state, Concurrency: 3, OnState: cw.on, OnResult: res.add}, 10*time.Millisecond))
 	cw.waitConnected(t)
 	for n := 1; n <= 4; n++ {
 		rl.Publish(t, nil, n, body(n))

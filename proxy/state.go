@@ -156,13 +156,15 @@ type checkpoint struct {
 
 	wmu     sync.Mutex // serialises writes
 	written uint64     // the version on disk
+
+	interval time.Duration // writeLoop's pause: stateWriteInterval (a test seam)
 }
 
 func newCheckpoint(path, streamURL string, now func() time.Time, onWriteErr func(error)) *checkpoint {
 	c := &checkpoint{
 		path: path, streamURL: streamURL, shownURL: httpx.RedactURL(streamURL), now: now,
 		onWriteErr: onWriteErr, done: map[uint64]string{}, lanes: map[uint64]*lanesMark{},
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), interval: stateWriteInterval,
 	}
 	c.idle = sync.NewCond(&c.mu)
 	return c
@@ -263,21 +265,24 @@ func (c *checkpoint) scheduleLocked() {
 }
 
 // stateWriteInterval spaces the state file's writes while deliveries keep
-// finishing: a steady stream costs one write a second, not one per
-// delivery (each a new file, an fsync and a rename: 0.5 to 0.9 ms of CPU
-// on a VM's ext4, more than the rest of a delivery's work). The first
-// change after a quiet spell is written at once. A second is what a crash
-// may deliver again; at 100 ms the writes took 37 % of forward's CPU at
-// 20 deliveries a second (cmd/hookline-bench, docs/PERFORMANCE.md). A
-// consumer that commits its position on a timer is the usual trade (Kafka's
-// consumers commit every 5 s by default).
-const stateWriteInterval = time.Second
+// finishing: a steady stream costs one write every five seconds, not one
+// per delivery. Each write is a new file and a rename (and an fsync):
+// 0.4 to 1.2 ms of CPU on a VM's ext4, more than the rest of a delivery's
+// work, so the interval must be longer than the time between deliveries
+// at the rates webhooks come: at one a second and an interval of a second,
+// every delivery still had its own write, and forward spent 2.5 times the
+// CPU of a forwarder without a state file (cmd/hookline-bench,
+// docs/PERFORMANCE.md). The first change after a quiet spell is written at
+// once. Five seconds is what a crash may deliver again (Ctrl-C and
+// SIGTERM write the position first): Kafka's consumers commit their
+// position every 5 s by default, the same trade.
+const stateWriteInterval = 5 * time.Second
 
 // writeLoop writes the newest snapshot, pauses stateWriteInterval (what
 // finishes meanwhile shares the next write; a flush ends the pause), and
 // again while the state changed; then ends.
 func (c *checkpoint) writeLoop() {
-	pause := time.NewTimer(stateWriteInterval)
+	pause := time.NewTimer(c.interval)
 	defer pause.Stop()
 	c.mu.Lock()
 	for c.dirty {
@@ -288,7 +293,7 @@ func (c *checkpoint) writeLoop() {
 		c.mu.Lock()
 		if c.flushing == 0 {
 			c.mu.Unlock()
-			pause.Reset(stateWriteInterval)
+			pause.Reset(c.interval)
 			select {
 			case <-pause.C:
 			case <-c.wake:
