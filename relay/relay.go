@@ -667,6 +667,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// must see them.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	closeUnused(srv)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.limitListener(ln)) }()
 	select {
@@ -723,6 +724,36 @@ func (s *Server) waitStreams(ctx context.Context) bool {
 	}
 	<-done
 	return false
+}
+
+// closeUnused makes srv's Shutdown close, with its listeners, the
+// connections that have not sent a request yet (http.StateNew): a client's
+// transport dials one more than it uses, browsers and load balancers open
+// them ahead. Shutdown counts such a connection as idle only once it is
+// five seconds old, so without this every stop waited five seconds (past a
+// short ShutdownTimeout, reported as requests cut). One that came a moment
+// later would have been refused: closing it loses nothing. A request whose
+// headers are on their way on a brand-new connection is refused the same
+// way, and its sender retries.
+func closeUnused(srv *http.Server) {
+	var mu sync.Mutex
+	unused := map[net.Conn]struct{}{}
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		if st == http.StateNew {
+			unused[c] = struct{}{}
+		} else {
+			delete(unused, c)
+		}
+	}
+	srv.RegisterOnShutdown(func() { // called once the listeners are closed
+		mu.Lock()
+		defer mu.Unlock()
+		for c := range unused {
+			c.Close()
+		}
+	})
 }
 
 // ListenURL returns the base URL of a listener's address, http://addr,

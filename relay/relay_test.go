@@ -921,6 +921,36 @@ func TestServeShutdown(t *testing.T) {
 	}
 }
 
+// A connection that has not sent a request when the relay stops (a
+// client's transport dials one more than it uses; browsers and load
+// balancers open them ahead) is closed at once, as one that came a moment
+// later would be refused: net/http's Shutdown waits five seconds for such a
+// connection, so every stop of a relay took five seconds (longer than this
+// ShutdownTimeout, so that Serve reported requests cut).
+func TestServeShutdownClosesConnectionsWithoutARequest(t *testing.T) {
+	srv := mustNew(t, relay.Options{ShutdownTimeout: 3 * time.Second})
+	addr, cancel, done := serve(t, srv)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	testenv.Poll(t, "the relay to hold the connection", time.Millisecond, func() bool { return srv.Stats().Connections == 1 })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve = %v, want nil: nothing was in flight", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("Serve did not return after its context ended")
+	}
+	conn.SetReadDeadline(time.Now().Add(wait))
+	if n, err := conn.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the idle connection after Serve returned: read %d bytes, %v; want it closed (EOF)", n, err)
+	}
+}
+
 func TestStreamClientLeaves(t *testing.T) {
 	srv, ts := newRelay(t, relay.Options{})
 	sub := subscribe(t, ts.URL+"/leave")
