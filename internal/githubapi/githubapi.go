@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -67,7 +66,24 @@ func Repo(fullName string) Owner { return Owner{Repo: fullName} }
 // Org is the Owner for organisation org.
 func Org(org string) Owner { return Owner{Org: org} }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+// validName reports whether s is a name GitHub allows for an owner or a
+// repository: 1 to 100 letters, digits, '.', '_' and '-', the first a
+// letter or digit. (As a regexp, `{0,99}` compiled into a program of a
+// hundred copies at every start of every command: 1.8 ms and 97 KB.)
+func validName(s string) bool {
+	if s == "" || len(s) > 100 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Check reports whether o names one repository or one organisation in the
 // form GitHub allows.
@@ -77,12 +93,12 @@ func (o Owner) Check() error {
 		return errors.New("give a repository, an organisation or the App, one of them")
 	case o.App:
 	case o.Org != "":
-		if !nameRE.MatchString(o.Org) {
+		if !validName(o.Org) {
 			return fmt.Errorf("organisation %q: want a name such as my-org", o.Org)
 		}
 	case o.Repo != "":
 		owner, name, ok := strings.Cut(o.Repo, "/")
-		if !ok || !nameRE.MatchString(owner) || !nameRE.MatchString(name) {
+		if !ok || !validName(owner) || !validName(name) {
 			return fmt.Errorf("repository %q: want OWNER/NAME, such as octo/hello", o.Repo)
 		}
 	default:
