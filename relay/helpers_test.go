@@ -51,6 +51,19 @@ func serve(t testing.TB, srv *relay.Server) (addr string, cancel context.CancelF
 	return ln.Addr().String(), cancel, errc
 }
 
+// served waits for Serve, started by serve, to return after its context
+// ended, and returns its error; the test fails if it does not return.
+func served(t testing.TB, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(wait):
+		t.Fatal("Serve did not return after its context ended")
+		return nil
+	}
+}
+
 // mustNew returns relay.New(opts) or fails the test.
 func mustNew(t testing.TB, opts relay.Options) *relay.Server {
 	t.Helper()

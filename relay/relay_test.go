@@ -908,13 +908,8 @@ func TestServeShutdown(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("in-flight POST = %d, want 200", resp.StatusCode)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve = %v, want nil", err)
-		}
-	case <-time.After(wait):
-		t.Fatal("Serve did not return after its context ended")
+	if err := served(t, done); err != nil {
+		t.Errorf("Serve = %v, want nil", err)
 	}
 	if _, err := net.Dial("tcp", addr); err == nil {
 		t.Error("the listener still accepts connections after Serve returned")
@@ -937,13 +932,8 @@ func TestServeShutdownClosesConnectionsWithoutARequest(t *testing.T) {
 	defer conn.Close()
 	testenv.Poll(t, "the relay to hold the connection", time.Millisecond, func() bool { return srv.Stats().Connections == 1 })
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Serve = %v, want nil: nothing was in flight", err)
-		}
-	case <-time.After(wait):
-		t.Fatal("Serve did not return after its context ended")
+	if err := served(t, done); err != nil {
+		t.Errorf("Serve = %v, want nil: nothing was in flight", err)
 	}
 	conn.SetReadDeadline(time.Now().Add(wait))
 	if n, err := conn.Read(make([]byte, 1)); err != io.EOF {

@@ -111,13 +111,8 @@ func TestServeShutdownCutsStuckStreams(t *testing.T) {
 		t.Fatalf("stats %+v, want the stuck subscriber still there", st)
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(err.Error(), "were cut") {
-			t.Errorf("Serve = %v, want an error saying requests were cut", err)
-		}
-	case <-time.After(wait):
-		t.Fatal("Serve did not return at its shutdown timeout")
+	if err := served(t, done); err == nil || !strings.Contains(err.Error(), "were cut") {
+		t.Errorf("Serve = %v, want an error saying requests were cut", err)
 	}
 }
 
