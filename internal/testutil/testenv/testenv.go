@@ -172,18 +172,15 @@ func Polled(interval time.Duration, cond func() bool) bool {
 // each). Builds of other sources are removed after a day.
 func BuildHookline(t testing.TB) string {
 	t.Helper()
-	hooklineBuild.once.Do(func() { hooklineBuild.path, hooklineBuild.err = buildShared() })
-	if hooklineBuild.err != nil {
-		t.Fatal(hooklineBuild.err)
+	bin, err := sharedHookline()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return hooklineBuild.path
+	return bin
 }
 
-var hooklineBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
+// sharedHookline is buildShared, once per test binary.
+var sharedHookline = sync.OnceValues(buildShared)
 
 func buildShared() (string, error) {
 	root, err := ModuleRoot()
