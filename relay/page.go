@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/hookline/hookline/internal/httpx"
@@ -25,7 +26,10 @@ type asset struct {
 	etag  string
 }
 
-var assets = loadAssets()
+// assets holds them by name, read and hashed for their ETags the first
+// time a page or asset is served: not at every start of every hookline
+// command (forward, send) that links the relay and never serves a page.
+var assets = sync.OnceValue(loadAssets)
 
 func loadAssets() map[string]asset {
 	types := map[string]string{
@@ -69,12 +73,12 @@ func servePage(w http.ResponseWriter, r *http.Request, name string) {
 	h.Set("Content-Security-Policy", pageCSP)
 	h.Set("Referrer-Policy", "no-referrer") // a channel URL is a secret
 	h.Set("X-Frame-Options", "DENY")
-	writeAsset(w, r, name, assets[name])
+	writeAsset(w, r, name, assets()[name])
 }
 
 // serveAsset serves /assets/<name>: the page's script, style and icon.
 func serveAsset(w http.ResponseWriter, r *http.Request, name string) {
-	a, ok := assets[name]
+	a, ok := assets()[name]
 	if !ok || path.Ext(name) == ".html" {
 		httpx.WriteError(w, http.StatusNotFound, "no asset "+truncate(name, 64))
 		return

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cli/browser"
@@ -189,8 +190,10 @@ func parseAppNew(c *ucli.Context, o *appNewOptions, f *appNewFlags) error {
 	return nil
 }
 
-// appNewPage is the page that posts the manifest to GitHub.
-var appNewPage = template.Must(template.New("page").Parse(`<!doctype html>
+// appNewPage is the page that posts the manifest to GitHub. It and
+// appNewDone are parsed when `hookline app new` first needs them, not at
+// every start of every command.
+var appNewPage = lazyTemplate("page", `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>hookline: a new GitHub App</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}code{background:#f3f3f3;padding:0 .2em}button{font-size:1rem;padding:.5rem 1rem}</style></head>
 <body><h1>A new GitHub App</h1>
@@ -199,13 +202,17 @@ var appNewPage = template.Must(template.New("page").Parse(`<!doctype html>
 <li>Permissions: {{if .Permissions}}{{range $k, $v := .Permissions}}<code>{{$k}}: {{$v}}</code> {{end}}{{else}}metadata (read){{end}}</li></ul>
 <form id="manifest" method="post" action="{{.Action}}"><input type="hidden" name="manifest" value="{{.Manifest}}">
 <button type="submit">Create the App on GitHub</button></form></body></html>
-`))
+`)
 
-var appNewDone = template.Must(template.New("done").Parse(`<!doctype html>
+var appNewDone = lazyTemplate("done", `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,"><title>hookline: {{.Title}}</title>
 <style>body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}</style></head>
 <body><h1 id="result">{{.Title}}</h1><p>{{.Text}}</p><p>You can close this tab; the terminal says what next.</p></body></html>
-`))
+`)
+
+func lazyTemplate(name, text string) func() *template.Template {
+	return sync.OnceValue(func() *template.Template { return template.Must(template.New(name).Parse(text)) })
+}
 
 func runAppNew(ctx context.Context, o appNewOptions, f appNewFlags, s *streams) error {
 	if o.channel == "" {
@@ -257,13 +264,13 @@ func runAppNew(ctx context.Context, o appNewOptions, f appNewFlags, s *streams) 
 		}
 		perms, _ := o.manifest["default_permissions"].(map[string]any)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		appNewPage.Execute(w, map[string]any{"Name": o.manifest["name"], "Org": o.org, "Channel": o.channel, "Events": events, "Permissions": perms, "Action": action, "Manifest": string(manifest)})
+		appNewPage().Execute(w, map[string]any{"Name": o.manifest["name"], "Org": o.org, "Channel": o.channel, "Events": events, "Permissions": perms, "Action": action, "Manifest": string(manifest)})
 	})
 	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
 		page := func(status int, title, text string) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			w.WriteHeader(status)
-			appNewDone.Execute(w, map[string]string{"Title": title, "Text": text})
+			appNewDone().Execute(w, map[string]string{"Title": title, "Text": text})
 		}
 		q := r.URL.Query()
 		if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 || q.Get("code") == "" {
