@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -1020,12 +1019,27 @@ func traceWidth(w io.Writer) int {
 	return defaultWidth
 }
 
-var ansiEscape = regexp.MustCompile("\x1b\\[[0-9;]*m")
-
 // visibleWidth is the number of columns s takes on a terminal: its runes,
-// colour escapes left out.
+// colour escapes (ESC [ digits and semicolons m, what fatih/color writes)
+// left out. A loop, not a regexp: it runs for every trace line.
 func visibleWidth(s string) int {
-	return utf8.RuneCountInString(ansiEscape.ReplaceAllString(s, ""))
+	n := 0
+	for i := 0; i < len(s); {
+		if strings.HasPrefix(s[i:], "\x1b[") {
+			j := i + 2
+			for j < len(s) && (s[j] >= '0' && s[j] <= '9' || s[j] == ';') {
+				j++
+			}
+			if j < len(s) && s[j] == 'm' {
+				i = j + 1
+				continue
+			}
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		n++
+	}
+	return n
 }
 
 // shorten cuts s to at most n runes, ending with "…" when it was cut.

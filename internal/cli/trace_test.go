@@ -263,6 +263,28 @@ func TestFormatDuration(t *testing.T) {
 	}
 }
 
+// visibleWidth counts the runes a terminal shows: colour escapes as
+// fatih/color writes them are left out, anything else that merely starts
+// like one is text.
+func TestVisibleWidth(t *testing.T) {
+	for s, want := range map[string]int{
+		"":                           0,
+		"push 200":                   8,
+		"\x1b[1;31mred\x1b[0m":       3,
+		"\x1b[mé…":                   2,
+		"a\x1b[32m\x1b[0m":           1,
+		"\x1b[":                      2, // no final m: ESC and [ are shown as runes
+		"\x1b[12x":                   5,
+		"a\x1b[31":                   5,
+		"\xff\xfe":                   2,
+		"\x1b[38;5;208mX\x1b[39;49m": 1,
+	} {
+		if got := visibleWidth(s); got != want {
+			t.Errorf("visibleWidth(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
 // A relay that was never reached is "cannot reach", with one hint; a run of
 // failures gets a line for each of the first few, then one a minute; after
 // a connection, a drop is "disconnected".
