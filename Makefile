@@ -49,6 +49,9 @@ export CGO_ENABLED := 0
 # runs a debugger, stack traces and race reports come from the runtime's own
 # tables, and a link takes a fifth less CPU (a hundred links in a run).
 GOFLAGS += -ldflags=-w
+# As a release is built (.goreleaser.yaml): urfave/cli without its Markdown
+# and man page writers, which hookline does not use.
+GOFLAGS += -tags=urfave_cli_no_docs
 export GOFLAGS
 
 # SOCKET_COUNT runs the packages whose tests open sockets that many times

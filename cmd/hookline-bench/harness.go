@@ -125,8 +125,8 @@ func (h *harness) setup(ctx context.Context) error {
 		bin := o.hookline
 		if bin == "" {
 			bin = filepath.Join(h.work, "hookline")
-			fmt.Fprintf(h.log, "building hookline: go build -o %s .\n", bin)
-			cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+			fmt.Fprintf(h.log, "building hookline: go build -tags=urfave_cli_no_docs -o %s .\n", bin)
+			cmd := exec.CommandContext(ctx, "go", "build", "-tags=urfave_cli_no_docs", "-o", bin, ".") // as a release is built (.goreleaser.yaml)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as a release is built
 			if out, err := cmd.CombinedOutput(); err != nil {

@@ -158,7 +158,8 @@ func Polled(interval time.Duration, cond func() bool) bool {
 }
 
 // BuildHookline returns the path of the hookline command built as a
-// release is (CGO_ENABLED=0, a static binary: .goreleaser.yaml), whatever
+// release is (CGO_ENABLED=0, a static binary, and releaseTags:
+// .goreleaser.yaml), whatever
 // the test binary was built with, so every test that runs the binary (and
 // the image test, which needs it static) shares one build configuration,
 // and `go vet` (run with CGO_ENABLED=0 by make check) has compiled its
@@ -179,6 +180,10 @@ func BuildHookline(t testing.TB) string {
 	return bin
 }
 
+// releaseTags are the build tags a release is built with (.goreleaser.yaml):
+// urfave/cli without its Markdown and man page writers.
+const releaseTags = "-tags=urfave_cli_no_docs"
+
 // sharedHookline is buildShared, once per test binary.
 var sharedHookline = sync.OnceValues(buildShared)
 
@@ -187,7 +192,7 @@ func buildShared() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	list := GoCommand("list", "-export", "-f", "{{.BuildID}}", ".")
+	list := GoCommand("list", releaseTags, "-export", "-f", "{{.BuildID}}", ".")
 	list.Dir = root
 	id, err := list.Output()
 	if err != nil {
@@ -214,7 +219,7 @@ func buildShared() (string, error) {
 		return bin, nil
 	}
 	tmp := fmt.Sprintf("%s.%d.partial", bin, os.Getpid())
-	cmd := GoCommand("build", "-o", tmp, ".")
+	cmd := GoCommand("build", releaseTags, "-o", tmp, ".")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
