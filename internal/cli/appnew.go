@@ -22,7 +22,7 @@ import (
 	"github.com/cli/browser"
 	"github.com/joho/godotenv"
 	ucli "github.com/urfave/cli/v2"
-	"go.yaml.in/yaml/v3"
+	"gopkg.in/yaml.v3"
 
 	"github.com/hookline/hookline/internal/githubapi"
 	"github.com/hookline/hookline/internal/httpx"

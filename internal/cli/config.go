@@ -11,7 +11,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
-	"go.yaml.in/yaml/v3"
+	"gopkg.in/yaml.v3"
 )
 
 // configEnv names a config file to use instead of the default one.

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"gopkg.in/yaml.v3"
 
 	"github.com/hookline/hookline/internal/cli"
 	"github.com/hookline/hookline/internal/testutil/githubtest"
