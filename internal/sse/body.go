@@ -2,6 +2,7 @@ package sse
 
 import (
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -75,6 +76,7 @@ type streamBody struct {
 
 	truncated atomic.Bool // set by the reading goroutine
 	closeOnce sync.Once
+	ended     bool // the last Read returned the end of an event
 }
 
 func (b *streamBody) Read(p []byte) (int, error) {
@@ -85,6 +87,16 @@ func (b *streamBody) Read(p []byte) (int, error) {
 	}
 	if b.err != nil {
 		return 0, b.err
+	}
+	if b.ended {
+		// The event the last Read ended is on its way to the handler:
+		// r3labs hands it over a channel and comes straight back here for
+		// more. Let the handler run first, so that the delivery is sent
+		// before this goroutine's read (which finds nothing at a user's
+		// rate) and park, not after: with one processor, as forward runs
+		// in order, the sender of a channel runs on until it blocks.
+		b.ended = false
+		runtime.Gosched()
 	}
 	n := 0
 	for {
@@ -105,6 +117,7 @@ func (b *streamBody) Read(p []byte) (int, error) {
 			return n, nil
 		}
 		if end || err != nil || n == len(p) {
+			b.ended = end
 			return n, err
 		}
 	}

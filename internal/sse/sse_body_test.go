@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,5 +193,90 @@ func BenchmarkR3labsEventStreamReader(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// stepReader returns the chunks the test sends it, one per Read, and logs
+// each Read as it is called (before it waits for its chunk).
+type stepReader struct {
+	next chan string
+	log  func(string)
+}
+
+func (r *stepReader) Read(p []byte) (int, error) {
+	r.log("read")
+	chunk, ok := <-r.next
+	if !ok {
+		return 0, io.EOF
+	}
+	return copy(p, chunk), nil
+}
+
+func (r *stepReader) Close() error { return nil }
+
+// r3labs' read loop hands each event over an unbuffered channel and reads
+// on at once; at a user's rate that read finds nothing and parks. The
+// handler is to run first, so that a delivery is sent before that read
+// and not after it: with one processor (forward in order) the sender on a
+// channel otherwise runs on until it blocks. It is a scheduling hint, not a
+// guarantee (one time in 61 the scheduler takes from its global queue
+// first), so most events are asked for, not all; before, none was handled
+// before the next read.
+func TestStreamBodyHandsAnEventOverBeforeReadingOn(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var mu sync.Mutex
+	var log []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		log = append(log, s)
+	}
+	src := &stepReader{next: make(chan string), log: note}
+	r := r3.NewEventStreamReader(&streamBody{rc: src}, DefaultMaxEventSize)
+	out := make(chan []byte) // as r3labs' own: unbuffered
+	go func() {              // r3labs' readLoop
+		defer close(out)
+		for {
+			ev, err := r.ReadEvent()
+			if err != nil {
+				return
+			}
+			out <- ev
+		}
+	}()
+	const events = 20
+	ready := make(chan bool, 1)
+	go func() { // the relay: the next event comes once the handler waits for it
+		defer close(src.next)
+		for i := range events {
+			<-ready
+			src.next <- fmt.Sprintf("data: %d\n\n", i)
+		}
+	}()
+	for i := range events { // the handler, as r3labs' Subscribe runs it
+		ready <- true
+		if ev := <-out; string(ev) != fmt.Sprintf("data: %d", i) {
+			t.Fatalf("event %d: %q", i, ev)
+		}
+		note("handled")
+	}
+	for range out {
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	first, reads, handled := 0, 0, 0 // first: events handled before the stream was read again
+	for _, call := range log {
+		switch call {
+		case "read":
+			reads++
+		case "handled":
+			if reads == handled+1 {
+				first++
+			}
+			handled++
+		}
+	}
+	if first < events*3/4 {
+		t.Errorf("%d of %d events handled before the stream was read again, want most; calls: %v", first, events, log)
 	}
 }
