@@ -158,12 +158,12 @@ func Polled(interval time.Duration, cond func() bool) bool {
 }
 
 // BuildHookline returns the path of the hookline command built as a
-// release is (CGO_ENABLED=0, a static binary, and releaseTags:
-// .goreleaser.yaml), whatever
-// the test binary was built with, so every test that runs the binary (and
-// the image test, which needs it static) shares one build configuration,
-// and `go vet` (run with CGO_ENABLED=0 by make check) has compiled its
-// packages already. A test must not change the file.
+// release is (CGO_ENABLED=0, a static binary, with releaseTags:
+// .goreleaser.yaml), whatever the test binary was built with, so every
+// test that runs the binary (and the image test, which needs it static)
+// shares one build configuration, and `go vet` (run with CGO_ENABLED=0 by
+// make check) has compiled its packages already. A test must not change
+// the file.
 //
 // The binary is linked once for every test package of a run: it is kept in
 // the temporary directory under the main package's build ID (which changes
