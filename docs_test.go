@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/hookline/hookline/internal/testutil/testenv"
 	"github.com/hookline/hookline/proxy"
 	"github.com/hookline/hookline/rest/backoff"
 )
@@ -110,6 +111,21 @@ func TestReleaseVersionsAgree(t *testing.T) {
 	}
 	if got, want := string(s[1]), release+"-next"; got != want {
 		t.Errorf(".goreleaser.yaml's snapshot version is %q; the CHANGELOG's newest release is %s, so want %q", got, release, want)
+	}
+}
+
+// TestReleaseTagsAgree: every build of the hookline binary uses the build
+// tags a release is built with, so that the tests, make and hookline-bench
+// run and measure the binary users get.
+func TestReleaseTagsAgree(t *testing.T) {
+	for _, name := range []string{".goreleaser.yaml", "Makefile", "cmd/hookline-bench/harness.go"} {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), testenv.ReleaseTags) {
+			t.Errorf("%s does not build with %s (testenv.ReleaseTags, the tests' binary)", name, testenv.ReleaseTags)
+		}
 	}
 }
 

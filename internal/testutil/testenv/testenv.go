@@ -158,7 +158,7 @@ func Polled(interval time.Duration, cond func() bool) bool {
 }
 
 // BuildHookline returns the path of the hookline command built as a
-// release is (CGO_ENABLED=0, a static binary, with releaseTags:
+// release is (CGO_ENABLED=0, a static binary, with ReleaseTags:
 // .goreleaser.yaml), whatever the test binary was built with, so every
 // test that runs the binary (and the image test, which needs it static)
 // shares one build configuration, and `go vet` (run with CGO_ENABLED=0 by
@@ -180,9 +180,11 @@ func BuildHookline(t testing.TB) string {
 	return bin
 }
 
-// releaseTags are the build tags a release is built with (.goreleaser.yaml):
-// urfave/cli without its Markdown and man page writers.
-const releaseTags = "-tags=urfave_cli_no_docs"
+// ReleaseTags is the build tags flag a release is built with
+// (.goreleaser.yaml): urfave/cli without its Markdown and man page
+// writers. The Makefile and hookline-bench build with it too
+// (TestReleaseTagsAgree).
+const ReleaseTags = "-tags=urfave_cli_no_docs"
 
 // sharedHookline is buildShared, once per test binary.
 var sharedHookline = sync.OnceValues(buildShared)
@@ -192,7 +194,7 @@ func buildShared() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	list := GoCommand("list", releaseTags, "-export", "-f", "{{.BuildID}}", ".")
+	list := GoCommand("list", ReleaseTags, "-export", "-f", "{{.BuildID}}", ".")
 	list.Dir = root
 	id, err := list.Output()
 	if err != nil {
@@ -219,7 +221,7 @@ func buildShared() (string, error) {
 		return bin, nil
 	}
 	tmp := fmt.Sprintf("%s.%d.partial", bin, os.Getpid())
-	cmd := GoCommand("build", releaseTags, "-o", tmp, ".")
+	cmd := GoCommand("build", ReleaseTags, "-o", tmp, ".")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
