@@ -8,7 +8,7 @@
 //
 // One trial starts a fresh `hookline serve` process on loopback, a target
 // HTTP server inside this process, and a forwarder process: the real
-// `hookline forward` binary (built with `go build` unless --hookline names
+// `hookline forward` binary (built as a release is, unless --hookline names
 // one) or the real smee-client (node interop/node_modules/smee-client/bin/
 // smee.js). It then publishes N signed deliveries of one size to the relay,
 // as fast as the pipeline takes them (at most --window in flight) or at a
