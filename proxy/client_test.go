@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -518,6 +520,57 @@ func TestClientAttemptsAndAnswerBody(t *testing.T) {
 	r = c.Handle(t.Context(), &delivery.Delivery{ID: "a2", Body: []byte(`{}`), Headers: http.Header{}})
 	if a := r.Targets[0].Attempts; len(a) != 2 || a[0].Status != 0 || a[0].Err == nil || !strings.Contains(a[1].Err.Error(), "refused") {
 		t.Errorf("attempts to a closed port = %+v, want two, each with its error", a)
+	}
+}
+
+// The HTTP client's Timeout bounds each attempt at the target without a
+// goroutine and a timer per request (net/http's way for a transport not
+// its own, such as the forwarder's attempt recorder): a deadline on the
+// request's context. A target that does not answer within it gets one
+// attempt and an error that is a timeout and says so.
+func TestClientTargetTimeout(t *testing.T) {
+	held := make(chan bool, 1)
+	release := make(chan bool)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body) // then net/http notices the client leave
+		held <- true
+		select {
+		case <-release:
+		case <-r.Context().Done(): // the client gave up
+		}
+	}))
+	t.Cleanup(target.Close)
+	client := func(timeout time.Duration) *proxy.Client {
+		c, err := proxy.New(proxy.Options{Targets: []proxy.Target{{URL: target.URL}}, HTTPClient: &rest.Client{HTTPClient: &http.Client{Timeout: timeout}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	d := &delivery.Delivery{ID: "t1", Body: []byte(`{}`), Headers: http.Header{}}
+
+	// A request in flight: no goroutine waits on its timeout.
+	done := make(chan proxy.Result, 1)
+	c := client(time.Hour)
+	go func() { done <- c.Handle(t.Context(), d) }()
+	<-held
+	stacks := make([]byte, 1<<20)
+	stacks = stacks[:runtime.Stack(stacks, true)]
+	release <- true
+	if r := <-done; !r.OK() {
+		t.Fatalf("the held request's result: %+v, want the target's 200", r.Targets[0])
+	}
+	if bytes.Contains(stacks, []byte("net/http.setRequestCancel")) {
+		t.Errorf("a goroutine waits on the request's timeout:\n%s", stacks)
+	}
+
+	// A target that does not answer.
+	r := client(50*time.Millisecond).Handle(t.Context(), d)
+	<-held
+	tr := r.Targets[0]
+	var ne net.Error
+	if tr.OK() || !errors.Is(tr.Err, context.DeadlineExceeded) || !errors.As(tr.Err, &ne) || !ne.Timeout() || !strings.Contains(tr.Err.Error(), "timed out after 50ms") || len(tr.Attempts) != 1 {
+		t.Errorf("a target that does not answer: %v, %d attempts; want one, a timeout that says so", tr.Err, len(tr.Attempts))
 	}
 }
 

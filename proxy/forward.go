@@ -165,7 +165,9 @@ func newForwarder(target *url.URL, hc *rest.Client, o forwardOptions) *forwarder
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	httpc.Transport = attemptRecorder{base}
+	// The client's Timeout becomes the recorder's (see attemptRecorder).
+	httpc.Transport = attemptRecorder{base: base, timeout: httpc.Timeout}
+	httpc.Timeout = 0
 	rc.HTTPClient = httpc
 	return &forwarder{URL: target, HTTPClient: &rc, Options: o, shown: httpx.RedactURL(target.String())}
 }
@@ -194,20 +196,46 @@ func (l *attemptLog) done(ended bool) []Attempt {
 }
 
 // attemptRecorder is the forwarder's transport: it adds every request it
-// sends (each retry rest makes is one) to the attempt log in its context.
-type attemptRecorder struct{ base http.RoundTripper }
+// sends (each retry rest makes is one) to the attempt log in its context,
+// and bounds each by timeout (the forwarder's HTTP client's Timeout, which
+// newForwarder moves here) with a deadline on the request's context. With
+// Client.Timeout, net/http starts a goroutine and a timer for every request
+// when the transport is not its own (16 µs a delivery at 20/s on a small
+// VM, docs/PERFORMANCE.md); its own transport watches a context's deadline
+// without one. Unlike Client.Timeout, the deadline is each attempt's: a
+// redirect's request has its own.
+type attemptRecorder struct {
+	base    http.RoundTripper
+	timeout time.Duration // 0: none
+}
 
 func (t attemptRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	log, ok := req.Context().Value(attemptsKey{}).(*attemptLog)
-	if !ok {
-		return t.base.RoundTrip(req)
+	parent := req.Context()
+	ctx, cancel := parent, context.CancelFunc(func() {})
+	if t.timeout > 0 {
+		ctx, cancel = context.WithTimeout(parent, t.timeout)
 	}
+	log, _ := parent.Value(attemptsKey{}).(*attemptLog)
 	start := time.Now()
 	var first atomic.Int64
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		GotFirstResponseByte: func() { first.Store(int64(time.Since(start))) },
-	}))
+	if log != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+			GotFirstResponseByte: func() { first.Store(int64(time.Since(start))) },
+		})
+	}
+	if ctx != parent {
+		req = req.WithContext(ctx)
+	}
 	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		cancel()
+		err = t.timedOut(ctx, parent, err)
+	} else {
+		resp.Body = &answerBody{ReadCloser: resp.Body, t: t, ctx: ctx, parent: parent, cancel: cancel, log: log, i: -1}
+	}
+	if log == nil {
+		return resp, err
+	}
 	a := Attempt{FirstByte: time.Duration(first.Load()), Duration: time.Since(start)}
 	log.mu.Lock()
 	defer log.mu.Unlock()
@@ -217,33 +245,69 @@ func (t attemptRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.Status, a.Header = resp.StatusCode, resp.Header
 		// What is read of the body (a retried attempt's, by rest's drain)
 		// is kept with the attempt.
-		resp.Body = &answerTee{ReadCloser: resp.Body, log: log, i: len(log.list)}
+		resp.Body.(*answerBody).i = len(log.list)
 	}
 	log.list, log.starts = append(log.list, a), append(log.starts, start)
 	return resp, err
 }
 
-// answerTee keeps the first MaxAnswerBody bytes read from an attempt's
-// answer in its Attempt.
-type answerTee struct {
-	io.ReadCloser
-	log *attemptLog
-	i   int
+// timedOut returns err, from an attempt whose context is ctx (made from
+// parent), as an attemptTimeout when the attempt's own deadline cut it off.
+func (t attemptRecorder) timedOut(ctx, parent context.Context, err error) error {
+	if err == nil || ctx.Err() != context.DeadlineExceeded || parent.Err() != nil {
+		return err
+	}
+	return &attemptTimeout{after: t.timeout, err: err}
 }
 
-func (t *answerTee) Read(p []byte) (int, error) {
-	n, err := t.ReadCloser.Read(p)
-	if n > 0 {
-		t.log.mu.Lock()
-		if t.i < len(t.log.list) { // not after Forward took the list
-			a := &t.log.list[t.i]
+// attemptTimeout is the error of an attempt the target did not answer, or
+// finish answering, within the forwarder's timeout. It is a timeout
+// (net.Error) and wraps the transport's error (context.DeadlineExceeded).
+type attemptTimeout struct {
+	after time.Duration
+	err   error
+}
+
+func (e *attemptTimeout) Error() string {
+	return "timed out after " + e.after.String()
+}
+func (e *attemptTimeout) Unwrap() error { return e.err }
+func (e *attemptTimeout) Timeout() bool { return true }
+
+// answerBody is an attempt's answer as read: its first MaxAnswerBody bytes
+// are kept in the attempt (log.list[i]; log nil or i -1: nothing kept), and
+// Close ends the attempt's deadline.
+type answerBody struct {
+	io.ReadCloser
+	t           attemptRecorder
+	ctx, parent context.Context
+	cancel      context.CancelFunc
+	log         *attemptLog
+	i           int
+}
+
+func (b *answerBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 && b.log != nil && b.i >= 0 {
+		b.log.mu.Lock()
+		if b.i < len(b.log.list) { // not after Forward took the list
+			a := &b.log.list[b.i]
 			if room := MaxAnswerBody - len(a.Body); room > 0 {
 				a.Body = append(a.Body, p[:min(n, room)]...)
 			}
 		}
-		t.log.mu.Unlock()
+		b.log.mu.Unlock()
+	}
+	if err != nil && err != io.EOF {
+		err = b.t.timedOut(b.ctx, b.parent, err)
 	}
 	return n, err
+}
+
+func (b *answerBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // shownURL returns u redacted for results: URL's, redacted once, when
@@ -279,7 +343,7 @@ func (f *forwarder) Forward(ctx context.Context, d *delivery.Delivery) *TargetRe
 	}
 	defer resp.Body.Close()
 	res.Status, res.Header = resp.StatusCode, resp.Header
-	// The body is read through the attempt's answerTee, which keeps its
+	// The body is read through the attempt's answerBody, which keeps its
 	// first MaxAnswerBody bytes; a little more is drained so that the
 	// connection can be reused.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, MaxAnswerBody+256<<10))
