@@ -131,7 +131,9 @@ type Options struct {
 	// 20 s instead (the delivery goes to the failed folder), or with
 	// &rest.RetryPolicy{} to retry 5xx answers and timeouts too; it should
 	// set http.Transport.DisableCompression, or net/http adds
-	// "Accept-Encoding: gzip" to deliveries whose sender sent none.
+	// "Accept-Encoding: gzip" to deliveries whose sender sent none. Its
+	// http.Client's Timeout bounds each attempt (a redirect's request
+	// too, on its own), as a deadline on the request's context.
 	HTTPClient *rest.Client
 
 	// Concurrency is how many deliveries are handled at once. If zero or

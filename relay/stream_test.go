@@ -270,7 +270,7 @@ func TestBurstWithinTheBytesResumesWithoutAGap(t *testing.T) {
 // POST is answered, as if the POST's own goroutine had written it: the
 // stream's goroutine, woken by the delivery, runs before the answer is
 // written. Otherwise it runs after: the answer's write and the request's
-// end were on every delivery's way (0.1-0.2 ms on a small VM). With one
+// end were on every delivery's way (about 0.06 ms on a small VM). With one
 // processor the order is the scheduler's, which looks at its global queue
 // first one time in 61: most, not all, are asked for.
 func TestStreamWrittenBeforeThePostIsAnswered(t *testing.T) {
