@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -1174,16 +1173,6 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request, name string) {
 	// hangs up: it may be one whose answer is all that got lost.
 	ctx := context.WithoutCancel(r.Context())
 	p, err := s.publish(ctx, name, d)
-	if err == nil && p.queued > 0 {
-		// Let the streams just handed the delivery write it before this
-		// POST is answered, as if this goroutine wrote them. A stream's
-		// goroutine woken by the delivery waits in this processor's next
-		// slot (an idle processor's thread takes it only after a spin and
-		// a sleep): it would run once the answer is written and the request
-		// ended, which at a user's rate put about 0.06 ms on every
-		// delivery's way here (docs/PERFORMANCE.md).
-		runtime.Gosched()
-	}
 	switch {
 	case errors.Is(err, errKeyReused):
 		httpx.WriteError(w, http.StatusUnprocessableEntity, fmt.Sprintf("the Idempotency-Key %q was already used for delivery %d of this channel, with a different body; use a new key for a new delivery", truncate(headerValue(d.header, idempotencyHeader), 64), p.id))
