@@ -210,12 +210,12 @@ type attemptRecorder struct {
 }
 
 func (t attemptRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	parent := req.Context()
-	ctx, cancel := parent, context.CancelFunc(func() {})
+	dl := attemptDeadline{parent: req.Context(), ctx: req.Context(), cancel: func() {}, after: t.timeout}
 	if t.timeout > 0 {
-		ctx, cancel = context.WithTimeout(parent, t.timeout)
+		dl.ctx, dl.cancel = context.WithTimeout(dl.parent, t.timeout)
 	}
-	log, _ := parent.Value(attemptsKey{}).(*attemptLog)
+	ctx := dl.ctx
+	log, _ := dl.parent.Value(attemptsKey{}).(*attemptLog)
 	start := time.Now()
 	var first atomic.Int64
 	if log != nil {
@@ -223,41 +223,51 @@ func (t attemptRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
 			GotFirstResponseByte: func() { first.Store(int64(time.Since(start))) },
 		})
 	}
-	if ctx != parent {
+	if ctx != dl.parent {
 		req = req.WithContext(ctx)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
-		cancel()
-		err = t.timedOut(ctx, parent, err)
-	} else {
-		resp.Body = &answerBody{ReadCloser: resp.Body, t: t, ctx: ctx, parent: parent, cancel: cancel, log: log, i: -1}
+		dl.cancel()
+		err = dl.err(err)
 	}
-	if log == nil {
-		return resp, err
+	i := -1 // the attempt's index in log.list
+	if log != nil {
+		a := Attempt{FirstByte: time.Duration(first.Load()), Duration: time.Since(start)}
+		log.mu.Lock()
+		if err != nil {
+			a.Err = redactErr(err)
+		} else {
+			a.Status, a.Header = resp.StatusCode, resp.Header
+			i = len(log.list)
+		}
+		log.list, log.starts = append(log.list, a), append(log.starts, start)
+		log.mu.Unlock()
 	}
-	a := Attempt{FirstByte: time.Duration(first.Load()), Duration: time.Since(start)}
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	if err != nil {
-		a.Err = redactErr(err)
-	} else {
-		a.Status, a.Header = resp.StatusCode, resp.Header
+	if err == nil {
 		// What is read of the body (a retried attempt's, by rest's drain)
 		// is kept with the attempt.
-		resp.Body.(*answerBody).i = len(log.list)
+		resp.Body = &answerBody{ReadCloser: resp.Body, dl: dl, log: log, i: i}
 	}
-	log.list, log.starts = append(log.list, a), append(log.starts, start)
 	return resp, err
 }
 
-// timedOut returns err, from an attempt whose context is ctx (made from
-// parent), as an attemptTimeout when the attempt's own deadline cut it off.
-func (t attemptRecorder) timedOut(ctx, parent context.Context, err error) error {
-	if err == nil || ctx.Err() != context.DeadlineExceeded || parent.Err() != nil {
+// attemptDeadline is one attempt's time limit: ctx, made from the
+// request's own context parent, ends after after (never when after is 0);
+// cancel ends it sooner.
+type attemptDeadline struct {
+	parent, ctx context.Context
+	cancel      context.CancelFunc
+	after       time.Duration
+}
+
+// err returns err, the attempt's, as an attemptTimeout when the attempt's
+// own deadline cut it off (not the caller's context).
+func (d attemptDeadline) err(err error) error {
+	if err == nil || d.ctx.Err() != context.DeadlineExceeded || d.parent.Err() != nil {
 		return err
 	}
-	return &attemptTimeout{after: t.timeout, err: err}
+	return &attemptTimeout{after: d.after, err: err}
 }
 
 // attemptTimeout is the error of an attempt the target did not answer, or
@@ -275,15 +285,13 @@ func (e *attemptTimeout) Unwrap() error { return e.err }
 func (e *attemptTimeout) Timeout() bool { return true }
 
 // answerBody is an attempt's answer as read: its first MaxAnswerBody bytes
-// are kept in the attempt (log.list[i]; log nil or i -1: nothing kept), and
-// Close ends the attempt's deadline.
+// are kept in the attempt (log.list[i]; none when log is nil or i is -1),
+// and Close ends the attempt's deadline.
 type answerBody struct {
 	io.ReadCloser
-	t           attemptRecorder
-	ctx, parent context.Context
-	cancel      context.CancelFunc
-	log         *attemptLog
-	i           int
+	dl  attemptDeadline
+	log *attemptLog
+	i   int
 }
 
 func (b *answerBody) Read(p []byte) (int, error) {
@@ -299,14 +307,14 @@ func (b *answerBody) Read(p []byte) (int, error) {
 		b.log.mu.Unlock()
 	}
 	if err != nil && err != io.EOF {
-		err = b.t.timedOut(b.ctx, b.parent, err)
+		err = b.dl.err(err)
 	}
 	return n, err
 }
 
 func (b *answerBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.cancel()
+	b.dl.cancel()
 	return err
 }
 
