@@ -54,11 +54,13 @@ type subscriber struct {
 	ip     string        // the client's address (clientIP)
 	joined int64         // the order it joined its channel in (channel.joins)
 	since  time.Time     // when it joined, to find a client's oldest stream
-	notify chan struct{} // capacity 1: pending has deliveries
+	notify chan struct{} // capacity 1: pending has deliveries (see signal)
 	kicked chan struct{} // closed when the subscriber is cut off
 	pins   *atomic.Int64 // Server.pinned
 
 	token string // names the stream in its links, when it takes large bodies by link
+
+	live atomic.Pointer[liveWriter] // the stream's writer, once its goroutine runs
 
 	mu           sync.Mutex
 	pending      []*Entry
@@ -71,7 +73,8 @@ type subscriber struct {
 }
 
 // offer queues d for the subscriber, or reports false when it is too far
-// behind: maxCount deliveries, or maxBytes of them, already wait.
+// behind: maxCount deliveries, or maxBytes of them, already wait. The
+// caller then has them written (write or signal).
 func (sub *subscriber) offer(d *Entry, maxCount int, maxBytes int64) bool {
 	if d.id <= sub.after {
 		return true // its replay has it
@@ -85,11 +88,30 @@ func (sub *subscriber) offer(d *Entry, maxCount int, maxBytes int64) bool {
 	sub.pendingBytes += d.size
 	sub.mu.Unlock()
 	sub.hold(d)
+	return true
+}
+
+// signal tells the stream's goroutine that deliveries wait.
+func (sub *subscriber) signal() {
 	select {
 	case sub.notify <- struct{}{}:
 	default:
 	}
-	return true
+}
+
+// write writes the waiting deliveries from the caller's goroutine if the
+// stream's goroutine waits for news, and reports whether it did (see
+// liveWriter.write); the caller signals it otherwise.
+func (sub *subscriber) write() bool {
+	lw := sub.live.Load()
+	return lw != nil && lw.write()
+}
+
+// waiting returns the size of the deliveries waiting.
+func (sub *subscriber) waiting() int64 {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	return sub.pendingBytes
 }
 
 // hold and release count a delivery the subscriber holds (queued, being
@@ -268,18 +290,29 @@ type published struct {
 // wraps errKeyReused when its body differs. A store error means d was not
 // stored nor sent to anyone.
 //
-// The streams handed d write it before publish returns, as if its caller
-// wrote them (so a POST is answered after its delivery is on its way): a
-// stream's goroutine woken by d waits in this processor's next slot, where
-// an idle processor's thread takes it only after a spin and a sleep, and
-// would otherwise run once the caller parks, after the POST's answer and
-// the request's end (about 0.06 ms on every delivery's way at a user's
-// rate here, docs/PERFORMANCE.md). publish yields once, last, when a
-// stream took d.
+// The streams handed d get it before publish returns (so a POST is
+// answered after its delivery is on its way). A channel's one stream
+// whose goroutine waits for news is written here, on the caller's
+// goroutine (liveWriter.write): no goroutine is woken, nor the processor
+// it would run on. Other streams' goroutines are woken, and publish then
+// yields once, last: a woken goroutine waits in this processor's next
+// slot, where an idle processor's thread takes it only after a spin and a
+// sleep, and would otherwise run once the caller parks, after the POST's
+// answer and the request's end (about 0.06 ms on every delivery's way at a
+// user's rate here, docs/PERFORMANCE.md).
 func (s *Server) publish(ctx context.Context, name string, d *Entry) (p published, err error) {
+	var queued [1]*subscriber // most channels have one stream
+	woken := queued[:0]
 	defer func() {
-		if err == nil && p.queued > 0 {
-			runtime.Gosched() // after every unlock below
+		// After every unlock below.
+		if len(woken) == 1 && woken[0].write() {
+			return
+		}
+		for _, sub := range woken {
+			sub.signal()
+		}
+		if len(woken) > 0 {
+			runtime.Gosched()
 		}
 	}()
 	defer s.shed() // once c.mu is unlocked
@@ -350,7 +383,8 @@ func (s *Server) publish(ctx context.Context, name string, d *Entry) (p publishe
 		c.lastID = max(c.lastID, d.id)
 	case d.id == c.lastID+1:
 		c.lastID = d.id
-		p.queued = s.fanOut(c, d)
+		woken = s.fanOut(c, d, woken)
+		p.queued = len(woken)
 	case d.id > c.lastID+1:
 		// Another relay appended deliveries this one's subscribers have
 		// not had yet (a shared store): they go first, read from the
@@ -363,12 +397,12 @@ func (s *Server) publish(ctx context.Context, name string, d *Entry) (p publishe
 }
 
 // fanOut queues d for every subscriber of c, cutting off those whose queue
-// is full, and returns how many it was queued for. The caller holds c.mu.
-func (s *Server) fanOut(c *channel, d *Entry) int {
-	queued := 0
+// is full, and appends those it was queued for to queued, for the caller
+// to have it written (see publish). The caller holds c.mu.
+func (s *Server) fanOut(c *channel, d *Entry, queued []*subscriber) []*subscriber {
 	for sub := range c.subs {
 		if sub.offer(d, s.opts.SubscriberQueue, s.opts.HistoryBytes) {
-			queued++
+			queued = append(queued, sub)
 			continue
 		}
 		s.removeSub(c, sub)
@@ -377,6 +411,15 @@ func (s *Server) fanOut(c *channel, d *Entry) int {
 		s.log.Warn("slow subscriber cut off; it can resume with Last-Event-ID", "channel", c.name)
 	}
 	return queued
+}
+
+// fanOutSignal is fanOut for a background goroutine (a catch-up, the
+// shared store's feed): the streams' goroutines write d.
+func (s *Server) fanOutSignal(c *channel, d *Entry) {
+	var queued [1]*subscriber
+	for _, sub := range s.fanOut(c, d, queued[:0]) {
+		sub.signal()
+	}
 }
 
 // shed cuts off the subscribers that hold the most while the deliveries
@@ -523,7 +566,7 @@ func (s *Server) catchUp(ctx context.Context, c *channel) error {
 		}
 		for _, d := range page {
 			c.lastID = d.id
-			s.fanOut(c, d)
+			s.fanOutSignal(c, d)
 		}
 		done := c.lastID >= last
 		c.mu.Unlock()
@@ -596,7 +639,7 @@ func (s *Server) fromFeed(name string, d *Entry) {
 	case len(c.subs) == 0 || (d != nil && d.id <= c.lastID):
 	case d != nil && d.id == c.lastID+1:
 		c.lastID = d.id
-		s.fanOut(c, d)
+		s.fanOutSignal(c, d)
 	default:
 		s.catchUpLater(c)
 	}

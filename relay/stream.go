@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hookline/hookline/internal/httpx"
@@ -142,7 +143,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, name string
 	w.Write(ready)
 	if conn := s.hijack(r, rc); conn != nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		co := &connOut{conn: conn}
+		co := &connOut{conn: conn, raw: rawOf(conn)}
 		sub.setOut(co)
 		go watch(conn, cancel)
 		go func() {
@@ -226,10 +227,19 @@ func (st *stream) run(ctx context.Context, out streamOut) (err error) {
 		}
 	}()
 
-	sw := streamWriter{out: out, sent: &s.sent, sub: sub, timeout: s.opts.WriteTimeout}
+	lw := &liveWriter{sw: streamWriter{out: out, sent: &s.sent, sub: sub, timeout: s.opts.WriteTimeout}}
+	if co, ok := out.(*connOut); ok && co.raw != nil {
+		lw.co = co
+	}
+	sw := &lw.sw
 	if sub.token != "" {
 		sw.linkBase = c.name + "/body/"
 	}
+	// This goroutine holds lw.mu but while it waits for news below: a
+	// publisher writes in its place only then (liveWriter.write), never
+	// before the replay is out, nor after the stream ends.
+	lw.mu.Lock()
+	sub.live.Store(lw)
 	// The ready event is written (see serveStream).
 	for err == nil {
 		gap, page, done, rerr := rp.next(ctx)
@@ -254,44 +264,48 @@ func (st *stream) run(ctx context.Context, out streamOut) (err error) {
 	ping := time.NewTicker(s.opts.PingInterval)
 	defer ping.Stop()
 	touched := time.Now() // the reader's use of a private channel, recorded by authorize
-	var batch []*Entry
-	// send writes the deliveries waiting for the subscriber.
-	send := func() error {
-		batch = sub.take(batch)
-		err := sw.deliveries(batch, nil)
-		clear(batch) // hold no delivery longer than needed
-		if err == nil {
-			err = out.Flush()
-		}
-		return err
-	}
 	for err == nil {
+		lw.mu.Unlock()
 		select {
 		case <-sub.notify:
-			err = send()
+			lw.mu.Lock()
+			if err = lw.resume(); err == nil {
+				err = lw.send()
+			}
 			ping.Reset(s.opts.PingInterval)
 		case <-ping.C:
+			lw.mu.Lock()
 			frame := wire.PingFrame
 			if sub.format == formatGosmee {
 				frame = wire.GosmeeKeepaliveFrame
 			}
-			if err = sw.write(frame); err == nil {
+			if err = lw.resume(); err == nil {
+				err = sw.write(frame)
+			}
+			if err == nil {
 				err = out.Flush()
 			}
 			if IsPrivateName(c.name) {
 				touched = s.touch(ctx, c.name, touched)
 			}
 		case <-sub.kicked:
+			lw.mu.Lock()
 			err = errCutOff
 		case <-ctx.Done():
+			lw.mu.Lock()
 			err = ctx.Err()
 		case <-s.closing:
+			lw.mu.Lock()
 			// What was queued before Close goes out before the end.
-			if err = send(); err == nil {
+			if err = lw.resume(); err == nil {
+				err = lw.send()
+			}
+			if err == nil {
 				err = errClosing
 			}
 		}
 	}
+	// lw.mu stays locked: no publisher writes to the stream from here.
 	select {
 	case <-sub.kicked:
 		// Make sure the connection of a cut-off subscriber closes: its
@@ -344,9 +358,18 @@ func (o responseOut) SetWriteDeadline(t time.Time) error { return o.rc.SetWriteD
 // over a chunk writer made three writes of each chunk on the relay's
 // connections, which are wrapped (countedConn), so that net.Buffers could
 // not use writev: each write a loopback segment that woke the client.)
+//
+// A publisher may write in place of the stream's goroutine while it waits
+// (liveWriter.write): then quick is set, and each chunk goes to the socket
+// without waiting for room (writeNow): what the socket does not take at
+// once is kept in rest, a copy, which the goroutine writes first when it
+// wakes (liveWriter.resume).
 type connOut struct {
-	conn net.Conn
-	buf  *[]byte // nil between events: chunkRoom bytes, then the data
+	conn  net.Conn
+	buf   *[]byte         // nil between events: chunkRoom bytes, then the data
+	raw   syscall.RawConn // conn's socket, for quick writes; nil: none
+	quick bool
+	rest  []byte
 }
 
 // chunkRoom is the room kept for a chunk's size line: up to 16 hex
@@ -376,7 +399,7 @@ func (o *connOut) Write(b []byte) (int, error) {
 			// Larger than a buffer: a chunk of its own, in a buffer of
 			// its size.
 			big := append(make([]byte, chunkRoom, chunkRoom+len(b)+len(crlf)), b...)
-			if err := sendChunk(o.conn, big); err != nil {
+			if err := o.sendChunk(big); err != nil {
 				return 0, err
 			}
 			return len(b), nil
@@ -393,19 +416,31 @@ func (o *connOut) writeChunk() error {
 	if len(b) == chunkRoom {
 		return nil
 	}
-	return sendChunk(o.conn, b)
+	return o.sendChunk(b)
 }
 
-// sendChunk writes b[chunkRoom:] to conn as one HTTP/1.1 chunk in one
-// write: its size line goes in the room before the data, its CRLF after
-// (b has the capacity for it).
-func sendChunk(conn net.Conn, b []byte) error {
+// sendChunk writes b[chunkRoom:] to the connection as one HTTP/1.1 chunk
+// in one write: its size line goes in the room before the data, its CRLF
+// after (b has the capacity for it).
+func (o *connOut) sendChunk(b []byte) error {
 	var size [chunkRoom]byte
 	line := append(strconv.AppendInt(size[:0], int64(len(b)-chunkRoom), 16), crlf...)
 	start := chunkRoom - len(line)
 	copy(b[start:], line)
-	_, err := conn.Write(append(b, crlf...)[start:])
-	return err
+	b = append(b, crlf...)[start:]
+	if !o.quick {
+		_, err := o.conn.Write(b)
+		return err
+	}
+	if len(o.rest) == 0 {
+		n, err := writeNow(o.raw, b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	o.rest = append(o.rest, b...)
+	return nil
 }
 
 func (o *connOut) Flush() error {
@@ -424,11 +459,85 @@ func (o *connOut) SetWriteDeadline(t time.Time) error { return o.conn.SetWriteDe
 // sees it broken off, as a cut-off subscriber must), and closes the
 // connection.
 func (o *connOut) end(complete bool, timeout time.Duration) {
-	if complete {
+	if complete && len(o.rest) == 0 { // else an event is cut short: so is the response
 		o.conn.SetWriteDeadline(time.Now().Add(timeout))
 		io.WriteString(o.conn, "0\r\n\r\n")
 	}
 	o.conn.Close()
+}
+
+// liveWriter writes a stream's live deliveries. Its goroutine writes
+// them when woken (subscriber.notify); while it waits, a publisher writes
+// them itself (write, see Server.publish): a delivery reaches an idle
+// subscriber from the POST's own goroutine, before the POST is answered,
+// and no goroutine is woken, nor the idle processor it would run on.
+type liveWriter struct {
+	// mu is held by whoever writes: the stream's goroutine, except while
+	// it waits for news, or a publisher in its place.
+	mu    sync.Mutex
+	sw    streamWriter
+	co    *connOut // where a publisher writes; nil: only the goroutine writes
+	batch []*Entry // the deliveries being written
+	err   error    // a publisher's write failed: the stream ends with it
+}
+
+// quickMax bounds the bytes of deliveries a publisher writes for a stream
+// (liveWriter.write), and so what connOut.rest may copy: more are left to
+// the stream's goroutine. A webhook is rarely larger.
+const quickMax = 32 << 10
+
+// send writes the deliveries waiting for the subscriber. The caller holds
+// mu.
+func (lw *liveWriter) send() error {
+	lw.batch = lw.sw.sub.take(lw.batch)
+	err := lw.sw.deliveries(lw.batch, nil)
+	clear(lw.batch) // hold no delivery longer than needed
+	if err == nil {
+		err = lw.sw.out.Flush()
+	}
+	return err
+}
+
+// write writes the deliveries waiting for the subscriber from the
+// caller's goroutine, if the stream's goroutine waits for news (else it
+// writes them itself), and reports whether nothing is left for that
+// goroutine: else the caller wakes it. The socket is written without
+// waiting for room: a subscriber that does not read never holds up a
+// POST; what the socket did not take is written by the goroutine (rest).
+func (lw *liveWriter) write() bool {
+	if lw.co == nil || !lw.mu.TryLock() {
+		return false
+	}
+	defer lw.mu.Unlock()
+	if lw.err != nil || len(lw.co.rest) > 0 || lw.sw.sub.waiting() > quickMax {
+		return false
+	}
+	lw.co.quick = true
+	err := lw.send()
+	lw.co.quick = false
+	if err != nil {
+		lw.err = err
+		return false
+	}
+	return len(lw.co.rest) == 0
+}
+
+// resume is the goroutine's first step once woken, holding mu: it ends
+// the stream if a publisher's write failed, and writes what one left.
+func (lw *liveWriter) resume() error {
+	if lw.err != nil {
+		return lw.err
+	}
+	if lw.co == nil || len(lw.co.rest) == 0 {
+		return nil
+	}
+	rest := lw.co.rest // framed: the end of a chunk, and any after it
+	lw.co.rest = nil
+	if err := lw.sw.arm(len(rest)); err != nil {
+		return err
+	}
+	_, err := lw.co.conn.Write(rest)
+	return err
 }
 
 var errClosing = errors.New("relay: closing")
