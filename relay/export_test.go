@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -17,6 +18,13 @@ var (
 	FormatKey   = formatKey
 	AppendCRC   = appendCRC
 )
+
+// SetQuietGap sets how long a stream must have had no delivery for a
+// publisher to write the next (quietGap), and returns what puts it back.
+func SetQuietGap(d time.Duration) (restore func()) {
+	old := quietGap.Swap(int64(d))
+	return func() { quietGap.Store(old) }
+}
 
 // OpenMemory returns the in-memory store New uses without a data directory.
 func OpenMemory(l Limits) Store { return newMemStore(l, new(atomic.Int64)) }

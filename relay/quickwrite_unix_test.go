@@ -23,6 +23,7 @@ import (
 // another processor when there was one, often after the answer.)
 func TestIdleStreamWrittenBeforeThePostIsAnswered(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0))))
+	defer relay.SetQuietGap(0)() // each delivery comes right after the last
 	_, ts := newRelay(t, relay.Options{PingInterval: time.Hour})
 	c, err := dialStream(addr(ts), "/quick")
 	if err != nil {
@@ -120,6 +121,7 @@ func readUntil(t *testing.T, c *bufferedConn, want string) {
 // not take when a POST writes for it is written by the stream's goroutine
 // once there is room, in order and whole.
 func TestQuickWriteToASubscriberThatDoesNotRead(t *testing.T) {
+	defer relay.SetQuietGap(0)()
 	srv, ts := newRelay(t, relay.Options{PingInterval: time.Hour, SubscriberQueue: 10000, HistoryBytes: 64 << 20, WriteTimeout: time.Minute})
 	url := ts.URL + "/stalled"
 	req, err := http.NewRequest(http.MethodGet, url, nil)
