@@ -476,10 +476,10 @@ type liveWriter struct {
 	// it waits for news, or a publisher in its place.
 	mu    sync.Mutex
 	sw    streamWriter
-	co    *connOut  // where a publisher writes; nil: only the goroutine writes
-	batch []*Entry  // the deliveries being written
-	err   error     // a publisher's write failed: the stream ends with it
-	last  time.Time // when deliveries were last written
+	co    *connOut     // where a publisher writes; nil: only the goroutine writes
+	batch []*Entry     // the deliveries being written
+	err   error        // a publisher's write failed: the stream ends with it
+	last  atomic.Int64 // when deliveries were last written (since epoch), read without mu
 }
 
 // quietGap is how long a stream must have had no delivery for a publisher
@@ -493,6 +493,9 @@ var quietGap atomic.Int64
 
 func init() { quietGap.Store(int64(2 * time.Millisecond)) }
 
+// epoch is what liveWriter.last counts from (the monotonic clock).
+var epoch = time.Now()
+
 // quickMax bounds the bytes of deliveries a publisher writes for a stream
 // (liveWriter.write), and so what connOut.rest may copy: more are left to
 // the stream's goroutine. A webhook is rarely larger.
@@ -503,7 +506,7 @@ const quickMax = 32 << 10
 func (lw *liveWriter) send() error {
 	lw.batch = lw.sw.sub.take(lw.batch)
 	if len(lw.batch) > 0 {
-		lw.last = time.Now()
+		lw.last.Store(int64(time.Since(epoch)))
 	}
 	err := lw.sw.deliveries(lw.batch, nil)
 	clear(lw.batch) // hold no delivery longer than needed
@@ -520,11 +523,11 @@ func (lw *liveWriter) send() error {
 // waiting for room: a subscriber that does not read never holds up a
 // POST; what the socket did not take is written by the goroutine (rest).
 func (lw *liveWriter) write() bool {
-	if lw.co == nil || !lw.mu.TryLock() {
-		return false
+	if lw.co == nil || time.Since(epoch)-time.Duration(lw.last.Load()) < time.Duration(quietGap.Load()) || !lw.mu.TryLock() {
+		return false // a busy stream's POSTs leave its goroutine's lock alone
 	}
 	defer lw.mu.Unlock()
-	if lw.err != nil || len(lw.co.rest) > 0 || time.Since(lw.last) < time.Duration(quietGap.Load()) || lw.sw.sub.waiting() > quickMax {
+	if lw.err != nil || len(lw.co.rest) > 0 || lw.sw.sub.waiting() > quickMax {
 		return false
 	}
 	lw.co.quick = true
