@@ -517,11 +517,12 @@ func (lw *liveWriter) send() error {
 }
 
 // write writes the deliveries waiting for the subscriber from the
-// caller's goroutine, if the stream's goroutine waits for news (else it
-// writes them itself) and the stream was quiet (quietGap), and reports
-// whether nothing is left for that goroutine: else the caller wakes it. The socket is written without
-// waiting for room: a subscriber that does not read never holds up a
-// POST; what the socket did not take is written by the goroutine (rest).
+// caller's goroutine if the stream was quiet (quietGap) and its goroutine
+// waits for news (else that goroutine is writing), and reports whether
+// nothing is left for the goroutine: else the caller wakes it. The socket
+// is written without waiting for room: a subscriber that does not read
+// never holds up a POST; what the socket did not take is written by the
+// goroutine (rest).
 func (lw *liveWriter) write() bool {
 	if lw.co == nil || time.Since(epoch)-time.Duration(lw.last.Load()) < time.Duration(quietGap.Load()) || !lw.mu.TryLock() {
 		return false // a busy stream's POSTs leave its goroutine's lock alone
