@@ -292,9 +292,9 @@ type published struct {
 //
 // The streams handed d get it before publish returns (so a POST is
 // answered after its delivery is on its way). A channel's one stream
-// whose goroutine waits for news is written here, on the caller's
-// goroutine (liveWriter.write): no goroutine is woken, nor the processor
-// it would run on. Other streams' goroutines are woken, and publish then
+// that was quiet (quietGap) and whose goroutine waits for news is written
+// here, on the caller's goroutine (liveWriter.write): no goroutine is
+// woken, nor the processor it would run on. Other streams' goroutines are woken, and publish then
 // yields once, last: a woken goroutine waits in this processor's next
 // slot, where an idle processor's thread takes it only after a spin and a
 // sleep, and would otherwise run once the caller parks, after the POST's
