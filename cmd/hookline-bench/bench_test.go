@@ -105,6 +105,9 @@ func TestParseOptions(t *testing.T) {
 		{[]string{"--scenarios", "25MiB,4kib"}, false, func(o options) bool {
 			return len(o.scenarios) == 2 && o.scenarios[0].Name == "25MiB" && o.scenarios[1].Name == "4KiB"
 		}},
+		{[]string{"--scenarios", "5MiB,20mib"}, false, func(o options) bool {
+			return len(o.scenarios) == 2 && o.scenarios[0].Size == 5<<20 && o.scenarios[1].Size == 20<<20 && o.scenarios[1].Window == 1
+		}},
 		{[]string{"--tools", "smee-client,hookline"}, false, func(o options) bool { return strings.Join(o.tools, ",") == "smee,hookline" }},
 		{[]string{"--size", "3GiB"}, true, nil},
 		{[]string{"--quick", "--n", "5"}, true, nil},

@@ -71,6 +71,20 @@ var moreScenarios = []scenario{
 	// In order, 8 POSTs in flight and at most 64 published and not yet
 	// at the target: a backlog a user's pipeline has, not a 512-deep one.
 	{Name: "inorder", N: 2000, Size: 4 << 10, Window: 64, Publishers: 8},
+	// Large bodies one at a time (issue 53's 5 and 20 MiB): 20 MiB goes
+	// by link on hookline's stream, 5 MiB too (above 1 MiB).
+	{Name: "5MiB", N: 20, Size: 5 << 20, Window: 1, Publishers: 1},
+	{Name: "20MiB", N: 5, Size: 20 << 20, Window: 1, Publishers: 1},
+}
+
+// scenarioNames lists the scenarios --scenarios takes: the default ones,
+// then the others.
+func scenarioNames() string {
+	var names []string
+	for _, s := range append(slices.Clip(defaultScenarios), moreScenarios...) {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // quickScenarios are --quick's: a few hundred small deliveries and a few
@@ -128,7 +142,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		window   = fs.Int("window", 0, "deliveries in flight at most when publishing as fast as possible (default 512, or 1 for bodies of 1 MiB and more)")
 		pubs     = fs.Int("publishers", 0, "concurrent publishing POSTs (default 4, or 1 for bodies of 1 MiB and more)")
 		tools    = fs.String("tools", strings.Join(allTools, ","), "tools to measure, comma-separated: direct (baseline), floor (the least a relay hop costs: a relay and a forwarder of a few lines of net/http), hookline, smee, gosmee, compare (the --compare binary)")
-		scenName = fs.String("scenarios", "", "run only these scenarios, comma-separated (4KiB, 4KiB@500/s, 1MiB, 25MiB; burst, 4KiB@1/s, 4KiB@20/s, inorder)")
+		scenName = fs.String("scenarios", "", "run only these scenarios, comma-separated ("+scenarioNames()+")")
 	)
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds: every tool runs once per round, in a rotating order")
 	fs.BoolVar(&o.quick, "quick", false, "a few hundred small deliveries and three of 1 MiB, one round: checks correctness (the test suite runs it)")
@@ -203,7 +217,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 				}
 			}
 			if !found {
-				return o, fmt.Errorf("--scenarios: no scenario %q (there are 4KiB, 4KiB@500/s, 1MiB, 25MiB)", name)
+				return o, fmt.Errorf("--scenarios: no scenario %q (there are %s)", name, scenarioNames())
 			}
 		}
 	default:
