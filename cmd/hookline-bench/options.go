@@ -61,7 +61,8 @@ var defaultScenarios = []scenario{
 }
 
 // moreScenarios are chosen by name with --scenarios only: the loads of an
-// independent harness's report (issue 39), to reproduce its figures.
+// independent harness's report (issue 39), to reproduce its figures, and
+// the large bodies issue 53 asks for.
 var moreScenarios = []scenario{
 	// 3,000 published at once with nothing holding the publishers back:
 	// the forwarder falls far behind, and the relay cuts it off.
@@ -71,17 +72,20 @@ var moreScenarios = []scenario{
 	// In order, 8 POSTs in flight and at most 64 published and not yet
 	// at the target: a backlog a user's pipeline has, not a 512-deep one.
 	{Name: "inorder", N: 2000, Size: 4 << 10, Window: 64, Publishers: 8},
-	// Large bodies one at a time (issue 53's 5 and 20 MiB): 20 MiB goes
-	// by link on hookline's stream, 5 MiB too (above 1 MiB).
+	// Large bodies one at a time (issue 53's 5 and 20 MiB); both go by
+	// link on hookline's stream, as every body of 1 MiB or more does.
 	{Name: "5MiB", N: 20, Size: 5 << 20, Window: 1, Publishers: 1},
 	{Name: "20MiB", N: 5, Size: 20 << 20, Window: 1, Publishers: 1},
 }
 
-// scenarioNames lists the scenarios --scenarios takes: the default ones,
+// namedScenarios are the scenarios --scenarios takes: the default ones,
 // then the others.
+func namedScenarios() []scenario { return append(slices.Clip(defaultScenarios), moreScenarios...) }
+
+// scenarioNames lists namedScenarios' names.
 func scenarioNames() string {
 	var names []string
-	for _, s := range append(slices.Clip(defaultScenarios), moreScenarios...) {
+	for _, s := range namedScenarios() {
 		names = append(names, s.Name)
 	}
 	return strings.Join(names, ", ")
@@ -127,7 +131,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		for _, s := range defaultScenarios {
 			fmt.Fprintf(stderr, "  %-11s %s\n", s.Name, s.describe())
 		}
-		fmt.Fprintln(stderr, "\nMore scenarios, chosen by name with --scenarios (an independent harness's loads):")
+		fmt.Fprintln(stderr, "\nMore scenarios, chosen by name with --scenarios (an independent harness's loads, and large bodies one at a time):")
 		for _, s := range moreScenarios {
 			fmt.Fprintf(stderr, "  %-11s %s\n", s.Name, s.describe())
 		}
@@ -211,7 +215,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	case *scenName != "":
 		for _, name := range strings.Split(*scenName, ",") {
 			found := false
-			for _, s := range append(slices.Clip(defaultScenarios), moreScenarios...) {
+			for _, s := range namedScenarios() {
 				if strings.EqualFold(s.Name, strings.TrimSpace(name)) {
 					o.scenarios, found = append(o.scenarios, s), true
 				}
