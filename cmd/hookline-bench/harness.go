@@ -299,7 +299,7 @@ wait:
 			return r, err
 		}
 		r.FwdCPU = (end.cpu - fwdStart.cpu).Seconds()
-		r.FwdPeakRSS = end.peakRSS
+		r.FwdPeakRSS, r.FwdFileRSS = end.peakRSS, end.fileRSS
 		rend, err := relay.sample()
 		if err != nil {
 			return r, err

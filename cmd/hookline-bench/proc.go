@@ -84,10 +84,13 @@ func (p *proc) logTail() string {
 	return string(b)
 }
 
-// usage is a process's CPU time so far and its peak resident memory.
+// usage is a process's CPU time so far, its peak resident memory, and how
+// much of what is resident now is files' pages (a Go program's: its
+// binary's) rather than its own memory.
 type usage struct {
 	cpu     time.Duration
 	peakRSS int64 // bytes (VmHWM)
+	fileRSS int64 // bytes (RssFile)
 }
 
 // clockTick is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every
@@ -95,7 +98,7 @@ type usage struct {
 const clockTick = 10 * time.Millisecond
 
 // sample reads /proc/<pid>/stat (utime, stime) and /proc/<pid>/status
-// (VmHWM).
+// (VmHWM, RssFile).
 func (p *proc) sample() (usage, error) { return sampleProcess(p.cmd.Process.Pid) }
 
 // sampleProcess reads the usage of process pid (os.Getpid(): the harness's
@@ -123,13 +126,15 @@ func sampleProcess(pid int) (usage, error) {
 	if err != nil {
 		return u, err
 	}
+	fields := map[string]*int64{"VmHWM": &u.peakRSS, "RssFile": &u.fileRSS}
 	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		name, v, _ := strings.Cut(line, ":")
+		if dst := fields[name]; dst != nil {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err != nil {
-				return u, err
+				return u, fmt.Errorf("/proc/%d/status: %s: %w", pid, name, err)
 			}
-			u.peakRSS = kb << 10
+			*dst = kb << 10
 		}
 	}
 	return u, nil

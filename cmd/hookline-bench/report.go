@@ -35,7 +35,11 @@ type result struct {
 	P99       float64 `json:"p99ms"`
 	Max       float64 `json:"maxms"`
 
-	FwdPeakRSS   int64   `json:"forwarderPeakRSS,omitempty"`
+	FwdPeakRSS int64 `json:"forwarderPeakRSS,omitempty"`
+	// FwdFileRSS is how much of the forwarder's resident memory at the end
+	// was files' pages (RssFile: a Go forwarder's binary, node's and its
+	// libraries for smee-client), the rest being its own.
+	FwdFileRSS   int64   `json:"forwarderFileRSS,omitempty"`
 	FwdCPU       float64 `json:"forwarderCPUSeconds,omitempty"`
 	RelayPeakRSS int64   `json:"relayPeakRSS,omitempty"`
 	RelayCPU     float64 `json:"relayCPUSeconds,omitempty"`
@@ -81,7 +85,7 @@ func (r result) line() string {
 		s += fmt.Sprintf("  duplicates %d", r.Duplicates)
 	}
 	if r.Tool != toolDirect {
-		s += fmt.Sprintf("  forwarder %s, %.2f s CPU  relay %s, %.2f s CPU", bytesize.Format(r.FwdPeakRSS), r.FwdCPU, bytesize.Format(r.RelayPeakRSS), r.RelayCPU)
+		s += fmt.Sprintf("  forwarder %s (files %s), %.2f s CPU  relay %s, %.2f s CPU", bytesize.Format(r.FwdPeakRSS), bytesize.Format(r.FwdFileRSS), r.FwdCPU, bytesize.Format(r.RelayPeakRSS), r.RelayCPU)
 	}
 	if r.CutOff > 0 {
 		s += fmt.Sprintf("  cut off %d×", r.CutOff)
