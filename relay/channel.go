@@ -294,12 +294,12 @@ type published struct {
 // answered after its delivery is on its way). A channel's one stream
 // that was quiet (quietGap) and whose goroutine waits for news is written
 // here, on the caller's goroutine (liveWriter.write): no goroutine is
-// woken, nor the processor it would run on. Other streams' goroutines are woken, and publish then
-// yields once, last: a woken goroutine waits in this processor's next
-// slot, where an idle processor's thread takes it only after a spin and a
-// sleep, and would otherwise run once the caller parks, after the POST's
-// answer and the request's end (about 0.06 ms on every delivery's way at a
-// user's rate here, docs/PERFORMANCE.md).
+// woken, nor the processor it would run on. Other streams' goroutines are
+// woken, and publish then yields once, last: a woken goroutine waits in
+// this processor's next slot, where an idle processor's thread takes it
+// only after a spin and a sleep, and would otherwise run once the caller
+// parks, after the POST's answer and the request's end (about 0.06 ms on
+// every delivery's way at a user's rate here, docs/PERFORMANCE.md).
 func (s *Server) publish(ctx context.Context, name string, d *Entry) (p published, err error) {
 	var queued [1]*subscriber // most channels have one stream
 	woken := queued[:0]
